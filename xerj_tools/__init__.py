@@ -1,0 +1,68 @@
+"""xerj-tools: let an OpenAI-style model search a XERJ engine through function calling.
+
+registry = load_registry()                      # the six XERJ tools, validated once
+tools = registry.chat_tools()                   # pass as tools= to Chat Completions
+with Dispatcher() as dispatcher:                # XERJ_URL / XERJ_API_KEY from the environment
+    messages += dispatcher.dispatch_many(message.tool_calls)
+"""
+
+from __future__ import annotations
+
+from ._calls import ChatToolMessage, ResponsesToolOutput, ToolCall, ToolMessage, parse_tool_call
+from ._core import ToolResult
+from ._dispatch import AsyncDispatcher, Dispatcher
+from ._exceptions import (
+    ArgumentsError,
+    ConfigurationError,
+    EngineError,
+    InvalidToolCallError,
+    MissingHandlerError,
+    ModelError,
+    ToolCallError,
+    ToolDefinitionError,
+    UnknownToolError,
+    XerjToolsError,
+)
+from ._format import ERROR_CODES
+from ._handlers import HANDLERS, Handler, HttpRequest
+from ._registry import ToolRegistry, ToolSpec, load_registry
+from ._retry import RetryPolicy
+from ._validation import Problem, ValidationResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ERROR_CODES",
+    "HANDLERS",
+    "ArgumentsError",
+    "AsyncDispatcher",
+    "ChatToolMessage",
+    "ConfigurationError",
+    "Dispatcher",
+    "EngineError",
+    "Handler",
+    "HttpRequest",
+    "InvalidToolCallError",
+    "MissingHandlerError",
+    "ModelError",
+    "Problem",
+    "ResponsesToolOutput",
+    "RetryPolicy",
+    "ToolCall",
+    "ToolCallError",
+    "ToolDefinitionError",
+    "ToolMessage",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolSpec",
+    "UnknownToolError",
+    "ValidationResult",
+    "XerjToolsError",
+    "__version__",
+    "load_registry",
+    "parse_tool_call",
+]
+
+import logging as _logging
+
+_logging.getLogger("xerj_tools").addHandler(_logging.NullHandler())

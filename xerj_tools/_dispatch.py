@@ -1,0 +1,262 @@
+"""The dispatchers: run a model's tool calls against XERJ and return tool messages, sync or async."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from ._calls import ToolMessage, parse_tool_call
+from ._core import DispatchCore, Flow, ToolResult
+from ._exceptions import ToolCallError
+from ._handlers import Handler, HttpRequest
+from ._outcome import Outcome
+from ._registry import ToolRegistry, load_registry
+from ._retry import RetryPolicy, async_retrying, retrying
+from ._transport import AsyncTransport, Endpoint, SyncTransport, TransportSettings
+
+__all__ = ["AsyncDispatcher", "Dispatcher"]
+
+
+class _Base:
+    def __init__(
+        self,
+        registry: ToolRegistry | None,
+        *,
+        url: str | None,
+        api_key: str | None,
+        authorization: str | None,
+        handlers: Mapping[str, Handler] | None,
+        retry: RetryPolicy | None,
+        rerank_fallback: bool,
+        rerank_memory_seconds: float,
+        connect_timeout: float,
+        read_timeout: float,
+        verify: bool | str | ssl.SSLContext,
+        pool_size: int,
+        max_response_bytes: int,
+        clock: Callable[[], float],
+    ) -> None:
+        self.registry = registry if registry is not None else load_registry()
+        self._core = DispatchCore(
+            self.registry,
+            handlers,
+            rerank_fallback=rerank_fallback,
+            rerank_memory_seconds=rerank_memory_seconds,
+            clock=clock,
+        )
+        self._endpoint = Endpoint.create(url, api_key=api_key, authorization=authorization)
+        self._settings = TransportSettings(
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            verify=verify,
+            pool_size=pool_size,
+            max_response_bytes=max_response_bytes,
+        )
+        self.retry = retry if retry is not None else RetryPolicy()
+
+    @property
+    def url(self) -> str:
+        return self._endpoint.base_url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={self.url!r}, tools={list(self.registry.names)!r})"
+
+    def _begin(self, call: Any) -> tuple[Any, HttpRequest | ToolCallError, float]:
+        started = self._core.clock()
+        tool_call = parse_tool_call(call)
+        return tool_call, self._core.prepare(tool_call), started
+
+
+class Dispatcher(_Base):
+    """Runs tool calls against XERJ with a pooled `httpx.Client`; thread-safe.
+
+    ``dispatch(call)`` takes a Chat Completions tool call or a Responses ``function_call`` item
+    (SDK object or dict) and returns the tool message to append, in the same API's shape.
+    Nothing the model or the engine does raises out of it; configuration mistakes raise here,
+    in the constructor.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry | None = None,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        authorization: str | None = None,
+        client: httpx.Client | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        retry: RetryPolicy | None = None,
+        rerank_fallback: bool = True,
+        rerank_memory_seconds: float = 300.0,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        verify: bool | str | ssl.SSLContext = True,
+        pool_size: int = 10,
+        max_response_bytes: int = 32 * 1024 * 1024,
+        max_workers: int = 8,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(
+            registry, url=url, api_key=api_key, authorization=authorization, handlers=handlers,
+            retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
+            connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
+            pool_size=pool_size, max_response_bytes=max_response_bytes, clock=clock,
+        )  # fmt: skip
+        self._transport = SyncTransport(self._endpoint, self._settings, client)
+        self._sleep = sleep
+        self._max_workers = max_workers
+        self._pool: ThreadPoolExecutor | None = None
+
+    def run(self, call: Any) -> ToolResult:
+        """Run one call and return its `ToolResult` (message, payload, attempts, time)."""
+        tool_call, prepared, started = self._begin(call)
+        if isinstance(prepared, ToolCallError):
+            return self._core.refusal(tool_call, prepared, started)
+        flow = self._core.flow(tool_call.name, prepared, self.url)
+        payload, attempts = self._drive(flow)
+        return self._core.result(tool_call, payload, attempts, started)
+
+    def dispatch(self, call: Any) -> ToolMessage:
+        """Run one call; return the tool message that answers it."""
+        return self.run(call).message
+
+    def run_many(self, calls: Iterable[Any]) -> list[ToolResult]:
+        """Run a turn's calls concurrently on a bounded thread pool; results in call order."""
+        calls = list(calls)
+        if len(calls) <= 1:
+            return [self.run(c) for c in calls]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="xerj-tools")
+        return list(self._pool.map(self.run, calls))
+
+    def dispatch_many(self, calls: Iterable[Any]) -> list[ToolMessage]:
+        """Run a turn's calls concurrently; one tool message per call, in call order."""
+        return [r.message for r in self.run_many(calls)]
+
+    def _send(self, request: HttpRequest) -> tuple[Outcome, int]:
+        attempts = 0
+
+        def attempt() -> Outcome:
+            nonlocal attempts
+            attempts += 1
+            return self._transport.send(request)
+
+        outcome: Outcome = retrying(request, self.retry, self._sleep)(attempt)
+        return outcome, attempts
+
+    def _drive(self, flow: Flow) -> tuple[dict[str, Any], int]:
+        total = 0
+        try:
+            request = next(flow)
+            while True:
+                outcome, attempts = self._send(request)
+                total += attempts
+                request = flow.send((outcome, attempts))
+        except StopIteration as stop:
+            return stop.value, total
+
+    def close(self) -> None:
+        """Close the owned HTTP client and thread pool (a client you passed in stays open)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self._transport.close()
+
+    def __enter__(self) -> Dispatcher:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+async def _asyncio_sleep(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+class AsyncDispatcher(_Base):
+    """The asyncio twin of `Dispatcher`, on a pooled `httpx.AsyncClient`."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry | None = None,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        authorization: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        retry: RetryPolicy | None = None,
+        rerank_fallback: bool = True,
+        rerank_memory_seconds: float = 300.0,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        verify: bool | str | ssl.SSLContext = True,
+        pool_size: int = 10,
+        max_response_bytes: int = 32 * 1024 * 1024,
+        sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(
+            registry, url=url, api_key=api_key, authorization=authorization, handlers=handlers,
+            retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
+            connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
+            pool_size=pool_size, max_response_bytes=max_response_bytes, clock=clock,
+        )  # fmt: skip
+        self._transport = AsyncTransport(self._endpoint, self._settings, client)
+        self._sleep = sleep
+
+    async def run(self, call: Any) -> ToolResult:
+        tool_call, prepared, started = self._begin(call)
+        if isinstance(prepared, ToolCallError):
+            return self._core.refusal(tool_call, prepared, started)
+        flow = self._core.flow(tool_call.name, prepared, self.url)
+        payload, attempts = await self._drive(flow)
+        return self._core.result(tool_call, payload, attempts, started)
+
+    async def dispatch(self, call: Any) -> ToolMessage:
+        return (await self.run(call)).message
+
+    async def run_many(self, calls: Iterable[Any]) -> list[ToolResult]:
+        """Run a turn's calls as concurrent tasks; results in call order."""
+        return list(await asyncio.gather(*(self.run(c) for c in calls)))
+
+    async def dispatch_many(self, calls: Iterable[Any]) -> list[ToolMessage]:
+        return [r.message for r in await self.run_many(calls)]
+
+    async def _send(self, request: HttpRequest) -> tuple[Outcome, int]:
+        attempts = 0
+
+        async def attempt() -> Outcome:
+            nonlocal attempts
+            attempts += 1
+            return await self._transport.send(request)
+
+        outcome: Outcome = await async_retrying(request, self.retry, self._sleep)(attempt)
+        return outcome, attempts
+
+    async def _drive(self, flow: Flow) -> tuple[dict[str, Any], int]:
+        total = 0
+        try:
+            request = next(flow)
+            while True:
+                outcome, attempts = await self._send(request)
+                total += attempts
+                request = flow.send((outcome, attempts))
+        except StopIteration as stop:
+            return stop.value, total
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+    async def __aenter__(self) -> AsyncDispatcher:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,279 @@
+"""The message a model reads: compact JSON envelopes for results and for failures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ._exceptions import ArgumentsError, EngineError, ToolCallError
+from ._handlers import HttpRequest
+from ._outcome import Failure, Reply
+from ._retry import rerank_refusal, retry_after_seconds
+
+__all__ = ["ERROR_CODES", "dumps", "engine_error", "error_payload", "success_payload"]
+
+# code -> (retryable, hint). Codes are a stable interface; the README lists them.
+ERROR_CODES: dict[str, tuple[bool, str]] = {
+    "invalid_json": (
+        False,
+        "Send the arguments as one JSON object that matches the tool's parameters.",
+    ),
+    "invalid_arguments": (False, "Fix every listed problem, then call the tool again."),
+    "unknown_tool": (False, "Call one of the tools you were given, spelled exactly."),
+    "bad_request": (
+        False,
+        "XERJ refused the request as written; read the reason, change the query and call again.",
+    ),
+    "index_not_found": (
+        False,
+        "Check the index name; a wildcard pattern such as name-* returns no hits instead of failing.",
+    ),
+    "not_found": (False, "The path does not exist on this XERJ node; check the names in the call."),
+    "rerank_unavailable": (False, "Repeat the search without `rerank`."),
+    "unauthorized": (
+        False,
+        "XERJ refused the dispatcher's credentials; changing the call will not help. Tell the user.",
+    ),
+    "forbidden": (
+        False,
+        "This credential may not do that; do not retry. Tell the user or choose another index or namespace.",
+    ),
+    "rate_limited": (
+        True,
+        "XERJ is overloaded; wait before calling again, or continue without this result.",
+    ),
+    "timeout": (
+        True,
+        "XERJ did not answer in time; narrow the query (smaller size, a filter) or try again later.",
+    ),
+    "unreachable": (True, "XERJ cannot be reached right now; tell the user or try again later."),
+    "server_error": (True, "XERJ failed on its side; try again later or with a simpler query."),
+    "invalid_response": (True, "XERJ's answer could not be read; try again later."),
+    "response_too_large": (
+        False,
+        "Ask for less: a smaller size, or only the source fields you need.",
+    ),
+    "handler_error": (
+        False,
+        "This tool failed inside the dispatcher; do not retry the same call. Tell the user.",
+    ),
+}
+
+
+def dumps(payload: Mapping[str, Any]) -> str:
+    """Compact JSON, the form every tool message takes."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def error_payload(
+    tool: str, error: ToolCallError, *, attempts: int | None = None
+) -> dict[str, Any]:
+    retryable, default_hint = ERROR_CODES.get(error.code, (error.retryable, ""))
+    body: dict[str, Any] = {"code": error.code}
+    if error.status is not None:
+        body["status"] = error.status
+    if error.type is not None:
+        body["type"] = error.type
+    body["reason"] = error.reason
+    body["retryable"] = retryable if error.code in ERROR_CODES else error.retryable
+    body["hint"] = error.hint or default_hint
+    if isinstance(error, ArgumentsError) and error.problems:
+        body["problems"] = [p.as_dict() for p in error.problems]
+    body.update(error.details)
+    if attempts is not None and attempts > 1:
+        body["attempts"] = attempts
+    return {"ok": False, "tool": tool, "error": body}
+
+
+def engine_error(outcome: Reply | Failure, request: HttpRequest) -> EngineError:
+    """Classify a failed attempt into a stable error code."""
+    if isinstance(outcome, Failure):
+        code = {
+            "unreachable": "unreachable",
+            "timeout": "timeout",
+            "connection_lost": "unreachable",
+            "too_large": "response_too_large",
+            "protocol": "invalid_response",
+        }[outcome.kind]
+        return EngineError(f"{outcome.detail} ({outcome.node})", code=code)
+    status, kind = outcome.status, outcome.error_type
+    reason = outcome.error_reason or _body_excerpt(outcome)
+    details: dict[str, Any] = {}
+    if rerank_refusal(request, outcome) is not None:
+        code = "rerank_unavailable"
+    elif status == 401:
+        code = "unauthorized"
+    elif status == 403:
+        code = "forbidden"
+    elif status == 404:
+        code = "index_not_found" if kind == "index_not_found_exception" else "not_found"
+    elif status == 429:
+        code = "rate_limited"
+        delay = retry_after_seconds(outcome)
+        if delay is not None:
+            details["retry_after"] = round(delay, 3)
+    elif status >= 500:
+        code = "server_error"
+    elif 200 <= status < 300:
+        code, reason = (
+            "invalid_response",
+            f"XERJ answered HTTP {status} with a body that is not JSON: {reason}",
+        )
+    else:
+        code = "bad_request"
+    return EngineError(reason, code=code, status=status, type=kind, details=details)
+
+
+def _body_excerpt(reply: Reply, limit: int = 200) -> str:
+    text = reply.body[:limit].decode("utf-8", "replace").strip()
+    if not text:
+        return f"HTTP {reply.status} with an empty body"
+    return text + ("…" if len(reply.body) > limit else "")
+
+
+def _is_vector(value: Any) -> bool:
+    return (
+        isinstance(value, list) and bool(value) and isinstance(value[0], (int, float, list, dict))
+    )
+
+
+def _strip_vectors(source: Any) -> Any:
+    if not isinstance(source, dict):
+        return source
+    return {
+        k: v for k, v in source.items()
+        if not ((k.endswith("_vector") or k.endswith("_vector_chunks")) and _is_vector(v))
+    }  # fmt: skip
+
+
+def _asked_for_fields(request: HttpRequest) -> bool:
+    source = (request.body or {}).get("_source")
+    return isinstance(source, (list, str)) and source not in ("true", "false")
+
+
+def _hit(hit: Mapping[str, Any], keep_vectors: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ("_index", "_id", "_score"):
+        if key in hit:
+            out[key] = hit[key]
+    if "_source" in hit:
+        out["_source"] = hit["_source"] if keep_vectors else _strip_vectors(hit["_source"])
+    for key in ("highlight", "fields", "sort", "matched_queries"):
+        if key in hit:
+            out[key] = hit[key]
+    return out
+
+
+def _total(hits: Mapping[str, Any], out: dict[str, Any]) -> None:
+    total = hits.get("total")
+    if isinstance(total, Mapping):
+        out["total"] = total.get("value")
+        if total.get("relation") == "gte":
+            out["total_relation"] = "gte"  # at least this many; the engine stopped counting
+    elif isinstance(total, int):
+        out["total"] = total
+    else:
+        out["total"] = None  # track_total_hits was false
+
+
+def _rerank_block(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    block = data.get("_rerank")
+    if not isinstance(block, Mapping):
+        return None
+    out: dict[str, Any] = {"applied": bool(block.get("applied"))}
+    for key in ("reason", "judged", "unjudged", "pruned_below_min_score", "provider", "score_kind"):
+        if block.get(key) is not None:
+            out[key] = block[key]
+    if out["applied"]:
+        out["scores"] = "probability"  # every _score is the judge's probability, or null
+    return out
+
+
+def _fusion(request: HttpRequest) -> dict[str, Any] | None:
+    query = (request.body or {}).get("query")
+    hybrid = query.get("hybrid") if isinstance(query, Mapping) else None
+    if not isinstance(hybrid, Mapping):
+        return None
+    fusion = hybrid.get("fusion", "rrf")
+    kind = fusion.get("type", "rrf") if isinstance(fusion, Mapping) else fusion
+    out: dict[str, Any] = {"type": kind}
+    if kind == "rrf":
+        out["k"] = fusion.get("k", 60) if isinstance(fusion, Mapping) else 60
+    out["queries"] = len(hybrid.get("queries") or [])
+    return out
+
+
+def _search_payload(
+    tool: str, data: Mapping[str, Any], request: HttpRequest, rerank_note: dict[str, Any] | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"ok": True, "tool": tool}
+    hits = data.get("hits") if isinstance(data.get("hits"), Mapping) else {}
+    assert isinstance(hits, Mapping)
+    _total(hits, out)
+    raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
+    assert isinstance(raw_hits, list)
+    keep = _asked_for_fields(request)
+    out["hits"] = [_hit(h, keep) for h in raw_hits if isinstance(h, Mapping)]
+    if "aggregations" in data:
+        out["aggregations"] = data["aggregations"]
+    rerank = rerank_note or _rerank_block(data)
+    if rerank is None and request.reranked:
+        rerank = {"applied": False, "reason": "the node returned no _rerank block"}
+    out["ranked_by"] = "reranker" if rerank and rerank.get("applied") else "engine"
+    if rerank is not None:
+        out["rerank"] = rerank
+    if (fusion := _fusion(request)) is not None:
+        out["fusion"] = fusion
+    warnings = []
+    if data.get("timed_out") is True:
+        warnings.append("the search timed out on the node; hits may be incomplete")
+    shards = data.get("_shards")
+    if (
+        isinstance(shards, Mapping)
+        and isinstance(shards.get("failed"), int)
+        and shards["failed"] > 0
+    ):
+        warnings.append(
+            f"{shards['failed']} of {shards.get('total', '?')} shards failed; hits may be incomplete"
+        )
+    if data.get("terminated_early") is True:
+        warnings.append("the search terminated early")
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
+def success_payload(
+    tool: str, reply: Reply, request: HttpRequest, rerank_note: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Shape a 2xx JSON reply into the envelope for the request's kind."""
+    data = reply.data
+    if not isinstance(data, Mapping):
+        raise engine_error(reply, request)
+    if request.kind == "search":
+        out = _search_payload(tool, data, request, rerank_note)
+    elif request.kind == "memory_store":
+        out = {"ok": True, "tool": tool}
+        for key in ("namespace", "id", "created", "deduplicated", "score"):
+            if key in data:
+                out[key] = data[key]
+    elif request.kind == "memory_recall":
+        raw = data.get("hits") if isinstance(data.get("hits"), list) else []
+        assert isinstance(raw, list)
+        hits = [
+            {k: h.get(k) for k in ("id", "text", "metadata", "score")}
+            for h in raw if isinstance(h, Mapping)
+        ]  # fmt: skip
+        out = {
+            "ok": True,
+            "tool": tool,
+            "namespace": data.get("namespace"),
+            "total": len(hits),
+            "hits": hits,
+        }
+    else:
+        out = {"ok": True, "tool": tool, "result": data}
+    if request.notes:
+        out["notes"] = list(request.notes)
+    return out

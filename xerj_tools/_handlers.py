@@ -1,0 +1,171 @@
+"""Handlers: pure functions from a tool's validated arguments to the exact XERJ HTTP request."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+from urllib.parse import quote
+
+__all__ = ["HANDLERS", "Handler", "HttpRequest", "RequestKind", "VECTOR_EXCLUDES"]
+
+RequestKind = Literal["search", "memory_store", "memory_recall", "other"]
+
+# XERJ keeps each semantic_text field's 384-float embedding (and its chunk embeddings) inside
+# `_source` (contract §3.4, "token trap"); searches leave them out unless the model names fields.
+VECTOR_EXCLUDES = ("*_vector", "*_vector_chunks")
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """One request to XERJ: method, percent-encoded path, JSON body and what it is for.
+
+    `idempotent` says whether sending it twice is harmless; retries after the request may have
+    reached the server (timeouts, dropped connections) happen only when it is.
+    `notes` are sentences the model should read with the result (an argument that was dropped).
+    """
+
+    method: str
+    path: str
+    body: Mapping[str, Any] | None = None
+    kind: RequestKind = "other"
+    idempotent: bool = True
+    notes: tuple[str, ...] = ()
+    params: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def reranked(self) -> bool:
+        """True when the body asks XERJ for its second-stage reranker."""
+        return self.body is not None and self.body.get("rerank") is not None
+
+    def without_rerank(self) -> HttpRequest:
+        body = {k: v for k, v in (self.body or {}).items() if k != "rerank"}
+        return replace(self, body=body)
+
+
+Handler = Callable[[Mapping[str, Any]], HttpRequest]
+"""Turns validated arguments into an `HttpRequest`. Pure: no I/O, no clock."""
+
+
+def _segment(value: str, *, keep: str = "") -> str:
+    # Everything but unreserved characters is percent-encoded, so no value can leave its path
+    # segment; an index list keeps its commas and wildcards.
+    return quote(value, safe=keep)
+
+
+def _search_path(index: str) -> str:
+    return f"/{_segment(index, keep=',*')}/_search"
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 5.0 as an integer; XERJ's serde `usize` fields refuse it.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _copy(args: Mapping[str, Any], body: dict[str, Any], *keys: str) -> None:
+    for key in keys:
+        if args.get(key) is not None:
+            body[key] = _integral(args[key])
+
+
+def _source(value: Any) -> Any:
+    if value is None or value is True or value == "true":
+        return {"excludes": list(VECTOR_EXCLUDES)}
+    if value is False or value == "false":
+        return False
+    return value  # specific fields, as a list or a comma string: the model asked for them
+
+
+def search(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_search` → ``POST /{index}/_search``; `source` is sent as `_source` (contract §12)."""
+    body: dict[str, Any] = {"query": args.get("query") or {}}
+    _copy(args, body, "size", "from", "sort", "aggs", "track_total_hits")
+    body["_source"] = _source(args.get("source"))
+    if args.get("rerank") is not None:
+        body["rerank"] = args["rerank"]
+    return HttpRequest("POST", _search_path(args["index"]), body, kind="search")
+
+
+def semantic_search(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_semantic_search`: the `filter` goes inside the `semantic` clause (contract §4)."""
+    clause: dict[str, Any] = {"field": args["field"], "query": args["query"]}
+    _copy(args, clause, "k", "filter")
+    body: dict[str, Any] = {"query": {"semantic": clause}}
+    _copy(args, body, "size")
+    body["_source"] = _source(None)
+    return HttpRequest("POST", _search_path(args["index"]), body, kind="search")
+
+
+def vector_search(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_vector_search`: a top-level `knn` clause (contract §5)."""
+    knn: dict[str, Any] = {"field": args["field"], "query_vector": list(args["query_vector"])}
+    _copy(args, knn, "k", "num_candidates", "filter")
+    body: dict[str, Any] = {"knn": knn}
+    _copy(args, body, "size")
+    body["_source"] = _source(None)
+    return HttpRequest("POST", _search_path(args["index"]), body, kind="search")
+
+
+def hybrid_search(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_hybrid_search`: `rrf_k` becomes ``fusion: {"type": "rrf", "k": N}`` (contract §6)."""
+    hybrid: dict[str, Any] = {"queries": [dict(q) for q in args["queries"]]}
+    if args.get("rrf_k") is not None:
+        hybrid["fusion"] = {"type": args.get("fusion") or "rrf", "k": _integral(args["rrf_k"])}
+    elif args.get("fusion") is not None:
+        hybrid["fusion"] = args["fusion"]
+    body: dict[str, Any] = {"query": {"hybrid": hybrid}}
+    _copy(args, body, "size")
+    body["_source"] = _source(None)
+    if args.get("rerank") is not None:
+        body["rerank"] = args["rerank"]
+    return HttpRequest("POST", _search_path(args["index"]), body, kind="search")
+
+
+def new_memory_id() -> str:
+    return str(uuid.uuid4())
+
+
+def memory_store(
+    args: Mapping[str, Any], *, new_id: Callable[[], str] = new_memory_id
+) -> HttpRequest:
+    """`xerj_memory_store` → ``POST /_memory/{namespace}`` (contract §8).
+
+    The memory id is chosen here, before the first attempt, when the model gave none: XERJ
+    overwrites an existing id, so a retried store can never create a second memory.
+    """
+    body: dict[str, Any] = {"text": args.get("text", ""), "id": args.get("id") or new_id()}
+    _copy(args, body, "metadata", "vector", "dedup", "dedup_threshold")
+    path = f"/_memory/{_segment(args['namespace'])}"
+    return HttpRequest("POST", path, body, kind="memory_store")
+
+
+def memory_recall(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_memory_recall` → ``POST /_memory/{namespace}/_recall`` (contract §9).
+
+    The description says `vector` takes precedence over `query`/`semantic`; the engine answers
+    400 when both are sent. So a vector is sent alone, and the model is told the query was unused.
+    """
+    body: dict[str, Any] = {}
+    notes: tuple[str, ...] = ()
+    if args.get("vector"):
+        body["vector"] = list(args["vector"])
+        if args.get("query") or args.get("semantic"):
+            notes = ("vector given, so query/semantic were not used (vector takes precedence)",)
+    else:
+        _copy(args, body, "query", "semantic")
+    _copy(args, body, "k", "filter", "recency_weight")
+    path = f"/_memory/{_segment(args['namespace'])}/_recall"
+    return HttpRequest("POST", path, body, kind="memory_recall", notes=notes)
+
+
+HANDLERS: dict[str, Handler] = {
+    "xerj_search": search,
+    "xerj_semantic_search": semantic_search,
+    "xerj_vector_search": vector_search,
+    "xerj_hybrid_search": hybrid_search,
+    "xerj_memory_store": memory_store,
+    "xerj_memory_recall": memory_recall,
+}

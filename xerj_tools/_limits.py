@@ -1,0 +1,419 @@
+"""The limits the XERJ tool descriptions state in prose (and the engine enforces), as checks.
+
+Each rule cites what it guards. Every check tolerates values of the wrong type: the schema
+reports those, and the checks still run so that the model sees every problem in one message.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeGuard
+
+from ._validation import Check, Problem
+
+__all__ = ["MAX_RESULT_WINDOW", "XERJ_CHECKS", "index_problem", "namespace_problem"]
+
+# XERJ's parser refuses `from + size > 10000` (contract §3.2); knn and semantic `k` feed
+# `size = max(size, k)`, so the same bound applies to them (contract §5).
+MAX_RESULT_WINDOW = 10_000
+_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,199}$")
+_INDEX_FORBIDDEN = set('/\\?#%"<>| ,')
+_RERANK_KEYS = {
+    "provider", "model", "window", "min_score", "query", "fields", "instructions",
+    "timeout_ms", "max_doc_chars", "batch", "max_concurrency",
+}  # fmt: skip
+# The engine's providers (contract §7). The tool description also offers "cohere", but no
+# engine version has that provider and XERJ answers 400: the engine wins.
+_RERANK_PROVIDERS = ("jev", "typesafe", "local", "none", "disabled")
+# Clauses from which XERJ reads the rerank question itself (contract §7).
+_QUESTION_CLAUSES = {"match", "match_phrase", "multi_match", "semantic", "simple_query_string"}
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _int_range(
+    args: Mapping[str, Any], key: str, lo: int, hi: int | None, path: str
+) -> Iterator[Problem]:
+    value = args.get(key)
+    if not (_is_int(value) or (isinstance(value, float) and value.is_integer())):
+        return
+    assert isinstance(value, (int, float))
+    if value < lo or (hi is not None and value > hi):
+        bound = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+        yield Problem(f"{path}.{key}", f"must be {bound}; got {value}")
+
+
+def _number_range(
+    args: Mapping[str, Any], key: str, lo: float, hi: float, path: str
+) -> Iterator[Problem]:
+    value = args.get(key)
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and (not math.isfinite(value) or not lo <= value <= hi)
+    ):
+        yield Problem(f"{path}.{key}", f"must be a number from {lo:g} to {hi:g}; got {value}")
+
+
+def _int_value(args: Mapping[str, Any], key: str, default: int) -> int:
+    value = args.get(key, default)
+    if _is_int(value) or (isinstance(value, float) and value.is_integer()):
+        return int(value)
+    return default
+
+
+def _bad_character(name: str) -> str | None:
+    for ch in name:
+        if ch in _INDEX_FORBIDDEN or ch.isspace() or unicodedata.category(ch)[0] == "C":
+            return ch
+        if not ch.isascii() and (
+            unicodedata.category(ch)[0] not in "LN" or unicodedata.normalize("NFKC", ch) != ch
+        ):
+            # Look-alikes such as FULLWIDTH SOLIDUS or DIVISION SLASH could turn into `/` or
+            # `..` in a proxy that normalises Unicode; a real index name never needs them.
+            return ch
+    return None
+
+
+def index_problem(value: Any, path: str = "$.index") -> Problem | None:
+    """Why `value` cannot be an index expression, or None. Guards the URL path segment."""
+    if not isinstance(value, str):
+        return None
+    if not value:
+        return Problem(
+            path, "must not be empty; name an index, a comma list or a pattern like logs-*"
+        )
+    if len(value) > 1024:
+        return Problem(path, f"is too long ({len(value)} characters)")
+    for position, part in enumerate(value.split(",")):
+        if not part:
+            return Problem(path, "has an empty name in its comma list")
+        if len(part.encode()) > 255:
+            return Problem(path, f"index name {part[:40]!r}… is longer than 255 bytes")
+        if ".." in part or part in {".", ".."}:
+            return Problem(path, f"index name {part!r} must not contain '..'")
+        bad = _bad_character(part)
+        if bad is not None:
+            return Problem(
+                path,
+                f"index name {part!r} contains {bad!r} (U+{ord(bad):04X}); index names have no "
+                "'/', '\\', '?', '#', '%', spaces, quotes or control characters",
+            )
+        if part.startswith("_") and part != "_all":
+            return Problem(path, f"index name {part!r} must not start with '_' (only _all may)")
+        if part.startswith("+") or (part.startswith("-") and position == 0):
+            return Problem(path, f"index name {part!r} must not start with {part[0]!r}")
+    return None
+
+
+def namespace_problem(value: Any, path: str = "$.namespace") -> Problem | None:
+    """Why `value` cannot be a memory namespace (XERJ's rule, contract §8), or None."""
+    if not isinstance(value, str):
+        return None
+    if not _NAMESPACE.match(value):
+        return Problem(
+            path,
+            f"invalid namespace {value[:60]!r}: 1-200 characters from a-z 0-9 _ - ., "
+            "starting with a letter or digit",
+        )
+    if ".." in value:
+        return Problem(path, f"invalid namespace {value!r}: must not contain '..'")
+    if value.endswith("-edges"):
+        return Problem(path, f"invalid namespace {value!r}: names ending in -edges are reserved")
+    return None
+
+
+def _unknown_keys(known: Sequence[str], hints: Mapping[str, str] | None = None) -> Check:
+    """Refuse arguments the handler would silently drop, so the model never believes they ran."""
+    allowed = frozenset(known)
+
+    def check(args: Mapping[str, Any]) -> Iterator[Problem]:
+        for key in args:
+            if key not in allowed:
+                hint = (hints or {}).get(key, f"this tool takes: {', '.join(known)}")
+                yield Problem(
+                    f"$.{key}" if key.isidentifier() else f"$[{key!r}]", f"unknown argument; {hint}"
+                )
+
+    return check
+
+
+def _vector(args: Mapping[str, Any], key: str) -> Iterator[Problem]:
+    value = args.get(key)
+    if isinstance(value, list):
+        if not value:
+            yield Problem(f"$.{key}", "must be a non-empty array of numbers")
+        for i, item in enumerate(value):
+            if _is_number(item) and not math.isfinite(item):
+                yield Problem(f"$.{key}[{i}]", f"must be a finite number; got {item}")
+
+
+def _window(args: Mapping[str, Any], path: str = "$") -> Iterator[Problem]:
+    yield from _int_range(args, "size", 0, MAX_RESULT_WINDOW, path)
+    yield from _int_range(args, "from", 0, MAX_RESULT_WINDOW, path)
+    total = _int_value(args, "from", 0) + _int_value(args, "size", 10)
+    if total > MAX_RESULT_WINDOW and _int_value(args, "size", 10) <= MAX_RESULT_WINDOW:
+        yield Problem(path, f"from + size must be at most {MAX_RESULT_WINDOW}; got {total}")
+
+
+def _rerank(args: Mapping[str, Any], *, needs_query: bool) -> Iterator[Problem]:
+    rerank = args.get("rerank")
+    if not isinstance(rerank, dict):
+        return
+    p = "$.rerank"
+    for key in rerank:
+        if key not in _RERANK_KEYS:
+            yield Problem(
+                f"{p}.{key}", f"unknown rerank field; supported: {', '.join(sorted(_RERANK_KEYS))}"
+            )
+    provider = rerank.get("provider")
+    if provider is not None and provider not in _RERANK_PROVIDERS:
+        yield Problem(
+            f"{p}.provider", f"must be one of {', '.join(_RERANK_PROVIDERS)}; got {provider!r}"
+        )
+    for key, limit in (("model", 128), ("query", 4000), ("instructions", 2000)):
+        value = rerank.get(key)
+        if key in rerank and not isinstance(value, str):
+            yield Problem(f"{p}.{key}", "must be a string")
+        elif isinstance(value, str) and len(value) > limit:
+            yield Problem(f"{p}.{key}", f"must be at most {limit} characters; got {len(value)}")
+    if "query" in rerank and isinstance(rerank["query"], str) and not rerank["query"].strip():
+        yield Problem(f"{p}.query", "must be a non-empty question")
+    for key, lo, hi in (
+        ("window", 1, 300),
+        ("timeout_ms", 1, 60_000),
+        ("max_doc_chars", 1, 8000),
+        ("batch", 1, 300),
+        ("max_concurrency", 1, 16),
+    ):
+        if key in rerank and not _is_int(rerank[key]):
+            yield Problem(f"{p}.{key}", f"must be an integer; got {rerank[key]!r}")
+        yield from _int_range(rerank, key, lo, hi, p)
+    if "min_score" in rerank and not _is_number(rerank["min_score"]):
+        yield Problem(f"{p}.min_score", "must be a number from 0 to 1 (it is a probability)")
+    yield from _number_range(rerank, "min_score", 0.0, 1.0, p)
+    fields = rerank.get("fields")
+    if "fields" in rerank and (
+        not isinstance(fields, list)
+        or not 1 <= len(fields) <= 64
+        or not all(isinstance(f, str) and f for f in fields)
+    ):
+        yield Problem(f"{p}.fields", "must be an array of 1 to 64 field names")
+    if "sort" in args:
+        yield Problem(p, "cannot be combined with sort: the reranker decides the order; drop one")
+    if _int_value(args, "size", 10) == 0:
+        yield Problem(p, "cannot be combined with size 0: there would be nothing to judge")
+    window = _int_value(rerank, "window", 30)
+    reach = _int_value(args, "from", 0) + _int_value(args, "size", 10)
+    if 1 <= window <= 300 and reach > window:
+        yield Problem(
+            p,
+            f"from + size ({reach}) must fit inside the rerank window ({window}); "
+            "raise rerank.window (max 300) or page within it",
+        )
+    if args.get("source") in (False, "false"):
+        yield Problem(p, "cannot judge hits returned without source; drop source: false")
+    if needs_query and not isinstance(rerank.get("query"), str):
+        yield Problem(
+            f"{p}.query",
+            "is required: this search has no single question in it; "
+            "give the natural-language question to judge against",
+        )
+
+
+def _query_clause(value: Any, path: str) -> Iterator[Problem]:
+    if isinstance(value, dict) and len(value) > 1:
+        keys = ", ".join(sorted(value))
+        yield Problem(
+            path,
+            f"a query clause has exactly one key, got {len(value)} ({keys}); "
+            "size, from, sort, aggs and source are arguments of their own",
+        )
+
+
+def _search(args: Mapping[str, Any]) -> Iterator[Problem]:
+    if (problem := index_problem(args.get("index"))) is not None:
+        yield problem
+    yield from _query_clause(args.get("query"), "$.query")
+    yield from _window(args)
+    source = args.get("source")
+    if isinstance(source, list) and not all(isinstance(f, str) and f for f in source):
+        yield Problem("$.source", "an array of source fields must hold non-empty field names")
+    sort = args.get("sort")
+    if isinstance(sort, list) and not all(isinstance(s, (str, dict)) for s in sort):
+        yield Problem(
+            "$.sort", 'each sort entry is a field name or an object like {"date": "desc"}'
+        )
+    tth = args.get("track_total_hits")
+    if _is_int(tth) and tth < -1:
+        yield Problem(
+            "$.track_total_hits", f"must be true, false, -1 or a non-negative cap; got {tth}"
+        )
+    query = args.get("query")
+    needs_query = not (
+        isinstance(query, dict) and len(query) == 1 and next(iter(query)) in _QUESTION_CLAUSES
+    )
+    yield from _rerank(args, needs_query=needs_query)
+
+
+def _k_and_size(args: Mapping[str, Any]) -> Iterator[Problem]:
+    yield from _int_range(args, "k", 1, MAX_RESULT_WINDOW, "$")
+    yield from _int_range(args, "size", 0, MAX_RESULT_WINDOW, "$")
+
+
+def _non_empty_string(args: Mapping[str, Any], key: str, what: str) -> Iterator[Problem]:
+    value = args.get(key)
+    if isinstance(value, str) and not value.strip():
+        yield Problem(f"$.{key}", f"must be a non-empty {what}")
+
+
+def _semantic(args: Mapping[str, Any]) -> Iterator[Problem]:
+    if (problem := index_problem(args.get("index"))) is not None:
+        yield problem
+    yield from _non_empty_string(args, "field", "field name")
+    yield from _non_empty_string(args, "query", "question")
+    yield from _k_and_size(args)
+    yield from _query_clause(args.get("filter"), "$.filter")
+
+
+def _vector_search(args: Mapping[str, Any]) -> Iterator[Problem]:
+    if (problem := index_problem(args.get("index"))) is not None:
+        yield problem
+    yield from _non_empty_string(args, "field", "field name")
+    yield from _vector(args, "query_vector")
+    yield from _k_and_size(args)
+    yield from _int_range(args, "num_candidates", 1, MAX_RESULT_WINDOW, "$")
+    yield from _query_clause(args.get("filter"), "$.filter")
+
+
+def _hybrid(args: Mapping[str, Any]) -> Iterator[Problem]:
+    if (problem := index_problem(args.get("index"))) is not None:
+        yield problem
+    queries = args.get("queries")
+    if isinstance(queries, list):
+        if not queries:
+            yield Problem("$.queries", 'must hold at least one {"query": {...}} sub-query')
+        for i, sub in enumerate(queries):
+            if isinstance(sub, dict):
+                yield from _query_clause(sub.get("query"), f"$.queries[{i}].query")
+                for key in sub:
+                    if key not in ("query", "weight"):
+                        yield Problem(
+                            f"$.queries[{i}].{key}",
+                            "unknown key; a sub-query has `query` and `weight`",
+                        )
+                weight = sub.get("weight")
+                if _is_number(weight) and not math.isfinite(weight):
+                    yield Problem(f"$.queries[{i}].weight", "must be a finite number")
+    yield from _int_range(args, "rrf_k", 1, None, "$")
+    if "rrf_k" in args and args.get("fusion", "rrf") != "rrf":
+        yield Problem("$.rrf_k", 'applies only to fusion "rrf"; drop it or use fusion "rrf"')
+    yield from _int_range(args, "size", 0, MAX_RESULT_WINDOW, "$")
+    yield from _rerank(args, needs_query=True)
+
+
+def _memory_store(args: Mapping[str, Any]) -> Iterator[Problem]:
+    if (problem := namespace_problem(args.get("namespace"))) is not None:
+        yield problem
+    yield from _vector(args, "vector")
+    text, vector = args.get("text"), args.get("vector")
+    if isinstance(text, str) and not text.strip() and not (isinstance(vector, list) and vector):
+        yield Problem("$.text", "must be non-empty unless a vector is given")
+    if "id" in args and isinstance(args["id"], str) and not args["id"].strip():
+        yield Problem("$.id", "must be a non-empty string, or omitted")
+    yield from _number_range(args, "dedup_threshold", 0.0, 1.0, "$")
+
+
+def _memory_recall(args: Mapping[str, Any]) -> Iterator[Problem]:
+    if (problem := namespace_problem(args.get("namespace"))) is not None:
+        yield problem
+    yield from _vector(args, "vector")
+    yield from _int_range(args, "k", 1, MAX_RESULT_WINDOW, "$")
+    yield from _number_range(args, "recency_weight", 0.0, 1.0, "$")
+    query, vector = args.get("query"), args.get("vector")
+    has_vector = isinstance(vector, list) and len(vector) > 0
+    has_query = isinstance(query, str) and bool(query.strip())
+    if args.get("semantic") is True and not has_vector and not has_query:
+        yield Problem("$.query", "semantic recall needs a non-empty query")
+    elif not has_vector and not has_query and "vector" not in args:
+        if "query" in args:
+            yield Problem("$.query", "must be a non-empty string")
+        else:
+            yield Problem("$", "give a query (text) or a vector to recall by")
+
+
+def _properties(tool: str) -> tuple[str, ...]:
+    return _PROPERTIES[tool]
+
+
+_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "xerj_search": (
+        "index",
+        "query",
+        "size",
+        "from",
+        "sort",
+        "source",
+        "aggs",
+        "track_total_hits",
+        "rerank",
+    ),
+    "xerj_semantic_search": ("index", "field", "query", "k", "filter", "size"),
+    "xerj_vector_search": (
+        "index",
+        "field",
+        "query_vector",
+        "k",
+        "num_candidates",
+        "filter",
+        "size",
+    ),
+    "xerj_hybrid_search": ("index", "queries", "fusion", "rrf_k", "size", "rerank"),
+    "xerj_memory_store": (
+        "namespace",
+        "text",
+        "metadata",
+        "vector",
+        "id",
+        "dedup",
+        "dedup_threshold",
+    ),
+    "xerj_memory_recall": (
+        "namespace",
+        "query",
+        "vector",
+        "semantic",
+        "k",
+        "filter",
+        "recency_weight",
+    ),
+}
+_NO_AGGS = "aggregations are not supported with hybrid queries; run them as a separate xerj_search"
+_HINTS: dict[str, dict[str, str]] = {
+    "xerj_search": {
+        "_source": "the argument is called `source`",
+        "aggregations": "the argument is called `aggs`",
+    },
+    "xerj_hybrid_search": {"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
+}
+
+XERJ_CHECKS: dict[str, tuple[Check, ...]] = {
+    name: (_unknown_keys(_properties(name), _HINTS.get(name)), check)
+    for name, check in (
+        ("xerj_search", _search),
+        ("xerj_semantic_search", _semantic),
+        ("xerj_vector_search", _vector_search),
+        ("xerj_hybrid_search", _hybrid),
+        ("xerj_memory_store", _memory_store),
+        ("xerj_memory_recall", _memory_recall),
+    )
+}

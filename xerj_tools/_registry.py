@@ -1,0 +1,211 @@
+"""The tool registry: loads a tools file, checks it once, and hands definitions to the model APIs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.protocols import Validator
+
+from ._exceptions import ToolDefinitionError
+from ._validation import Check, ValidationResult, validate_arguments
+
+__all__ = ["ToolRegistry", "ToolSpec", "load_registry"]
+
+# The name rule of both OpenAI APIs (and of Anthropic's): letters, digits, `_` and `-`, 1-64.
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+# "Given here as boolean; the XERJ API also accepts array, string." The published definitions
+# declare one JSON type per parameter and name the others in prose; validation accepts them all.
+_ALSO_ACCEPTS = re.compile(r"also accepts ([a-z]+(?:\s*,\s*[a-z]+)*)", re.IGNORECASE)
+_JSON_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: its definition as published, and the compiled validator for its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    definition: Mapping[str, Any] = field(repr=False)
+    validator: Validator = field(repr=False, compare=False)
+    checks: tuple[Check, ...] = field(default=(), repr=False, compare=False)
+    strict: bool | None = None
+
+    def chat_tool(self) -> dict[str, Any]:
+        """The nested Chat Completions form: ``{"type": "function", "function": {...}}``."""
+        return copy.deepcopy(dict(self.definition))
+
+    def responses_tool(self) -> dict[str, Any]:
+        """The flat Responses API form: ``{"type": "function", "name": ..., ...}``."""
+        tool: dict[str, Any] = {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": copy.deepcopy(dict(self.parameters)),
+            "strict": self.strict,
+        }
+        return tool
+
+
+class ToolRegistry:
+    """The set of tools a model may call, each validated with a validator compiled once.
+
+    Build one with `load_registry`. The registry is generic: any OpenAI-style tools file works,
+    and checks beyond JSON Schema can be attached per tool name.
+    """
+
+    def __init__(self, specs: Sequence[ToolSpec]) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise ToolDefinitionError(f"duplicate tool name {spec.name!r}", tool_name=spec.name)
+            self._specs[spec.name] = spec
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({list(self._specs)!r})"
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    def chat_tools(self) -> list[dict[str, Any]]:
+        """Definitions to pass as ``tools=`` to ``client.chat.completions.create``."""
+        return [spec.chat_tool() for spec in self._specs.values()]
+
+    def responses_tools(self) -> list[dict[str, Any]]:
+        """Definitions to pass as ``tools=`` to ``client.responses.create``."""
+        return [spec.responses_tool() for spec in self._specs.values()]
+
+    def validate(
+        self, name: str, arguments: str | bytes | Mapping[str, Any] | None
+    ) -> ValidationResult:
+        """Validate what a model emitted for tool `name`: the raw JSON string or a decoded dict.
+
+        Returns every problem at once, each with a JSON path. An unknown tool name is reported
+        as a problem at ``$`` rather than raised.
+        """
+        spec = self._specs.get(name)
+        if spec is None:
+            return ValidationResult.failure(
+                "$", f"unknown tool {name!r}; known tools: {', '.join(self._specs)}"
+            )
+        return validate_arguments(spec.validator, arguments, spec.checks)
+
+
+def _widen(schema: Any) -> Any:
+    """Return a copy of `schema` whose properties accept the types their descriptions promise."""
+    if isinstance(schema, list):
+        return [_widen(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _widen(value) for key, value in schema.items()}
+    description = schema.get("description")
+    declared = schema.get("type")
+    if isinstance(description, str) and isinstance(declared, str):
+        match = _ALSO_ACCEPTS.search(description)
+        if match:
+            extra = [t.strip().lower() for t in match.group(1).split(",")]
+            types = [declared] + [t for t in extra if t in _JSON_TYPES and t != declared]
+            # The items of a widened array (`source` field names, `sort` clauses) are checked
+            # by the tool's own checks, which know what each one means.
+            out["type"] = types
+    return out
+
+
+def _spec_from_definition(
+    definition: Any, index: int, checks: Mapping[str, Sequence[Check]]
+) -> ToolSpec:
+    if not isinstance(definition, dict):
+        raise ToolDefinitionError(f"tool #{index} is not an object")
+    if definition.get("type") == "function" and isinstance(definition.get("function"), dict):
+        function = definition["function"]
+    elif definition.get("type") == "function" and "name" in definition:
+        # The flat Responses form is accepted too; it is stored in the nested form.
+        function = {k: v for k, v in definition.items() if k != "type"}
+        definition = {"type": "function", "function": function}
+    else:
+        raise ToolDefinitionError(
+            f"tool #{index} is not a function tool ({{'type': 'function', 'function': {{...}}}})"
+        )
+    name = function.get("name")
+    if not isinstance(name, str) or not TOOL_NAME.match(name):
+        raise ToolDefinitionError(
+            f"tool #{index} has an invalid name {name!r}: names match ^[a-zA-Z0-9_-]{{1,64}}$",
+            tool_name=name if isinstance(name, str) else None,
+        )
+    parameters = function.get("parameters", {"type": "object", "properties": {}})
+    if not isinstance(parameters, dict):
+        raise ToolDefinitionError(f"tool {name!r}: parameters must be an object", tool_name=name)
+    widened = _widen(parameters)
+    cls = jsonschema.validators.validator_for(widened, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(widened)
+    except jsonschema.SchemaError as exc:
+        raise ToolDefinitionError(
+            f"tool {name!r}: invalid JSON Schema: {exc.message}", tool_name=name
+        ) from None
+    description = function.get("description", "")
+    strict = function.get("strict")
+    return ToolSpec(
+        name=name,
+        description=description if isinstance(description, str) else "",
+        parameters=parameters,
+        definition=definition,
+        validator=cls(widened),
+        checks=tuple(checks.get(name, ())),
+        strict=strict if isinstance(strict, bool) else None,
+    )
+
+
+def load_registry(
+    path: str | PathLike[str] | None = None,
+    *,
+    checks: Mapping[str, Sequence[Check]] | None = None,
+) -> ToolRegistry:
+    """Load a tools file (the bundled ``tools.json`` by default) into a `ToolRegistry`.
+
+    Every schema is checked and compiled here, once; a bad file raises `ToolDefinitionError`.
+    `checks` adds per-tool checks beyond JSON Schema; the XERJ tools' stated limits are
+    attached by default, and a tool of the same name in your own file gets them too.
+    """
+    from ._limits import XERJ_CHECKS
+
+    if path is None:
+        text = resources.files("xerj_tools").joinpath("tools.json").read_text("utf-8")
+        source = "bundled tools.json"
+    else:
+        text = Path(path).read_text("utf-8")
+        source = str(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolDefinitionError(f"{source} is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    if not isinstance(data, list):
+        raise ToolDefinitionError(f"{source} must hold a JSON array of tool definitions")
+    table: dict[str, Sequence[Check]] = dict(XERJ_CHECKS)
+    table.update(checks or {})
+    return ToolRegistry([_spec_from_definition(d, i, table) for i, d in enumerate(data)])

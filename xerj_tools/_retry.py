@@ -1,0 +1,140 @@
+"""Retry rules for XERJ requests: what is retried, how long to wait, and the tenacity wiring."""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import tenacity
+from tenacity import RetryCallState
+
+from ._handlers import HttpRequest
+from ._outcome import Failure, Outcome, Reply
+
+__all__ = ["RetryPolicy", "rerank_refusal", "retry_after_seconds", "should_retry"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How one request is retried.
+
+    Connection failures, timeouts and HTTP 429/502/503/504 are retried with jittered exponential
+    backoff (``random(0, backoff * 2**n)``, capped at `max_backoff`), or after the server's
+    ``Retry-After`` when it sends one. A call stops after `max_attempts` attempts, and before a
+    wait that would take it past `max_time` seconds. A ``Retry-After`` above `max_retry_after`
+    is not waited for: the model is told to come back later instead.
+    Other 4xx and every refusal of the reranker are never retried.
+    """
+
+    max_attempts: int = 4
+    max_time: float = 30.0
+    backoff: float = 0.25
+    max_backoff: float = 8.0
+    max_retry_after: float = 30.0
+    statuses: frozenset[int] = field(default_factory=lambda: frozenset({429, 502, 503, 504}))
+
+    def __post_init__(self) -> None:
+        from ._exceptions import ConfigurationError
+
+        if self.max_attempts < 1:
+            raise ConfigurationError("RetryPolicy.max_attempts must be at least 1")
+        if self.max_time < 0 or self.backoff < 0 or self.max_backoff < 0:
+            raise ConfigurationError("RetryPolicy times must not be negative")
+
+    @classmethod
+    def never(cls) -> RetryPolicy:
+        """One attempt, no retries."""
+        return cls(max_attempts=1)
+
+
+def rerank_refusal(request: HttpRequest, reply: Reply) -> str | None:
+    """Why XERJ refused to rerank, or None. Such a refusal is never retried (contract §3.3, §7).
+
+    503 `rerank_exception`: no provider key on the node; 403: the operator disabled it; 502: the
+    provider failed; 400 naming ``[rerank]``: an older node that does not know the key at all.
+    """
+    if not request.reranked:
+        return None
+    kind, reason = reply.error_type, reply.error_reason or ""
+    if reply.status in (403, 502, 503) and kind == "rerank_exception":
+        return reason or f"rerank refused with HTTP {reply.status}"
+    if reply.status == 400 and "[rerank]" in reason:
+        return "this XERJ node does not support rerank (an older version refused the key)"
+    return None
+
+
+def retry_after_seconds(reply: Reply, now: Callable[[], float] = time.time) -> float | None:
+    """The server's ``Retry-After`` in seconds (delta-seconds or an HTTP date), or None."""
+    value = reply.header("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - now()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def should_retry(request: HttpRequest, outcome: Outcome, policy: RetryPolicy) -> bool:
+    """Whether `outcome` of `request` is worth another attempt under `policy`."""
+    if isinstance(outcome, Failure):
+        if outcome.kind in ("too_large", "protocol"):
+            return False
+        # A request that may have reached the server is repeated only when that is harmless.
+        return request.idempotent or not outcome.sent
+    if outcome.status not in policy.statuses or rerank_refusal(request, outcome) is not None:
+        return False
+    delay = retry_after_seconds(outcome)
+    return delay is None or delay <= policy.max_retry_after
+
+
+class _wait(tenacity.wait.wait_base):
+    """Jittered exponential backoff, replaced by the server's Retry-After when it sends one."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._fallback = tenacity.wait_random_exponential(
+            multiplier=policy.backoff, max=policy.max_backoff
+        )
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        outcome = retry_state.outcome
+        if outcome is not None and not outcome.failed:
+            result = outcome.result()
+            if isinstance(result, Reply) and (delay := retry_after_seconds(result)) is not None:
+                return delay
+        return float(self._fallback(retry_state))
+
+
+def _settings(request: HttpRequest, policy: RetryPolicy) -> dict[str, Any]:
+    return {
+        "stop": tenacity.stop_after_attempt(policy.max_attempts)
+        | tenacity.stop_before_delay(policy.max_time),
+        "wait": _wait(policy),
+        "retry": tenacity.retry_if_result(lambda outcome: should_retry(request, outcome, policy)),
+        # When attempts run out, the last outcome is the answer; it becomes the tool message.
+        "retry_error_callback": lambda state: state.outcome.result() if state.outcome else None,
+        "reraise": True,
+    }
+
+
+def retrying(
+    request: HttpRequest, policy: RetryPolicy, sleep: Callable[[float], None]
+) -> tenacity.Retrying:
+    return tenacity.Retrying(sleep=sleep, **_settings(request, policy))
+
+
+def async_retrying(
+    request: HttpRequest, policy: RetryPolicy, sleep: Callable[[float], Awaitable[None]]
+) -> tenacity.AsyncRetrying:
+    return tenacity.AsyncRetrying(sleep=sleep, **_settings(request, policy))

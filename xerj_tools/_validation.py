@@ -1,0 +1,173 @@
+"""Argument validation: decode what the model emitted, check schema and limits, list every problem."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+
+__all__ = ["Check", "Problem", "ValidationResult", "json_path", "validate_arguments"]
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with a call's arguments: where (a JSON path such as
+    ``$.queries[0].query``) and what, in words a model can act on."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+Check = Callable[[Mapping[str, Any]], Iterable[Problem]]
+"""A check beyond JSON Schema: takes decoded arguments, yields problems. It must tolerate
+arguments that failed the schema (it runs anyway, so that every problem is reported at once)."""
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    """The outcome of `ToolRegistry.validate`: `ok`, the decoded `arguments`, and all `problems`.
+
+    `arguments` is None when the input could not be decoded into a JSON object.
+    """
+
+    ok: bool
+    arguments: dict[str, Any] | None
+    problems: tuple[Problem, ...] = ()
+    decode_error: bool = field(default=False, repr=False)
+
+    @classmethod
+    def failure(cls, path: str, message: str, *, decode_error: bool = False) -> ValidationResult:
+        return cls(False, None, (Problem(path, message),), decode_error=decode_error)
+
+    def summary(self) -> str:
+        return "; ".join(str(p) for p in self.problems)
+
+
+def json_path(parts: Iterable[str | int]) -> str:
+    """Render path parts as a JSON path: ``["queries", 0, "query"]`` -> ``$.queries[0].query``."""
+    out = "$"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _IDENTIFIER.match(part):
+            out += f".{part}"
+        else:
+            out += "[" + json.dumps(part) + "]"
+    return out
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _preview(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _schema_problem(error: ValidationError) -> Problem:
+    parts = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.message, str):
+        missing = error.message.split("'")[1] if "'" in error.message else "?"
+        return Problem(json_path([*parts, missing]), "is required")
+    if error.validator == "type":
+        expected = error.validator_value
+        names = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        got = _json_type(error.instance)
+        hint = ""
+        if got == "string" and isinstance(error.instance, str):
+            hint = f" {_preview(error.instance)}"
+        return Problem(json_path(parts), f"expected {names}, got {got}{hint}")
+    if error.validator == "enum":
+        options = ", ".join(json.dumps(v) for v in error.validator_value or ())  # type: ignore[union-attr]
+        return Problem(
+            json_path(parts), f"must be one of {options}; got {_preview(error.instance)}"
+        )
+    if error.validator == "additionalProperties":
+        return Problem(json_path(parts), error.message)
+    return Problem(json_path(parts), error.message)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def decode_arguments(raw: str | bytes | Mapping[str, Any] | None) -> tuple[Any, Problem | None]:
+    """Decode a model's `arguments` string. Returns the value, or a problem at ``$``.
+
+    An empty string counts as ``{}`` (models send it for calls without arguments). NaN and
+    Infinity, which Python's json module would accept, are refused: they are not JSON.
+    """
+    if raw is None:
+        return {}, None
+    if isinstance(raw, Mapping):
+        return dict(raw), None
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, Problem("$", "arguments are not UTF-8 text")
+    if not raw.strip():
+        return {}, None
+    try:
+        return json.loads(raw, parse_constant=_reject_constant), None
+    except ValueError as exc:
+        snippet = _preview(raw, 80)
+        return None, Problem("$", f"arguments are not valid JSON ({exc}): {snippet}")
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def validate_arguments(
+    validator: Validator,
+    raw: str | bytes | Mapping[str, Any] | None,
+    checks: Sequence[Check] = (),
+) -> ValidationResult:
+    """Decode `raw` and check it against `validator` and `checks`, collecting every problem."""
+    value, problem = decode_arguments(raw)
+    if problem is not None:
+        return ValidationResult(False, None, (problem,), decode_error=True)
+    if not isinstance(value, dict):
+        return ValidationResult(
+            False,
+            None,
+            (Problem("$", f"arguments must be a JSON object, got {_json_type(value)}"),),
+            decode_error=True,
+        )
+    problems: list[Problem] = []
+    if not validator.is_valid(value):
+        problems.extend(_schema_problem(e) for e in validator.iter_errors(value))
+    for check in checks:
+        problems.extend(check(value))
+    if problems:
+        unique = sorted(set(problems))
+        return ValidationResult(False, value, tuple(unique))
+    return ValidationResult(True, value)

@@ -1,0 +1,301 @@
+"""A XERJ stand-in: a real HTTP server on 127.0.0.1, in a thread, with programmable faults."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from ._engine import Index, Memory, new_engine_indices
+from ._searcher import RerankMode, memory_recall, memory_store, search
+
+__all__ = ["Fault", "RecordedRequest", "XerjStandIn"]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """A request as the stand-in received it. `path` is the raw (still percent-encoded) path."""
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str] = field(repr=False)
+    body: Any
+
+    @property
+    def segments(self) -> list[str]:
+        """The decoded path segments, split on the raw '/' only."""
+        return [unquote(s) for s in self.path.strip("/").split("/")]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What to do instead of (or around) a normal answer, for one request.
+
+    - `status` (+ `body`, `headers`, `content_type`): answer with this instead.
+    - `delay`: wait this many seconds before sending anything (slow headers).
+    - `drop="before"`: close the connection without an answer and without handling the request;
+      `drop="after"`: handle the request (a memory is stored), then close without an answer.
+    - `truncate`: send the headers and only this many bytes of the body, then close.
+    - `match`: apply only to requests whose path contains this text.
+    """
+
+    status: int | None = None
+    body: bytes | str | Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+    delay: float = 0.0
+    drop: Literal["before", "after"] | None = None
+    truncate: int | None = None
+    match: str | None = None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def _handle(self) -> None:
+        stand_in = self.server.stand_in
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        parts = urlsplit(self.path)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = _MALFORMED
+        record = RecordedRequest(
+            self.command,
+            parts.path,
+            dict(parse_qsl(parts.query)),
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+        )
+        fault = stand_in._take_fault(record)
+        stand_in._record(record)
+        if fault is not None and fault.delay and stand_in._stopping.wait(fault.delay):
+            return
+        if fault is not None and fault.drop == "before":
+            self.close_connection = True
+            return
+        status, payload, headers = stand_in._answer(record)
+        if fault is not None and fault.drop == "after":
+            self.close_connection = True
+            return
+        content_type = "application/json"
+        if fault is not None and fault.status is not None:
+            status, headers, content_type = fault.status, dict(fault.headers), fault.content_type
+            payload = fault.body if fault.body is not None else b""
+        data = (
+            payload
+            if isinstance(payload, bytes)
+            else (payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+        )
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Elastic-Product", "Elasticsearch")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if fault is not None and fault.truncate is not None:
+            self.wfile.write(data[: fault.truncate])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.wfile.write(data)
+
+
+_MALFORMED = object()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    stand_in: XerjStandIn
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.stand_in.connections += 1  # one accepted TCP connection
+        super().process_request(request, client_address)
+
+
+class XerjStandIn:
+    """A stand-in for a XERJ node, for tests and the demo. It is not XERJ.
+
+    It serves the six tools' endpoints on 127.0.0.1 with XERJ's request rules, response shapes,
+    status codes and error bodies (both rerank generations, the API-key check), over a small
+    built-in corpus (indices ``docs`` and ``tickets``) and an in-memory memory store. Every
+    request is logged in `requests`; `fail_next` queues faults.
+
+        with XerjStandIn(api_key="secret") as xerj:
+            dispatcher = Dispatcher(url=xerj.url, api_key="secret")
+
+    `rerank` picks how the node treats a ``rerank`` block: ``"ok"`` (a judge runs), ``"degraded"``
+    (200 with ``applied: false``), ``"unconfigured"`` (503), ``"disabled"`` (403),
+    ``"provider_error"`` (502) or ``"unsupported"`` (an older node: 400 for the unknown key).
+    """
+
+    def __init__(
+        self, *, api_key: str | None = None, rerank: RerankMode = "ok", port: int = 0
+    ) -> None:
+        self.api_key = api_key
+        self.rerank: RerankMode = rerank
+        self.indices: dict[str, Index] = new_engine_indices()
+        self.memories: dict[str, dict[str, Memory]] = {}
+        self.requests: list[RecordedRequest] = []
+        self.connections = 0
+        self._faults: deque[Fault] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server = _Server(("127.0.0.1", port), _Handler)
+        self._server.stand_in = self
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> XerjStandIn:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, name="xerj-stand-in", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> XerjStandIn:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def fail_next(self, *faults: Fault | int) -> None:
+        """Queue faults, used one per matching request, in order. An int is a bare status."""
+        with self._lock:
+            for f in faults:
+                self._faults.append(Fault(status=f) if isinstance(f, int) else f)
+
+    def clear(self) -> None:
+        """Forget logged requests, queued faults and the connection count."""
+        with self._lock:
+            self.requests.clear()
+            self._faults.clear()
+            self.connections = 0
+
+    def add_documents(
+        self,
+        index: str,
+        docs: Mapping[str, Mapping[str, Any]],
+        semantic_fields: tuple[str, ...] = (),
+    ) -> None:
+        """Add documents (id -> source) to an index, creating it if needed."""
+        with self._lock:
+            target = self.indices.setdefault(index, Index(index, semantic_fields=semantic_fields))
+            for doc_id, source in docs.items():
+                target.add(doc_id, source)
+
+    def _take_fault(self, record: RecordedRequest) -> Fault | None:
+        with self._lock:
+            for i, fault in enumerate(self._faults):
+                if fault.match is None or fault.match in record.path:
+                    del self._faults[i]
+                    return fault
+        return None
+
+    def _record(self, record: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(record)
+
+    def _authorized(self, record: RecordedRequest) -> bool:
+        if not self.api_key:
+            return True
+        scheme, _, value = record.headers.get("authorization", "").strip().partition(" ")
+        return scheme.lower() in ("apikey", "bearer") and value.strip() == self.api_key
+
+    def _answer(self, record: RecordedRequest) -> tuple[int, Any, dict[str, str]]:
+        segments = record.segments
+        if record.path in ("/health/live", "/health/ready"):
+            return 200, record.path.rsplit("/", 1)[1], {}
+        if not self._authorized(record):
+            reason = "missing or invalid API key in Authorization header"
+            error = {"type": "security_exception", "reason": reason}
+            return 401, {"error": {"root_cause": [dict(error)], **error}, "status": 401}, {}
+        if record.body is _MALFORMED:
+            return (
+                400,
+                {
+                    "error": {
+                        "type": "parse_exception",
+                        "reason": "malformed JSON in request body",
+                    },
+                    "status": 400,
+                },
+                {},
+            )
+        body = record.body if record.body is not None else {}
+        with self._lock:
+            if (
+                record.method in ("GET", "POST")
+                and segments[-1] == "_search"
+                and len(segments) <= 2
+            ):
+                expr = segments[0] if len(segments) == 2 else "_all"
+                status, payload = search(self.indices, expr, body, rerank_mode=self.rerank)
+            elif record.method == "POST" and len(segments) == 2 and segments[0] == "_memory":
+                status, payload = memory_store(self.memories, segments[1], record.body)
+            elif (
+                record.method == "POST"
+                and len(segments) == 3
+                and segments[0] == "_memory"
+                and segments[2] == "_recall"
+            ):
+                status, payload = memory_recall(self.memories, segments[1], record.body)
+            elif record.method == "GET" and record.path == "/":
+                status, payload = (
+                    200,
+                    {
+                        "name": "stand-in",
+                        "cluster_name": "xerj",
+                        "version": {"number": "8.13.0"},
+                        "tagline": "You Know, for Search",
+                    },
+                )
+            else:
+                status, payload = (
+                    404,
+                    {
+                        "error": {"type": "not_found", "reason": f"no route for {record.path}"},
+                        "status": 404,
+                    },
+                )
+        return status, payload, {}
