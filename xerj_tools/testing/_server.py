@@ -77,6 +77,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         stand_in = self.server.stand_in
+        stand_in._enter()
+        try:
+            self._serve(stand_in)
+        finally:
+            stand_in._leave()
+
+    def _serve(self, stand_in: XerjStandIn) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         parts = urlsplit(self.path)
@@ -165,6 +172,8 @@ class XerjStandIn:
         self.memories: dict[str, dict[str, Memory]] = {}
         self.requests: list[RecordedRequest] = []
         self.connections = 0
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -180,7 +189,7 @@ class XerjStandIn:
     def start(self) -> XerjStandIn:
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._server.serve_forever, name="xerj-stand-in", daemon=True
+                target=self._server.serve_forever, args=(0.02,), name="xerj-stand-in", daemon=True
             )
             self._thread.start()
         return self
@@ -211,6 +220,7 @@ class XerjStandIn:
             self.requests.clear()
             self._faults.clear()
             self.connections = 0
+            self.max_in_flight = 0
 
     def add_documents(
         self,
@@ -231,6 +241,15 @@ class XerjStandIn:
                     del self._faults[i]
                     return fault
         return None
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def _record(self, record: RecordedRequest) -> None:
         with self._lock:

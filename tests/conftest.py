@@ -1,0 +1,115 @@
+"""Shared fixtures: a XERJ stand-in on 127.0.0.1 and dispatchers in both flavours."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from xerj_tools import AsyncDispatcher, Dispatcher, ToolResult
+from xerj_tools.testing import XerjStandIn
+
+
+@pytest.fixture
+def xerj() -> Iterator[XerjStandIn]:
+    with XerjStandIn() as server:
+        yield server
+
+
+class SleepRecorder:
+    """An injected sleep: records each wait, spends no wall time."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+class Runner:
+    """One interface over `Dispatcher` and `AsyncDispatcher`, so tests run against both."""
+
+    def __init__(self, mode: str, sleep: SleepRecorder, **options: Any) -> None:
+        self.mode = mode
+        self.sleep = sleep
+        self.options = options
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if mode == "sync":
+            self.sync: Dispatcher | None = Dispatcher(sleep=sleep, **options)
+            self.aio: AsyncDispatcher | None = None
+        else:
+            self._loop = asyncio.new_event_loop()
+            self.sync = None
+            self.aio = AsyncDispatcher(sleep=sleep.asleep, **options)
+
+    def run(self, call: Any) -> ToolResult:
+        if self.sync is not None:
+            return self.sync.run(call)
+        assert self.aio is not None and self._loop is not None
+        return self._loop.run_until_complete(self.aio.run(call))
+
+    def run_many(self, calls: list[Any]) -> list[ToolResult]:
+        if self.sync is not None:
+            return self.sync.run_many(calls)
+        assert self.aio is not None and self._loop is not None
+        return self._loop.run_until_complete(self.aio.run_many(calls))
+
+    def payload(self, name: str, arguments: Any, call_id: str = "call_1") -> dict[str, Any]:
+        """Dispatch a Chat Completions call; return the decoded message content."""
+        result = self.run(chat_call(name, arguments, call_id))
+        message = result.message
+        assert message["tool_call_id"] == call_id  # type: ignore[typeddict-item]
+        return json.loads(message["content"])  # type: ignore[typeddict-item]
+
+    def close(self) -> None:
+        if self.sync is not None:
+            self.sync.close()
+        if self.aio is not None and self._loop is not None:
+            self._loop.run_until_complete(self.aio.aclose())
+            self._loop.close()
+
+
+def chat_call(name: str, arguments: Any, call_id: str = "call_1") -> dict[str, Any]:
+    """A Chat Completions tool call as the model emits it: arguments as a JSON string."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}
+
+
+def responses_call(name: str, arguments: Any, call_id: str = "call_1") -> dict[str, Any]:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": raw}
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def sleeps() -> SleepRecorder:
+    return SleepRecorder()
+
+
+@pytest.fixture
+def make_runner(mode: str, sleeps: SleepRecorder) -> Iterator[Any]:
+    runners: list[Runner] = []
+
+    def make(**options: Any) -> Runner:
+        runner = Runner(mode, sleeps, **options)
+        runners.append(runner)
+        return runner
+
+    yield make
+    for runner in runners:
+        runner.close()
+
+
+@pytest.fixture
+def runner(make_runner: Any, xerj: XerjStandIn) -> Runner:
+    return make_runner(url=xerj.url)  # type: ignore[no-any-return]

@@ -1,0 +1,29 @@
+"""The README's main command: the demo answers every call, against the stand-in."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from xerj_tools._cli import main
+from xerj_tools._demo import run_demo
+from xerj_tools.testing import XerjStandIn
+
+
+def test_demo_against_the_stand_in_answers_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XERJ_URL", raising=False)
+    out = io.StringIO()
+    assert run_demo(None, out=out) == 0
+    assert "using the built-in stand-in" in out.getvalue()
+    text = out.getvalue()
+    assert "8/8 calls answered" in text
+    assert "code=invalid_arguments $.query" in text and "code=unknown_tool" in text
+    assert "rerank.applied=True" in text
+
+
+def test_demo_against_a_given_url() -> None:
+    with XerjStandIn() as xerj:
+        assert main(["demo", "--url", xerj.url]) == 0
+        paths = {r.path for r in xerj.requests}
+    assert paths == {"/docs/_search", "/tickets/_search", "/_memory/demo-agent", "/_memory/demo-agent/_recall"}

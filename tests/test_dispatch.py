@@ -1,0 +1,192 @@
+"""Dispatch end to end over a socket: call shapes, sync/async parity, concurrency, credentials."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import httpx
+import pytest
+from conftest import Runner, chat_call, responses_call
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
+from openai.types.responses import ResponseFunctionToolCall
+
+from xerj_tools import (
+    AsyncDispatcher,
+    ConfigurationError,
+    Dispatcher,
+    HttpRequest,
+    InvalidToolCallError,
+    MissingHandlerError,
+    load_registry,
+    parse_tool_call,
+)
+from xerj_tools.testing import Fault, XerjStandIn
+
+SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
+
+# A realistic turn: every tool, one mistake, one unknown tool, one missing index.
+TURN: list[tuple[str, Any]] = [
+    ("xerj_search", SEARCH),
+    ("xerj_semantic_search", {"index": "docs", "field": "body", "query": "vpn licences", "k": 2}),
+    ("xerj_vector_search", {"index": "docs", "field": "body_vector", "query_vector": [0.1] * 384, "k": 2}),
+    ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": {"match": {"body": "search"}}},
+                                                         {"query": {"semantic": {"field": "body", "query": "search"}}}],
+                            "size": 3, "rerank": {"query": "restore a search index"}}),
+    ("xerj_memory_store", {"namespace": "demo", "text": "prefers metric units", "id": "m-1"}),
+    ("xerj_memory_recall", {"namespace": "empty-ns", "query": "units"}),
+    ("xerj_search", {"index": "tickets", "query": {}, "size": 0, "aggs": {"s": {"terms": {"field": "status"}}}}),
+    ("xerj_search", '{"index": "docs", "query": {"match_all": {}}, "size": "3"}'),
+    ("xerj_lookup", {}),
+    ("xerj_search", {"index": "nope", "query": {}}),
+]
+
+
+def test_sdk_objects_and_dicts_are_answered_in_their_own_shape(runner: Runner) -> None:
+    args = json.dumps(SEARCH)
+    chat = ChatCompletionMessageFunctionToolCall(id="c1", type="function",
+                                                 function={"name": "xerj_search", "arguments": args})
+    item = ResponseFunctionToolCall(type="function_call", call_id="c2", name="xerj_search", arguments=args)
+    a, b = runner.run(chat).message, runner.run(item).message
+    assert a["role"] == "tool" and a["tool_call_id"] == "c1"  # type: ignore[typeddict-item]
+    assert b["type"] == "function_call_output" and b["call_id"] == "c2"  # type: ignore[typeddict-item]
+    assert json.loads(a["content"]) == json.loads(b["output"])  # type: ignore[typeddict-item]
+
+
+def test_unknown_call_types_get_an_answer_and_no_request(runner: Runner, xerj: XerjStandIn) -> None:
+    odd = {"id": "c9", "type": "brand_new_kind", "function": None}
+    custom = {"type": "custom_tool_call", "call_id": "c10", "name": "sql", "input": "SELECT 1"}
+    a, b = runner.run(odd), runner.run(custom)
+    assert a.code == "unknown_tool" and b.code == "unknown_tool"
+    assert b.message["type"] == "custom_tool_call_output"  # type: ignore[typeddict-item]
+    assert xerj.requests == []
+
+
+def test_an_object_without_a_call_id_is_a_developer_error() -> None:
+    with pytest.raises(InvalidToolCallError):
+        parse_tool_call({"function": {"name": "xerj_search", "arguments": "{}"}})
+    with pytest.raises(InvalidToolCallError):
+        parse_tool_call({"type": "function_call", "name": "xerj_search"})
+
+
+def _transcript(mode: str, xerj_url: str, sleeps: Any) -> list[Any]:
+    calls = [chat_call(name, args, f"call_{i}") for i, (name, args) in enumerate(TURN)]
+    if mode == "sync":
+        with Dispatcher(url=xerj_url, sleep=sleeps) as d:
+            return d.dispatch_many(calls)
+
+    async def go() -> list[Any]:
+        async with AsyncDispatcher(url=xerj_url, sleep=sleeps.asleep) as d:
+            return await d.dispatch_many(calls)
+
+    return asyncio.run(go())
+
+
+def test_sync_and_async_give_identical_messages(sleeps: Any) -> None:
+    transcripts = []
+    for mode in ("sync", "async"):
+        with XerjStandIn() as xerj:
+            transcripts.append(_transcript(mode, xerj.url, sleeps))
+    assert transcripts[0] == transcripts[1]
+    assert [m["tool_call_id"] for m in transcripts[0]] == [f"call_{i}" for i in range(len(TURN))]
+    codes = [json.loads(m["content"]).get("error", {}).get("code") for m in transcripts[0]]
+    assert codes == [None] * 7 + ["invalid_arguments", "unknown_tool", "index_not_found"]
+
+
+def test_dispatch_many_runs_calls_concurrently_and_answers_in_order(runner: Runner, xerj: XerjStandIn) -> None:
+    xerj.fail_next(*[Fault(delay=0.3) for _ in range(4)])
+    calls = [chat_call("xerj_search", {**SEARCH, "size": i + 1}, f"c{i}") for i in range(4)]
+    results = runner.run_many(calls)
+    assert [r.call.call_id for r in results] == ["c0", "c1", "c2", "c3"]
+    assert [len(r.payload["hits"]) for r in results] == [1, 2, 2, 2]
+    assert xerj.max_in_flight >= 2  # several requests were on the wire at once
+
+
+def test_api_key_is_sent_and_checked(make_runner: Any) -> None:
+    with XerjStandIn(api_key="s3cret-key") as xerj:
+        good = make_runner(url=xerj.url, api_key="s3cret-key").run(chat_call("xerj_search", SEARCH))
+        assert good.ok and xerj.requests[0].headers["authorization"] == "ApiKey s3cret-key"
+        bad = make_runner(url=xerj.url, api_key="wrong").run(chat_call("xerj_search", SEARCH))
+        assert bad.code == "unauthorized" and bad.attempts == 1
+        bearer = make_runner(url=xerj.url, authorization="Bearer s3cret-key").run(chat_call("xerj_search", SEARCH))
+        assert bearer.ok
+
+
+def test_environment_configures_url_and_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    with XerjStandIn(api_key="env-key") as xerj:
+        monkeypatch.setenv("XERJ_URL", xerj.url + "/")
+        monkeypatch.setenv("XERJ_API_KEY", "env-key")
+        with Dispatcher() as d:
+            assert d.url == xerj.url
+            assert json.loads(d.dispatch(chat_call("xerj_search", SEARCH))["content"])["ok"] is True
+
+
+def test_the_api_key_never_shows(make_runner: Any, caplog: pytest.LogCaptureFixture) -> None:
+    sentinel = "SENTINEL-KEY-8f3a"
+    caplog.set_level(logging.DEBUG)
+    with XerjStandIn(api_key="other") as xerj:
+        runner = make_runner(url=xerj.url, api_key=sentinel)
+        xerj.fail_next(503)
+        texts = [r.content for r in runner.run_many([chat_call("xerj_search", SEARCH, "a"),
+                                                     chat_call("xerj_search", "{bad", "b")])]
+        dispatcher = runner.sync or runner.aio
+        texts += [repr(dispatcher), repr(dispatcher._endpoint), str(dispatcher.__dict__)]
+    texts += [record.getMessage() for record in caplog.records]
+    assert texts and not any(sentinel in text for text in texts)
+
+
+def test_user_supplied_client_is_used_and_left_open(xerj: XerjStandIn) -> None:
+    seen: list[str] = []
+    client = httpx.Client(event_hooks={"request": [lambda request: seen.append(request.url.path)]})
+    with Dispatcher(url=xerj.url, client=client) as d:
+        d.dispatch(chat_call("xerj_search", SEARCH))
+    assert seen == ["/docs/_search"] and not client.is_closed
+    client.close()
+
+
+def test_one_connection_pool_serves_sequential_calls(runner: Runner, xerj: XerjStandIn) -> None:
+    for _ in range(20):
+        assert runner.run(chat_call("xerj_search", SEARCH)).ok
+    assert xerj.connections == 1
+
+
+def test_configuration_mistakes_raise_at_construction(tmp_path: Any) -> None:
+    with pytest.raises(ConfigurationError):
+        Dispatcher(url="localhost:9200")
+    with pytest.raises(ConfigurationError) as info:
+        Dispatcher(url="http://user:pw@localhost:9200")
+    assert "pw" not in str(info.value)
+    extra = tmp_path / "tools.json"
+    extra.write_text(json.dumps([{"type": "function", "function": {"name": "count_docs", "parameters": {
+        "type": "object", "properties": {"index": {"type": "string"}}, "required": ["index"]}}}]))
+    with pytest.raises(MissingHandlerError) as missing:
+        Dispatcher(load_registry(extra))
+    assert missing.value.tool_names == ("count_docs",)
+
+
+def test_a_custom_tool_with_its_own_handler(tmp_path: Any, xerj: XerjStandIn) -> None:
+    extra = tmp_path / "tools.json"
+    extra.write_text(json.dumps([{"type": "function", "function": {"name": "count_docs", "parameters": {
+        "type": "object", "properties": {"index": {"type": "string"}}, "required": ["index"]}}}]))
+
+    def count_docs(args: Any) -> HttpRequest:
+        return HttpRequest("POST", f"/{args['index']}/_search", {"size": 0, "track_total_hits": True}, kind="search")
+
+    def broken(args: Any) -> HttpRequest:
+        raise RuntimeError("boom")
+
+    with Dispatcher(load_registry(extra), url=xerj.url, handlers={"count_docs": count_docs}) as d:
+        payload = json.loads(d.dispatch(chat_call("count_docs", {"index": "tickets"}))["content"])
+        assert payload["ok"] is True and payload["total"] == 6
+        assert json.loads(d.dispatch(chat_call("count_docs", {}))["content"])["error"]["code"] == "invalid_arguments"
+    with Dispatcher(load_registry(extra), url=xerj.url, handlers={"count_docs": broken}) as d:
+        payload = json.loads(d.dispatch(chat_call("count_docs", {"index": "x"}))["content"])
+        assert payload["error"]["code"] == "handler_error" and "boom" not in json.dumps(payload)
+
+
+def test_responses_shape_round_trip(runner: Runner) -> None:
+    message = runner.run(responses_call("xerj_memory_recall", {"namespace": "nobody", "query": "x"}, "r1")).message
+    assert message == {"type": "function_call_output", "call_id": "r1",
+                       "output": '{"ok":true,"tool":"xerj_memory_recall","namespace":"nobody","total":0,"hits":[]}'}
