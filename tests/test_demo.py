@@ -17,8 +17,10 @@ def test_demo_against_the_stand_in_answers_every_call(monkeypatch: pytest.Monkey
     assert run_demo(None, out=out) == 0
     assert "using the built-in stand-in" in out.getvalue()
     text = out.getvalue()
-    assert "8/8 calls answered" in text
-    assert "code=invalid_arguments $.query" in text and "code=unknown_tool" in text
+    assert "9/9 calls answered" in text
+    assert "repaired: $.query.size → $.size" in text
+    assert "code=invalid_arguments $.rerank" in text and "code=unknown_tool" in text
+    assert "code=invalid_arguments $.index" in text
     assert "rerank.applied=True" in text
 
 

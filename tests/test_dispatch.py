@@ -39,6 +39,7 @@ TURN: list[tuple[str, Any]] = [
     ("xerj_memory_recall", {"namespace": "empty-ns", "query": "units"}),
     ("xerj_search", {"index": "tickets", "query": {}, "size": 0, "aggs": {"s": {"terms": {"field": "status"}}}}),
     ("xerj_search", '{"index": "docs", "query": {"match_all": {}}, "size": "3"}'),
+    ("xerj_search", '{"index": "docs", "query": {"match_all": {}}, "size": -3}'),
     ("xerj_lookup", {}),
     ("xerj_search", {"index": "nope", "query": {}}),
 ]
@@ -92,7 +93,8 @@ def test_sync_and_async_give_identical_messages(sleeps: Any) -> None:
     assert transcripts[0] == transcripts[1]
     assert [m["tool_call_id"] for m in transcripts[0]] == [f"call_{i}" for i in range(len(TURN))]
     codes = [json.loads(m["content"]).get("error", {}).get("code") for m in transcripts[0]]
-    assert codes == [None] * 7 + ["invalid_arguments", "unknown_tool", "index_not_found"]
+    assert codes == [None] * 8 + ["invalid_arguments", "unknown_tool", "index_not_found"]
+    assert json.loads(transcripts[0][7]["content"])["repairs"] == ['$.size: "3" → 3']
 
 
 def test_dispatch_many_runs_calls_concurrently_and_answers_in_order(runner: Runner, xerj: XerjStandIn) -> None:

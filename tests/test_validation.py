@@ -131,7 +131,8 @@ def test_unknown_tool_is_a_problem_not_an_exception() -> None:
     assert not result.ok and "unknown tool" in result.problems[0].message
 
 
-# Realistic model mistakes: each one must give an ok:false message naming the problem and send nothing.
+# Realistic model mistakes: in strict mode (no repair) each one must give an ok:false message
+# naming the problem, and send nothing. test_repair.py covers what repair does with them.
 MISTAKES: list[tuple[str, str, str]] = [
     ("xerj_search", '{"index": "docs", "query": {"match": {"body": "x"}}, "size": "10"}', "$.size"),
     ("xerj_search", '{"index": "docs", "query": {"match": {"body": "x"}, "size": 5}}', "$.query"),
@@ -175,9 +176,9 @@ MISTAKES: list[tuple[str, str, str]] = [
 
 @pytest.mark.parametrize(("tool", "raw", "path"), MISTAKES, ids=[f"{m[0]}-{i}" for i, m in enumerate(MISTAKES)])
 def test_model_mistake_gets_a_specific_message_and_sends_nothing(
-    runner: Runner, xerj: XerjStandIn, tool: str, raw: str, path: str
+    make_runner: Any, xerj: XerjStandIn, tool: str, raw: str, path: str
 ) -> None:
-    payload = runner.payload(tool, raw)
+    payload = make_runner(url=xerj.url, repair=False).payload(tool, raw)
     assert payload["ok"] is False
     error = payload["error"]
     assert error["code"] in ("invalid_arguments", "invalid_json")

@@ -14,9 +14,11 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._budget import DEFAULT_BUDGET, MIN_BUDGET, cap_buckets, fit_error, fit_payload
 from ._calls import ToolCall, ToolMessage
 from ._exceptions import (
     ArgumentsError,
+    ConfigurationError,
     EngineError,
     MissingHandlerError,
     ToolCallError,
@@ -89,6 +91,16 @@ class _RerankMemory:
 Flow = Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A call that passed validation: its request, the repairs made, and its identity."""
+
+    request: HttpRequest
+    repairs: tuple[str, ...] = ()
+    key: str = ""  # tool and canonical arguments: identical calls in one turn share it
+    page_from: int | None = None  # the `from` of a search that can page, else None
+
+
 class DispatchCore:
     """Every decision of dispatch, shared by `Dispatcher` and `AsyncDispatcher`."""
 
@@ -99,6 +111,10 @@ class DispatchCore:
         *,
         rerank_fallback: bool,
         rerank_memory_seconds: float,
+        repair: bool = True,
+        budget: int = DEFAULT_BUDGET,
+        budgets: Mapping[str, int] | None = None,
+        max_buckets: int = 25,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         table = {name: h for name, h in HANDLERS.items() if name in registry}
@@ -106,35 +122,54 @@ class DispatchCore:
         missing = [name for name in registry.names if name not in table]
         if missing:
             raise MissingHandlerError(missing)
+        for value in (budget, *(budgets or {}).values()):
+            if value < MIN_BUDGET:
+                raise ConfigurationError(f"a budget must be at least {MIN_BUDGET} characters")
+        if max_buckets < 1:
+            raise ConfigurationError("max_buckets must be at least 1")
         self.registry = registry
         self.handlers = table
         self.rerank_fallback = rerank_fallback
         self.rerank_memory = _RerankMemory(rerank_memory_seconds, clock)
+        self.repair = repair
+        self.budget = budget
+        self.budgets = dict(budgets or {})
+        self.max_buckets = max_buckets
         self.clock = clock
 
-    def prepare(self, call: ToolCall) -> HttpRequest | ToolCallError:
-        """Validate the call and build its request, or say what the model must fix."""
+    def prepare(self, call: ToolCall) -> Prepared | ToolCallError:
+        """Validate (and repair) the call and build its request, or say what the model must fix."""
         spec = self.registry.get(call.name)
         if spec is None or call.custom:
             return UnknownToolError(call.name, self.registry.names)
-        result = self.registry.validate(call.name, call.arguments)
+        result = self.registry.validate(call.name, call.arguments, repair=self.repair)
         if not result.ok or result.arguments is None:
             code = "invalid_json" if result.decode_error else "invalid_arguments"
             count = len(result.problems)
             reason = (
                 result.problems[0].message if count == 1 else f"{count} problems in the arguments"
             )
-            return ArgumentsError(reason, problems=result.problems, code=code)
+            error = ArgumentsError(reason, problems=result.problems, code=code)
+            if result.repairs:
+                error.details["repairs"] = list(result.repairs)
+            return error
         try:
-            return self.handlers[call.name](result.arguments)
+            request = self.handlers[call.name](result.arguments)
         except ToolCallError as exc:  # a custom handler may refuse a call in the model's terms
             return exc
         except Exception as exc:
             logger.exception("handler for %s failed", call.name)
             return ToolCallError(f"the handler raised {type(exc).__name__}", code="handler_error")
+        key = call.name + "\x00" + dumps(dict(sorted(result.arguments.items())))
+        page_from = None
+        if request.kind == "search" and "from" in spec.parameters.get("properties", {}):
+            value = (request.body or {}).get("from", 0)
+            page_from = value if isinstance(value, int) else 0
+        return Prepared(request, result.repairs, key, page_from)
 
-    def flow(self, tool: str, request: HttpRequest, node: str) -> Flow:
+    def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
+        request = prepared.request
         note: dict[str, Any] | None = None
         if request.reranked and (remembered := self.rerank_memory.recall(node)) is not None:
             if not self.rerank_fallback:
@@ -161,14 +196,39 @@ class DispatchCore:
     ) -> dict[str, Any]:
         if isinstance(outcome, Reply) and 200 <= outcome.status < 300:
             try:
-                return success_payload(tool, outcome, request, note)
+                payload = success_payload(tool, outcome, request, note)
             except EngineError as exc:
                 return error_payload(tool, exc, attempts=attempts)
+            if "aggregations" in payload:
+                payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
+            return payload
         return error_payload(tool, engine_error(outcome, request), attempts=attempts)
 
+    def _shape(
+        self, tool: str, payload: dict[str, Any], prepared: Prepared | None
+    ) -> dict[str, Any]:
+        """Add the repairs, then fit the payload into the tool's budget."""
+        if prepared is not None and prepared.repairs:
+            payload = {**payload, "repairs": list(prepared.repairs)}
+        budget = self.budgets.get(tool, self.budget)
+        if not payload.get("ok"):
+            return fit_error(payload, budget)
+        page_from = prepared.page_from if prepared is not None else None
+
+        def next_page(shown: int) -> dict[str, int] | None:
+            return None if page_from is None else {"from": page_from + shown}
+
+        return fit_payload(payload, budget, next_page=next_page)
+
     def result(
-        self, call: ToolCall, payload: dict[str, Any], attempts: int, started: float
+        self,
+        call: ToolCall,
+        payload: dict[str, Any],
+        attempts: int,
+        started: float,
+        prepared: Prepared | None = None,
     ) -> ToolResult:
+        payload = self._shape(call.name, payload, prepared)
         result = ToolResult(call, payload, dumps(payload), attempts, self.clock() - started)
         logger.debug(
             "%s %s: %s after %d attempt(s)",
@@ -181,3 +241,11 @@ class DispatchCore:
 
     def refusal(self, call: ToolCall, error: ToolCallError, started: float) -> ToolResult:
         return self.result(call, error_payload(call.name or "?", error), 0, started)
+
+    def duplicate(self, call: ToolCall, first: ToolResult, started: float) -> ToolResult:
+        """The answer to a call identical to `first` in the same turn, which was sent once."""
+        note = f"identical to call {first.call.call_id} in this turn; XERJ was asked once"
+        payload = {**first.payload, "notes": [*first.payload.get("notes", []), note]}
+        budget = self.budgets.get(call.name, self.budget)
+        payload = fit_payload(payload, budget) if first.ok else fit_error(payload, budget)
+        return ToolResult(call, payload, dumps(payload), 0, self.clock() - started)

@@ -57,8 +57,9 @@ def demo_turns(index: str = "docs") -> list[tuple[str, list[dict[str, Any]]]]:
             ],
         ),
         (
-            "The model nests `size` inside `query`, asks for a tool that does not exist, and tries a "
-            "path-escaping index: each is answered with what to fix, and nothing is sent.",
+            "The model nests `size` inside `query` (repaired, and told so); then it sorts a reranked "
+            "search, names a tool that does not exist and tries a path-escaping index: those are "
+            "answered with what to fix, and nothing is sent for them.",
             [
                 _call(
                     "call_4",
@@ -67,7 +68,17 @@ def demo_turns(index: str = "docs") -> list[tuple[str, list[dict[str, Any]]]]:
                         {"index": index, "query": {"match": {"body": "restore index"}, "size": 3}}
                     ),
                 ),
-                _call("call_5", "xerj_lookup", '{"q": "restore"}'),
+                _call(
+                    "call_5",
+                    "xerj_search",
+                    {
+                        "index": index,
+                        "query": {"match": {"body": "restore"}},
+                        "sort": [{"year": "desc"}],
+                        "rerank": {},
+                    },
+                ),
+                _call("call_5b", "xerj_lookup", '{"q": "restore"}'),
                 _call("call_6", "xerj_search", '{"index": "../_cluster", "query": {}}'),
             ],
         ),
@@ -110,6 +121,8 @@ def _summary(payload: dict[str, Any]) -> str:
     for key in ("total", "ranked_by", "id", "created"):
         if key in payload:
             parts.append(f"{key}={payload[key]}")
+    for repair in payload.get("repairs", []):
+        parts.append(f"\n     repaired: {repair}")
     if "rerank" in payload:
         parts.append(f"rerank.applied={payload['rerank'].get('applied')}")
     text = " ".join(parts)

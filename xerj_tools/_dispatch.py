@@ -11,8 +11,9 @@ from typing import Any
 
 import httpx
 
-from ._calls import ToolMessage, parse_tool_call
-from ._core import DispatchCore, Flow, ToolResult
+from ._budget import DEFAULT_BUDGET
+from ._calls import ToolCall, ToolMessage, parse_tool_call
+from ._core import DispatchCore, Flow, Prepared, ToolResult
 from ._exceptions import ToolCallError
 from ._handlers import Handler, HttpRequest
 from ._outcome import Outcome
@@ -21,6 +22,9 @@ from ._retry import RetryPolicy, async_retrying, retrying
 from ._transport import AsyncTransport, Endpoint, SyncTransport, TransportSettings
 
 __all__ = ["AsyncDispatcher", "Dispatcher"]
+
+
+_Begun = tuple[ToolCall, "Prepared | ToolCallError", float]
 
 
 class _Base:
@@ -40,6 +44,10 @@ class _Base:
         verify: bool | str | ssl.SSLContext,
         pool_size: int,
         max_response_bytes: int,
+        repair: bool,
+        budget: int,
+        budgets: Mapping[str, int] | None,
+        max_buckets: int,
         clock: Callable[[], float],
     ) -> None:
         self.registry = registry if registry is not None else load_registry()
@@ -48,6 +56,10 @@ class _Base:
             handlers,
             rerank_fallback=rerank_fallback,
             rerank_memory_seconds=rerank_memory_seconds,
+            repair=repair,
+            budget=budget,
+            budgets=budgets,
+            max_buckets=max_buckets,
             clock=clock,
         )
         self._endpoint = Endpoint.create(url, api_key=api_key, authorization=authorization)
@@ -67,10 +79,34 @@ class _Base:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={self.url!r}, tools={list(self.registry.names)!r})"
 
-    def _begin(self, call: Any) -> tuple[Any, HttpRequest | ToolCallError, float]:
+    def _begin(self, call: Any) -> _Begun:
         started = self._core.clock()
         tool_call = parse_tool_call(call)
         return tool_call, self._core.prepare(tool_call), started
+
+    def _plan(self, calls: Iterable[Any]) -> tuple[list[_Begun], list[int], dict[int, int]]:
+        """Begin every call; pick the ones to send (identical valid calls are sent once)."""
+        begun = [self._begin(c) for c in calls]
+        first_of: dict[str, int] = {}
+        unique: list[int] = []
+        copies: dict[int, int] = {}
+        for i, (_, prepared, _) in enumerate(begun):
+            if isinstance(prepared, Prepared) and prepared.key in first_of:
+                copies[i] = first_of[prepared.key]
+                continue
+            if isinstance(prepared, Prepared):
+                first_of[prepared.key] = i
+            unique.append(i)
+        return begun, unique, copies
+
+    def _assemble(
+        self, begun: list[_Begun], unique: list[int], copies: dict[int, int], done: list[ToolResult]
+    ) -> list[ToolResult]:
+        by_index = dict(zip(unique, done, strict=True))
+        for i, original in copies.items():
+            tool_call, _, started = begun[i]
+            by_index[i] = self._core.duplicate(tool_call, by_index[original], started)
+        return [by_index[i] for i in range(len(begun))]
 
 
 class Dispatcher(_Base):
@@ -99,6 +135,10 @@ class Dispatcher(_Base):
         verify: bool | str | ssl.SSLContext = True,
         pool_size: int = 10,
         max_response_bytes: int = 32 * 1024 * 1024,
+        repair: bool = True,
+        budget: int = DEFAULT_BUDGET,
+        budgets: Mapping[str, int] | None = None,
+        max_buckets: int = 25,
         max_workers: int = 8,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -107,7 +147,8 @@ class Dispatcher(_Base):
             registry, url=url, api_key=api_key, authorization=authorization, handlers=handlers,
             retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
             connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
-            pool_size=pool_size, max_response_bytes=max_response_bytes, clock=clock,
+            pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
+            budget=budget, budgets=budgets, max_buckets=max_buckets, clock=clock,
         )  # fmt: skip
         self._transport = SyncTransport(self._endpoint, self._settings, client)
         self._sleep = sleep
@@ -116,25 +157,34 @@ class Dispatcher(_Base):
 
     def run(self, call: Any) -> ToolResult:
         """Run one call and return its `ToolResult` (message, payload, attempts, time)."""
-        tool_call, prepared, started = self._begin(call)
+        return self._complete(self._begin(call))
+
+    def _complete(self, begun: _Begun) -> ToolResult:
+        tool_call, prepared, started = begun
         if isinstance(prepared, ToolCallError):
             return self._core.refusal(tool_call, prepared, started)
-        flow = self._core.flow(tool_call.name, prepared, self.url)
-        payload, attempts = self._drive(flow)
-        return self._core.result(tool_call, payload, attempts, started)
+        payload, attempts = self._drive(self._core.flow(tool_call.name, prepared, self.url))
+        return self._core.result(tool_call, payload, attempts, started, prepared)
 
     def dispatch(self, call: Any) -> ToolMessage:
         """Run one call; return the tool message that answers it."""
         return self.run(call).message
 
     def run_many(self, calls: Iterable[Any]) -> list[ToolResult]:
-        """Run a turn's calls concurrently on a bounded thread pool; results in call order."""
-        calls = list(calls)
-        if len(calls) <= 1:
-            return [self.run(c) for c in calls]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="xerj-tools")
-        return list(self._pool.map(self.run, calls))
+        """Run a turn's calls concurrently on a bounded thread pool; results in call order.
+
+        Identical calls (same tool, same arguments after repair) are sent once; each call id
+        still gets its answer.
+        """
+        begun, unique, copies = self._plan(calls)
+        work = [begun[i] for i in unique]
+        if len(work) <= 1:
+            done = [self._complete(b) for b in work]
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="xerj-tools")
+            done = list(self._pool.map(self._complete, work))
+        return self._assemble(begun, unique, copies, done)
 
     def dispatch_many(self, calls: Iterable[Any]) -> list[ToolMessage]:
         """Run a turn's calls concurrently; one tool message per call, in call order."""
@@ -200,6 +250,10 @@ class AsyncDispatcher(_Base):
         verify: bool | str | ssl.SSLContext = True,
         pool_size: int = 10,
         max_response_bytes: int = 32 * 1024 * 1024,
+        repair: bool = True,
+        budget: int = DEFAULT_BUDGET,
+        budgets: Mapping[str, int] | None = None,
+        max_buckets: int = 25,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -207,25 +261,31 @@ class AsyncDispatcher(_Base):
             registry, url=url, api_key=api_key, authorization=authorization, handlers=handlers,
             retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
             connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
-            pool_size=pool_size, max_response_bytes=max_response_bytes, clock=clock,
+            pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
+            budget=budget, budgets=budgets, max_buckets=max_buckets, clock=clock,
         )  # fmt: skip
         self._transport = AsyncTransport(self._endpoint, self._settings, client)
         self._sleep = sleep
 
     async def run(self, call: Any) -> ToolResult:
-        tool_call, prepared, started = self._begin(call)
+        return await self._complete(self._begin(call))
+
+    async def _complete(self, begun: _Begun) -> ToolResult:
+        tool_call, prepared, started = begun
         if isinstance(prepared, ToolCallError):
             return self._core.refusal(tool_call, prepared, started)
-        flow = self._core.flow(tool_call.name, prepared, self.url)
-        payload, attempts = await self._drive(flow)
-        return self._core.result(tool_call, payload, attempts, started)
+        payload, attempts = await self._drive(self._core.flow(tool_call.name, prepared, self.url))
+        return self._core.result(tool_call, payload, attempts, started, prepared)
 
     async def dispatch(self, call: Any) -> ToolMessage:
         return (await self.run(call)).message
 
     async def run_many(self, calls: Iterable[Any]) -> list[ToolResult]:
-        """Run a turn's calls as concurrent tasks; results in call order."""
-        return list(await asyncio.gather(*(self.run(c) for c in calls)))
+        """Run a turn's calls as concurrent tasks; results in call order. Identical calls
+        (same tool, same arguments after repair) are sent once; each call id gets its answer."""
+        begun, unique, copies = self._plan(calls)
+        done = await asyncio.gather(*(self._complete(begun[i]) for i in unique))
+        return self._assemble(begun, unique, copies, list(done))
 
     async def dispatch_many(self, calls: Iterable[Any]) -> list[ToolMessage]:
         return [r.message for r in await self.run_many(calls)]

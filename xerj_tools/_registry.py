@@ -99,19 +99,20 @@ class ToolRegistry:
         return [spec.responses_tool() for spec in self._specs.values()]
 
     def validate(
-        self, name: str, arguments: str | bytes | Mapping[str, Any] | None
+        self, name: str, arguments: str | bytes | Mapping[str, Any] | None, *, repair: bool = False
     ) -> ValidationResult:
         """Validate what a model emitted for tool `name`: the raw JSON string or a decoded dict.
 
         Returns every problem at once, each with a JSON path. An unknown tool name is reported
-        as a problem at ``$`` rather than raised.
+        as a problem at ``$`` rather than raised. With `repair`, mistakes that have exactly one
+        reading under the schema are repaired first, and listed in ``result.repairs``.
         """
         spec = self._specs.get(name)
         if spec is None:
             return ValidationResult.failure(
                 "$", f"unknown tool {name!r}; known tools: {', '.join(self._specs)}"
             )
-        return validate_arguments(spec.validator, arguments, spec.checks)
+        return validate_arguments(spec.validator, arguments, spec.checks, repair=repair)
 
 
 def _widen(schema: Any) -> Any:

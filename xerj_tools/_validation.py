@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ class ValidationResult:
     ok: bool
     arguments: dict[str, Any] | None
     problems: tuple[Problem, ...] = ()
+    repairs: tuple[str, ...] = ()
     decode_error: bool = field(default=False, repr=False)
 
     @classmethod
@@ -142,16 +142,29 @@ def decode_arguments(raw: str | bytes | Mapping[str, Any] | None) -> tuple[Any, 
         return None, Problem("$", f"arguments are not valid JSON ({exc}): {snippet}")
 
 
-def _finite(value: Any) -> bool:
-    return not isinstance(value, float) or math.isfinite(value)
+def _problems(
+    validator: Validator, value: dict[str, Any], checks: Sequence[Check]
+) -> list[Problem]:
+    problems: list[Problem] = []
+    if not validator.is_valid(value):
+        problems.extend(_schema_problem(e) for e in validator.iter_errors(value))
+    for check in checks:
+        problems.extend(check(value))
+    return sorted(set(problems))
 
 
 def validate_arguments(
     validator: Validator,
     raw: str | bytes | Mapping[str, Any] | None,
     checks: Sequence[Check] = (),
+    *,
+    repair: bool = False,
 ) -> ValidationResult:
-    """Decode `raw` and check it against `validator` and `checks`, collecting every problem."""
+    """Decode `raw` and check it against `validator` and `checks`, collecting every problem.
+
+    With `repair`, a call that fails is first repaired where the schema allows exactly one
+    reading (see `xerj_tools._repair`); the repairs are listed in the result either way.
+    """
     value, problem = decode_arguments(raw)
     if problem is not None:
         return ValidationResult(False, None, (problem,), decode_error=True)
@@ -162,12 +175,14 @@ def validate_arguments(
             (Problem("$", f"arguments must be a JSON object, got {_json_type(value)}"),),
             decode_error=True,
         )
-    problems: list[Problem] = []
-    if not validator.is_valid(value):
-        problems.extend(_schema_problem(e) for e in validator.iter_errors(value))
-    for check in checks:
-        problems.extend(check(value))
-    if problems:
-        unique = sorted(set(problems))
-        return ValidationResult(False, value, tuple(unique))
-    return ValidationResult(True, value)
+    problems = _problems(validator, value, checks)
+    if not problems:
+        return ValidationResult(True, value)
+    if repair:
+        from ._repair import repair_arguments
+
+        repaired, repairs = repair_arguments(value, validator.schema)  # type: ignore[arg-type]
+        if repairs:
+            problems = _problems(validator, repaired, checks)
+            return ValidationResult(not problems, repaired, tuple(problems), tuple(repairs))
+    return ValidationResult(False, value, tuple(problems))

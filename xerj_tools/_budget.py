@@ -1,0 +1,198 @@
+"""Fitting a tool message into a character budget: cut long fields, drop trailing hits, say so.
+
+The order of sacrifice: hits are kept whole while they fit; then long strings inside hits are
+cut (to the longest length that lets every hit fit, never below `MIN_CUT`) with a visible marker
+``…[+N chars]``; then whole hits are dropped from the end. The ``truncated`` block says what was
+cut and how to get the rest. Whatever the response, the serialized message never exceeds the
+budget (a property test checks it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "cap_buckets", "fit_error", "fit_payload"]
+
+DEFAULT_BUDGET = 12_000
+MIN_BUDGET = 1_000
+MIN_CUT = 200  # a cut field keeps at least this many characters
+_NEXT_RESERVE = 220  # room kept for the `truncated` block while choosing what to keep
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def _cut_strings(value: Any, cap: int, path: str, cut: list[str]) -> Any:
+    """Copy `value` with every string longer than `cap` cut and marked; record each path cut."""
+    if isinstance(value, str):
+        if len(value) > cap:
+            cut.append(path)
+            return value[:cap] + f"…[+{len(value) - cap} chars]"
+        return value
+    if isinstance(value, dict):
+        return {
+            k: _cut_strings(v, cap, f"{path}.{k}" if path else k, cut) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_cut_strings(v, cap, path, cut) for v in value]
+    return value
+
+
+def _longest_string(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return max((_longest_string(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return max((_longest_string(v) for v in value), default=0)
+    return 0
+
+
+def cap_buckets(aggregations: Any, max_buckets: int) -> Any:
+    """Keep the first `max_buckets` buckets of every bucket list (nested too); count the rest."""
+    if isinstance(aggregations, list):
+        return [cap_buckets(v, max_buckets) for v in aggregations]
+    if not isinstance(aggregations, dict):
+        return aggregations
+    out = {k: cap_buckets(v, max_buckets) for k, v in aggregations.items()}
+    buckets = aggregations.get("buckets")
+    if isinstance(buckets, list) and len(buckets) > max_buckets:
+        out["buckets"] = [cap_buckets(b, max_buckets) for b in buckets[:max_buckets]]
+        out["buckets_omitted"] = len(buckets) - max_buckets
+    return out
+
+
+def _field_names(paths: list[str]) -> list[str]:
+    # "_source.body" -> "body"; "text" (a memory) -> "text"
+    names = {
+        p.split(".", 1)[1] if p.startswith(("_source.", "highlight.", "fields.")) else p
+        for p in paths
+    }
+    return sorted(names)
+
+
+def _keep(hits: list[Any], cap: int | None, room: int) -> tuple[list[Any], list[str]]:
+    """The longest prefix of `hits` (cut at `cap`) whose serialized size fits in `room`."""
+    kept: list[Any] = []
+    cut: list[str] = []
+    used = 0
+    for hit in hits:
+        hit_cut: list[str] = []
+        shaped = hit if cap is None else _cut_strings(hit, cap, "", hit_cut)
+        used += _size(shaped) + (1 if kept else 0)
+        if used > room:
+            break
+        kept.append(shaped)
+        cut += hit_cut
+    return kept, cut
+
+
+def fit_payload(
+    payload: dict[str, Any],
+    budget: int,
+    *,
+    next_page: Callable[[int], Mapping[str, Any] | None] = lambda shown: None,
+) -> dict[str, Any]:
+    """Return `payload` fitted into `budget` characters.
+
+    `next_page(shown)` gives the arguments that fetch the rest after `shown` hits were kept
+    (for example ``{"from": 20}``), or None when the tool cannot page.
+    """
+    if _size(payload) <= budget:
+        return payload
+    hits = payload.get("hits") if isinstance(payload.get("hits"), list) else []
+    assert isinstance(hits, list)
+    envelope = {k: v for k, v in payload.items() if k != "hits"}
+    room = budget - _size({**envelope, "hits": []}) - _NEXT_RESERVE
+    kept, cut = _keep(hits, None, room)
+    if len(kept) < len(hits):
+        # Some hit does not fit whole: find the longest cut that lets every hit fit.
+        lo, hi, best = MIN_CUT, max(_longest_string(hits), MIN_CUT), None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            trial, trial_cut = _keep(hits, mid, room)
+            if len(trial) == len(hits):
+                best, lo = (trial, trial_cut), mid + 1
+            else:
+                hi = mid - 1
+        kept, cut = best if best is not None else _keep(hits, MIN_CUT, room)
+    out = {**envelope, "hits": kept}
+    truncated: dict[str, Any] = {}
+    if len(kept) < len(hits):
+        truncated["hits_omitted"] = len(hits) - len(kept)
+    if cut:
+        truncated["fields_cut"] = len(cut)
+        truncated["cut_fields"] = _field_names(cut)
+    if truncated.get("hits_omitted") and (page := next_page(len(kept))) is not None:
+        truncated["next"] = dict(page)
+    if truncated:
+        truncated["hint"] = _hint(truncated)
+        out["truncated"] = truncated
+    return _guarantee(out, budget)
+
+
+def _hint(truncated: Mapping[str, Any]) -> str:
+    parts = []
+    if "next" in truncated:
+        parts.append("call again with the arguments in `next` to read the hits that were left out")
+    elif truncated.get("hits_omitted"):
+        parts.append("ask for fewer hits (size) or fewer fields to see the rest")
+    if truncated.get("fields_cut"):
+        parts.append(
+            "to read a cut field whole, search for that _id with source set to the field and size 1"
+        )
+    return "; ".join(parts)
+
+
+def _guarantee(payload: dict[str, Any], budget: int) -> dict[str, Any]:
+    """Last resort for envelopes that do not fit even without hits (huge aggregations, notes)."""
+    if _size(payload) <= budget:
+        return payload
+    out = dict(payload)
+    truncated = dict(out.get("truncated") or {})
+    hits = out.get("hits") if isinstance(out.get("hits"), list) else []
+    assert isinstance(hits, list)
+    while hits and _size(out) > budget:
+        hits = hits[:-1]
+        truncated["hits_omitted"] = truncated.get("hits_omitted", 0) + 1
+        out["hits"], out["truncated"] = hits, truncated
+    for key in ("aggregations", "warnings", "notes", "fusion", "rerank"):
+        if _size(out) <= budget:
+            break
+        if key in out:
+            del out[key]
+            truncated.setdefault("omitted", []).append(key)
+            out["truncated"] = truncated
+    if _size(out) > budget:
+        minimal: dict[str, Any] = {k: out[k] for k in ("ok", "tool", "total") if k in out}
+        minimal["truncated"] = {
+            "omitted": ["everything but the total"],
+            "hint": "narrow the request",
+        }
+        out = _cut_strings(minimal, 100, "", [])
+    return out
+
+
+def fit_error(payload: dict[str, Any], budget: int, max_problems: int = 20) -> dict[str, Any]:
+    """Fit an ``ok: false`` payload: keep the first problems, shorten long texts."""
+    if _size(payload) <= budget:
+        return payload
+    error = dict(payload.get("error") or {})
+    problems = error.get("problems")
+    if isinstance(problems, list) and len(problems) > max_problems:
+        error["problems"] = problems[:max_problems]
+        error["problems_omitted"] = len(problems) - max_problems
+    out = {**payload, "error": _cut_strings(error, 400, "", [])}
+    while (
+        _size(out) > budget
+        and isinstance(out["error"].get("problems"), list)
+        and out["error"]["problems"]
+    ):
+        out["error"]["problems"] = out["error"]["problems"][:-1]
+        out["error"]["problems_omitted"] = out["error"].get("problems_omitted", 0) + 1
+    if _size(out) > budget:
+        out = _cut_strings(out, 100, "", [])
+    return out

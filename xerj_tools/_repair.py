@@ -1,0 +1,126 @@
+"""Audited repair of argument mistakes that have exactly one reading under the schema.
+
+Models make the same few mistakes: ``"10"`` for 10, an object sent as a JSON string, `size` or
+`sort` nested inside `query`, one sub-query where `queries` wants an array. When the schema
+leaves exactly one reading, the call is repaired and every repair is recorded, so the model sees
+what it did and can learn from it. Nothing else is guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ._validation import json_path
+
+__all__ = ["repair_arguments"]
+
+_INTEGER = re.compile(r"^-?\d+$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")
+# Keys a model puts inside `query` that are arguments of their own (and what they are called).
+_NESTED = {
+    "size": "size",
+    "from": "from",
+    "sort": "sort",
+    "_source": "source",
+    "source": "source",
+    "aggs": "aggs",
+}
+
+
+def _types(schema: Any) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return []
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return [declared]
+    return [t for t in declared if isinstance(t, str)] if isinstance(declared, list) else []
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _coerce(value: Any, schema: Any, path: list[str | int], repairs: list[str]) -> Any:
+    types = _types(schema)
+    if isinstance(value, str) and types and "string" not in types:
+        if ("integer" in types or "number" in types) and (
+            _INTEGER.match(value) or ("number" in types and _NUMBER.match(value))
+        ):
+            number: int | float = int(value) if _INTEGER.match(value) else float(value)
+            repairs.append(f"{json_path(path)}: {_show(value)} → {number}")
+            return number
+        if "object" in types or "array" in types:
+            try:
+                decoded = json.loads(value)
+            except ValueError:
+                return value
+            wanted = {"object": dict, "array": list}
+            if any(isinstance(decoded, wanted[t]) for t in types if t in wanted):
+                kind = "object" if isinstance(decoded, dict) else "array"
+                repairs.append(f"{json_path(path)}: JSON string → {kind}")
+                value = decoded
+    if isinstance(value, dict) and isinstance(schema, Mapping):
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping):
+            return {
+                k: _coerce(v, properties[k], [*path, k], repairs) if k in properties else v
+                for k, v in value.items()
+            }
+    if (
+        isinstance(value, list)
+        and isinstance(schema, Mapping)
+        and isinstance(schema.get("items"), Mapping)
+    ):
+        return [_coerce(v, schema["items"], [*path, i], repairs) for i, v in enumerate(value)]
+    return value
+
+
+def _unnest_query(args: dict[str, Any], properties: Mapping[str, Any], repairs: list[str]) -> None:
+    query = args.get("query")
+    if not isinstance(query, dict) or len(query) < 2:
+        return
+    movable = [
+        k for k in query if k in _NESTED and _NESTED[k] in properties and _NESTED[k] not in args
+    ]
+    if not movable or len(query) - len(movable) < 1:
+        return  # nothing to move, or nothing would be left of the query: no single reading
+    if len({_NESTED[k] for k in movable}) < len(movable):
+        return  # both `_source` and `source` inside the query: two readings
+    rest = dict(query)
+    for key in movable:
+        target = _NESTED[key]
+        args[target] = rest.pop(key)
+        repairs.append(f"$.query.{key} → $.{target}")
+    args["query"] = rest
+
+
+def _wrap_queries(args: dict[str, Any], properties: Mapping[str, Any], repairs: list[str]) -> None:
+    queries = args.get("queries")
+    if "array" not in _types(properties.get("queries")) or not isinstance(queries, dict):
+        return
+    if "query" in queries:
+        args["queries"] = [queries]
+        repairs.append("$.queries: one sub-query object → array of one")
+    elif len(queries) == 1:
+        args["queries"] = [{"query": queries}]
+        repairs.append('$.queries: one query clause → [{"query": clause}]')
+
+
+def repair_arguments(
+    arguments: Mapping[str, Any], schema: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """Return repaired arguments and a description of each repair (empty when none applied)."""
+    repairs: list[str] = []
+    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    assert isinstance(properties, Mapping)
+    args = _coerce(dict(arguments), schema, [], repairs)
+    if "query" in properties and "object" in _types(properties["query"]):
+        _unnest_query(args, properties, repairs)
+    _wrap_queries(args, properties, repairs)
+    if repairs:
+        args = _coerce(args, schema, [], repairs)
+    return args, repairs
