@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Runner, chat_call, responses_call
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from openai.types.responses import ResponseFunctionToolCall
 
@@ -24,6 +23,8 @@ from xerj_tools import (
     parse_tool_call,
 )
 from xerj_tools.testing import Fault, XerjStandIn
+
+from conftest import Runner, chat_call, responses_call
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Runner
 
 from xerj_tools.testing import XerjStandIn
+
+from conftest import Runner
 
 EXCLUDES = {"excludes": ["*_vector", "*_vector_chunks"]}
 MATCH = {"match": {"body": "checkout outage"}}

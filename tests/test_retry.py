@@ -7,12 +7,13 @@ from email.utils import formatdate
 from typing import Any
 
 import pytest
-from conftest import Runner, SleepRecorder
 
 from xerj_tools import HttpRequest, RetryPolicy
 from xerj_tools._outcome import Failure, Reply
 from xerj_tools._retry import rerank_refusal, retry_after_seconds, should_retry
 from xerj_tools.testing import Fault, XerjStandIn
+
+from conftest import Runner, SleepRecorder
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}}
 RERANKED = {**SEARCH, "rerank": {"window": 30}}

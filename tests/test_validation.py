@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Runner
 
 from xerj_tools import load_registry
 from xerj_tools.testing import XerjStandIn
+
+from conftest import Runner
 
 REGISTRY = load_registry()
 Q = {"match": {"body": "outage"}}

@@ -61,7 +61,10 @@ def cap_buckets(aggregations: Any, max_buckets: int) -> Any:
     buckets = aggregations.get("buckets")
     if isinstance(buckets, list) and len(buckets) > max_buckets:
         out["buckets"] = [cap_buckets(b, max_buckets) for b in buckets[:max_buckets]]
-        out["buckets_omitted"] = len(buckets) - max_buckets
+        already = aggregations.get("buckets_omitted", 0)
+        out["buckets_omitted"] = (
+            len(buckets) - max_buckets + (already if isinstance(already, int) else 0)
+        )
     return out
 
 
@@ -95,6 +98,7 @@ def fit_payload(
     budget: int,
     *,
     next_page: Callable[[int], Mapping[str, Any] | None] = lambda shown: None,
+    memories: bool = False,
 ) -> dict[str, Any]:
     """Return `payload` fitted into `budget` characters.
 
@@ -129,20 +133,27 @@ def fit_payload(
     if truncated.get("hits_omitted") and (page := next_page(len(kept))) is not None:
         truncated["next"] = dict(page)
     if truncated:
-        truncated["hint"] = _hint(truncated)
+        truncated["hint"] = _hint(truncated, memories)
         out["truncated"] = truncated
     return _guarantee(out, budget)
 
 
-def _hint(truncated: Mapping[str, Any]) -> str:
+def _hint(truncated: Mapping[str, Any], memories: bool = False) -> str:
     parts = []
     if "next" in truncated:
         parts.append("call again with the arguments in `next` to read the hits that were left out")
     elif truncated.get("hits_omitted"):
-        parts.append("ask for fewer hits (size) or fewer fields to see the rest")
-    if truncated.get("fields_cut"):
+        parts.append("ask for fewer results (size or k) to see the rest")
+    if truncated.get("fields_cut") and memories:
+        parts.append("recall with a smaller k to read the memories whole")
+    elif truncated.get("fields_cut"):
         parts.append(
-            "to read a cut field whole, search for that _id with source set to the field and size 1"
+            "to read a cut field whole, fetch that hit alone with xerj_search "
+            "(a query on its _id, source set to the field, size 1)"
+        )
+    if "buckets_capped_at" in truncated:
+        parts.append(
+            "aggregation buckets were capped; ask for fewer buckets or fewer sub-aggregations"
         )
     return "; ".join(parts)
 
@@ -159,6 +170,15 @@ def _guarantee(payload: dict[str, Any], budget: int) -> dict[str, Any]:
         hits = hits[:-1]
         truncated["hits_omitted"] = truncated.get("hits_omitted", 0) + 1
         out["hits"], out["truncated"] = hits, truncated
+    if "aggregations" in out:
+        # Fewer buckets before no buckets: halve the bucket cap until the envelope fits.
+        cap = 12
+        while cap >= 1 and _size(out) > budget:
+            out["aggregations"] = cap_buckets(payload["aggregations"], cap)
+            truncated["buckets_capped_at"] = cap
+            truncated["hint"] = _hint(truncated)
+            out["truncated"] = truncated
+            cap //= 2
     for key in ("aggregations", "warnings", "notes", "fusion", "rerank"):
         if _size(out) <= budget:
             break

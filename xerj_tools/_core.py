@@ -218,7 +218,8 @@ class DispatchCore:
         def next_page(shown: int) -> dict[str, int] | None:
             return None if page_from is None else {"from": page_from + shown}
 
-        return fit_payload(payload, budget, next_page=next_page)
+        memories = prepared is not None and prepared.request.kind == "memory_recall"
+        return fit_payload(payload, budget, next_page=next_page, memories=memories)
 
     def result(
         self,

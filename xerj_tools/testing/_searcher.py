@@ -54,6 +54,12 @@ def _uint(body: Mapping[str, Any], key: str, default: int) -> int:
     return value
 
 
+def _sort_key(value: Any) -> tuple[int, float, str]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, "" if value is None else str(value))
+
+
 def _resolve(indices: Mapping[str, Index], expr: str) -> list[Index]:
     chosen: list[Index] = []
     for part in expr.split(","):
@@ -336,7 +342,9 @@ def _search(
         spec = sort[0] if isinstance(sort, list) else sort
         fieldname, order = (spec, "asc") if isinstance(spec, str) else next(iter(spec.items()))
         order = order.get("order", "asc") if isinstance(order, Mapping) else order
-        ranked.sort(key=lambda h: str(h[2].docs[h[1]].get(fieldname, "")), reverse=order == "desc")
+        ranked.sort(
+            key=lambda h: _sort_key(h[2].docs[h[1]].get(fieldname)), reverse=order == "desc"
+        )
     total = len(ranked)
     rerank_info = None
     scored: list[tuple[float | None, str, Index]] = list(ranked)
