@@ -8,9 +8,10 @@ with Dispatcher() as dispatcher:                # XERJ_URL / XERJ_API_KEY from t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._calls import ChatToolMessage, ResponsesToolOutput, ToolCall, ToolMessage, parse_tool_call
 from ._core import ToolResult
-from ._dispatch import AsyncDispatcher, Dispatcher
 from ._exceptions import (
     ArgumentsError,
     ConfigurationError,
@@ -28,6 +29,9 @@ from ._handlers import HANDLERS, Handler, HttpRequest
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
 from ._validation import Problem, ValidationResult
+
+if TYPE_CHECKING:
+    from ._dispatch import AsyncDispatcher, Dispatcher
 
 __version__ = "0.1.0"
 
@@ -64,5 +68,15 @@ __all__ = [
 ]
 
 import logging as _logging
+
+
+def __getattr__(name: str) -> Any:
+    # The dispatchers pull in httpx; offline validation (`xerj-tools validate`) never needs it.
+    if name in ("Dispatcher", "AsyncDispatcher"):
+        from . import _dispatch
+
+        return getattr(_dispatch, name)
+    raise AttributeError(f"module 'xerj_tools' has no attribute {name!r}")
+
 
 _logging.getLogger("xerj_tools").addHandler(_logging.NullHandler())

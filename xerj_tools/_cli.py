@@ -1,12 +1,33 @@
-"""The `xerj-tools` command line."""
+"""The `xerj-tools` command line: validate, tools, lint, call, demo.
+
+`validate`, `tools` and `lint` work offline and import nothing of the network stack.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
 
 __all__ = ["main"]
+
+EXAMPLES = {
+    "validate": 'examples:\n  xerj-tools validate --tool xerj_search --args \'{"index": "docs", "query": {}}\'\n'
+    "  xerj-tools validate recorded-calls.jsonl --format json\n  cat conversation.json | xerj-tools validate -",
+    "tools": "example:\n  xerj-tools tools --target responses > responses-tools.json",
+    "lint": "example:\n  xerj-tools lint my-tools.json --strict-report",
+    "call": 'examples:\n  XERJ_URL=http://localhost:9200 xerj-tools call xerj_search \'{"index": "docs", "query": {}}\'\n'
+    "  xerj-tools call xerj_memory_recall @args.json --dry-run",
+    "demo": "example:\n  xerj-tools demo --index docs",
+}
+
+
+class UsageError(Exception):
+    """A usage mistake or an unreadable input: exit status 2."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -15,27 +36,261 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="xerj-tools",
         description="Let an OpenAI-style model use a XERJ search engine through function calling.",
+        epilog="Run 'xerj-tools COMMAND --help' for each command's options and an example.",
     )
     parser.add_argument("--version", action="version", version=f"xerj-tools {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = sub.add_parser(
-        "demo",
-        help="dispatch realistic model tool calls to $XERJ_URL, or to the built-in stand-in",
-        description="Dispatch realistic model tool calls, mistakes included, and print the tool "
-        "messages. Uses $XERJ_URL (key: $XERJ_API_KEY) when set, else a local stand-in.",
-        epilog="example: xerj-tools demo --index docs",
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            epilog=EXAMPLES[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    validate = add(
+        "validate",
+        "validate tool calls offline: one call, a JSONL file, or a recorded conversation",
+    )
+    validate.add_argument(
+        "input", nargs="?", help="a JSONL file of calls or a recorded conversation ('-': stdin)"
+    )
+    validate.add_argument("--tool", help="validate one call of this tool (with --args)")
+    validate.add_argument("--args", help="the call's arguments: JSON, @file or - (stdin)")
+    validate.add_argument(
+        "--tools-file", help="a tools file to validate against (default: the bundled tools.json)"
+    )
+    validate.add_argument(
+        "--strict", action="store_true", help="report repairable mistakes as invalid"
+    )
+    validate.add_argument("--format", choices=("text", "json"), default="text")
+
+    tools = add("tools", "print the tool definitions in the form a target wants")
+    tools.add_argument(
+        "--target", choices=("chat", "responses", "anthropic", "mcp"), default="chat"
+    )
+    tools.add_argument("--tools-file", help="a tools file (default: the bundled tools.json)")
+
+    lint = add(
+        "lint", "check a tools file: schemas, names, duplicates, handlers, strict mode per target"
+    )
+    lint.add_argument("file", nargs="?", help="the tools file (default: the bundled tools.json)")
+    lint.add_argument(
+        "--strict-report",
+        action="store_true",
+        help="also list what keeps each tool from strict mode",
+    )
+
+    call = add("call", "dispatch one call to the node in $XERJ_URL and print the tool message")
+    call.add_argument("tool")
+    call.add_argument("args", help="the arguments: JSON, @file or - (stdin)")
+    call.add_argument(
+        "--dry-run", action="store_true", help="print the HTTP request instead of sending it"
+    )
+    call.add_argument(
+        "--url", help="XERJ base URL (default: $XERJ_URL, else http://localhost:9200)"
+    )
+
+    demo = add(
+        "demo", "dispatch realistic model tool calls to $XERJ_URL, or to the built-in stand-in"
     )
     demo.add_argument("--url", help="XERJ base URL (default: $XERJ_URL, else the stand-in)")
-    demo.add_argument("--index", default="docs", help="index the searches use (default: docs)")
+    demo.add_argument("--index", default="docs", help="the index the searches use (default: docs)")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        from ._demo import run_demo
+def _read_argument(value: str, stdin: TextIO) -> str:
+    if value == "-":
+        return stdin.read()
+    if value.startswith("@"):
+        try:
+            return Path(value[1:]).read_text("utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {value[1:]}: {exc.strerror}") from None
+    return value
 
-        return run_demo(args.url, index=args.index)
-    parser.print_help(sys.stderr)
+
+def _registry(path: str | None) -> Any:
+    from ._exceptions import ToolDefinitionError
+    from ._registry import load_registry
+
+    try:
+        return load_registry(path)
+    except (OSError, ToolDefinitionError) as exc:
+        raise UsageError(f"cannot load the tools file: {exc}") from None
+
+
+def _validate(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO) -> int:
+    with contextlib.ExitStack() as closing:
+        return _validate_in(args, out, err, stdin, closing)
+
+
+def _validate_in(
+    args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO, closing: contextlib.ExitStack
+) -> int:
+    from ._offline import FoundCall, InputError, read_calls, validate_calls
+
+    registry = _registry(args.tools_file)
+    if args.tool:
+        if args.input or args.args is None:
+            raise UsageError("give --tool NAME with --args, or an input file, not both")
+        found: Any = [FoundCall(args.tool, _read_argument(args.args, stdin), None, None, 1)]
+    elif args.input:
+        try:
+            stream = (
+                stdin
+                if args.input == "-"
+                else closing.enter_context(open(args.input, encoding="utf-8"))  # noqa: SIM115
+            )
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.input}: {exc.strerror}") from None
+        found = read_calls(stream)
+    else:
+        raise UsageError("give an input file (or -), or --tool NAME --args JSON")
+
+    def progress(count: int) -> None:
+        err.write(f"\rvalidated {count:,} calls…")
+        err.flush()
+
+    try:
+        summary = validate_calls(
+            registry, found, repair=not args.strict, progress=progress if err.isatty() else None
+        )
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise UsageError("the input is not UTF-8 text") from None
+    if err.isatty() and summary.calls >= 10_000:
+        err.write("\n")
+    if args.format == "json":
+        out.write(json.dumps(summary.as_dict(), ensure_ascii=False) + "\n")
+    else:
+        for report in summary.reports:
+            where = report.call.position if report.call else f"line {report.line}"
+            tool = f" {report.call.name}" if report.call else ""
+            out.write(f"{where}{tool}: {'repaired' if report.ok else 'invalid'}\n")
+            for problem in report.problems:
+                out.write(f"  {problem}\n")
+            for repair in report.repairs:
+                out.write(f"  repaired {repair}\n")
+        noun = "call" if summary.calls == 1 else "calls"
+        out.write(
+            f"{summary.calls} {noun}: {summary.valid} valid ({summary.repaired} after repair), "
+            f"{summary.invalid} invalid"
+            + (f"; {summary.unreadable} unreadable lines" if summary.unreadable else "")
+            + "\n"
+        )
+    return 1 if summary.failed else 0
+
+
+def _tools(args: argparse.Namespace, out: TextIO) -> int:
+    from ._lint import convert
+
+    out.write(
+        json.dumps(convert(_registry(args.tools_file), args.target), indent=2, ensure_ascii=False)
+        + "\n"
+    )
+    return 0
+
+
+def _lint(args: argparse.Namespace, out: TextIO) -> int:
+    from importlib import resources
+
+    from ._handlers import HANDLERS
+    from ._lint import lint_tools
+
+    try:
+        if args.file:
+            text = Path(args.file).read_text("utf-8")
+        else:
+            text = resources.files("xerj_tools").joinpath("tools.json").read_text("utf-8")
+        data = json.loads(text)
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    except ValueError as exc:
+        out.write(f"error: -: the file is not JSON: {exc}\n")
+        return 1
+    findings = lint_tools(data, HANDLERS)
+    errors = [f for f in findings if f.level == "error"]
+    for finding in findings:
+        if finding.level != "strict" or args.strict_report:
+            out.write(f"{finding}\n")
+    warnings = sum(f.level == "warning" for f in findings)
+    out.write(f"{len(errors)} errors, {warnings} warnings\n")
+    return 1 if errors else 0
+
+
+def _call(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
+    from ._calls import ToolCall
+
+    call = ToolCall("cli", args.tool, _read_argument(args.args, stdin))
+    if args.dry_run:
+        from ._core import DispatchCore, Prepared
+        from ._transport import Endpoint
+
+        core = DispatchCore(_registry(None), None, rerank_fallback=True, rerank_memory_seconds=0)
+        prepared = core.prepare(call)
+        if not isinstance(prepared, Prepared):
+            from ._format import dumps, error_payload
+
+            out.write(dumps(error_payload(args.tool, prepared)) + "\n")
+            return 1
+        endpoint = Endpoint.create(args.url)
+        headers = endpoint.headers()
+        if "Authorization" in headers:
+            headers["Authorization"] = "<redacted>"
+        request = prepared.request
+        shown: dict[str, Any] = {
+            "method": request.method,
+            "url": endpoint.url(request.path),
+            "headers": headers,
+            "body": request.body,
+        }
+        if prepared.repairs:
+            shown["repairs"] = list(prepared.repairs)
+        out.write(json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    from ._dispatch import Dispatcher
+
+    with Dispatcher(url=args.url) as dispatcher:
+        result = dispatcher.run(call)
+    out.write(json.dumps(result.payload, indent=2, ensure_ascii=False) + "\n")
+    return 0 if result.ok else 1
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 invalid or failed, 2 usage)."""
+    from ._exceptions import ConfigurationError
+
+    out, err, inp = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help/--version
+        return int(exc.code or 0)
+    try:
+        if args.command == "validate":
+            return _validate(args, out, err, inp)
+        if args.command == "tools":
+            return _tools(args, out)
+        if args.command == "lint":
+            return _lint(args, out)
+        if args.command == "call":
+            return _call(args, out, inp)
+        if args.command == "demo":
+            from ._demo import run_demo
+
+            return run_demo(args.url, index=args.index, out=out)
+    except (UsageError, ConfigurationError) as exc:
+        err.write(f"xerj-tools: {exc}\n")
+        return 2
+    parser.print_help(err)
     return 2

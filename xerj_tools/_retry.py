@@ -7,13 +7,14 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import tenacity
-from tenacity import RetryCallState
+from typing import TYPE_CHECKING, Any
 
 from ._handlers import HttpRequest
 from ._outcome import Failure, Outcome, Reply
+
+if TYPE_CHECKING:  # tenacity is imported when a dispatcher first retries, not by offline validation
+    import tenacity
+    from tenacity import RetryCallState
 
 __all__ = ["RetryPolicy", "rerank_refusal", "retry_after_seconds", "should_retry"]
 
@@ -99,10 +100,12 @@ def should_retry(request: HttpRequest, outcome: Outcome, policy: RetryPolicy) ->
     return delay is None or delay <= policy.max_retry_after
 
 
-class _wait(tenacity.wait.wait_base):
+class _Wait:
     """Jittered exponential backoff, replaced by the server's Retry-After when it sends one."""
 
     def __init__(self, policy: RetryPolicy) -> None:
+        import tenacity
+
         self._fallback = tenacity.wait_random_exponential(
             multiplier=policy.backoff, max=policy.max_backoff
         )
@@ -117,10 +120,12 @@ class _wait(tenacity.wait.wait_base):
 
 
 def _settings(request: HttpRequest, policy: RetryPolicy) -> dict[str, Any]:
+    import tenacity
+
     return {
         "stop": tenacity.stop_after_attempt(policy.max_attempts)
         | tenacity.stop_before_delay(policy.max_time),
-        "wait": _wait(policy),
+        "wait": _Wait(policy),
         "retry": tenacity.retry_if_result(lambda outcome: should_retry(request, outcome, policy)),
         # When attempts run out, the last outcome is the answer; it becomes the tool message.
         "retry_error_callback": lambda state: state.outcome.result() if state.outcome else None,
@@ -131,10 +136,14 @@ def _settings(request: HttpRequest, policy: RetryPolicy) -> dict[str, Any]:
 def retrying(
     request: HttpRequest, policy: RetryPolicy, sleep: Callable[[float], None]
 ) -> tenacity.Retrying:
+    import tenacity
+
     return tenacity.Retrying(sleep=sleep, **_settings(request, policy))
 
 
 def async_retrying(
     request: HttpRequest, policy: RetryPolicy, sleep: Callable[[float], Awaitable[None]]
 ) -> tenacity.AsyncRetrying:
+    import tenacity
+
     return tenacity.AsyncRetrying(sleep=sleep, **_settings(request, policy))
