@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._agent import arun_agent, astream_agent, run_agent, stream_agent
 from ._calls import ChatToolMessage, ResponsesToolOutput, ToolCall, ToolMessage, parse_tool_call
 from ._core import ToolResult
 from ._exceptions import (
@@ -17,6 +18,8 @@ from ._exceptions import (
     ConfigurationError,
     EngineError,
     InvalidToolCallError,
+    LoopError,
+    MaxTurnsExceeded,
     MissingHandlerError,
     ModelError,
     ToolCallError,
@@ -28,6 +31,16 @@ from ._format import ERROR_CODES
 from ._handlers import HANDLERS, Handler, HttpRequest
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
+from ._turns import (
+    AgentEvent,
+    AgentResult,
+    RunFinished,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultEvent,
+    ToolStats,
+    TurnFinished,
+)
 from ._validation import Problem, ValidationResult
 
 if TYPE_CHECKING:
@@ -38,6 +51,8 @@ __version__ = "0.1.0"
 __all__ = [
     "ERROR_CODES",
     "HANDLERS",
+    "AgentEvent",
+    "AgentResult",
     "ArgumentsError",
     "AsyncDispatcher",
     "ChatToolMessage",
@@ -47,24 +62,36 @@ __all__ = [
     "Handler",
     "HttpRequest",
     "InvalidToolCallError",
+    "LoopError",
+    "MaxTurnsExceeded",
     "MissingHandlerError",
     "ModelError",
     "Problem",
     "ResponsesToolOutput",
     "RetryPolicy",
+    "RunFinished",
+    "TextDelta",
     "ToolCall",
     "ToolCallError",
+    "ToolCallStarted",
     "ToolDefinitionError",
     "ToolMessage",
     "ToolRegistry",
     "ToolResult",
+    "ToolResultEvent",
     "ToolSpec",
+    "ToolStats",
+    "TurnFinished",
     "UnknownToolError",
     "ValidationResult",
     "XerjToolsError",
     "__version__",
+    "arun_agent",
+    "astream_agent",
     "load_registry",
     "parse_tool_call",
+    "run_agent",
+    "stream_agent",
 ]
 
 import logging as _logging

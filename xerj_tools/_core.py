@@ -243,6 +243,18 @@ class DispatchCore:
     def refusal(self, call: ToolCall, error: ToolCallError, started: float) -> ToolResult:
         return self.result(call, error_payload(call.name or "?", error), 0, started)
 
+    def cancelled(self, call: ToolCall, started: float) -> ToolResult:
+        reason = "the turn was interrupted before this call finished"
+        return self.result(
+            call, error_payload(call.name or "?", EngineError(reason, code="cancelled")), 0, started
+        )
+
+    def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
+        """An answer made without XERJ (a denied or repeated call)."""
+        return self.result(
+            call, error_payload(call.name or "?", ToolCallError(reason, code=code)), 0, self.clock()
+        )
+
     def duplicate(self, call: ToolCall, first: ToolResult, started: float) -> ToolResult:
         """The answer to a call identical to `first` in the same turn, which was sent once."""
         note = f"identical to call {first.call.call_id} in this turn; XERJ was asked once"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import httpx
@@ -16,7 +17,7 @@ from ._calls import ToolCall, ToolMessage, parse_tool_call
 from ._core import DispatchCore, Flow, Prepared, ToolResult
 from ._exceptions import ToolCallError
 from ._handlers import Handler, HttpRequest
-from ._outcome import Outcome
+from ._outcome import Failure, Outcome
 from ._registry import ToolRegistry, load_registry
 from ._retry import RetryPolicy, async_retrying, retrying
 from ._transport import AsyncTransport, Endpoint, SyncTransport, TransportSettings
@@ -108,6 +109,22 @@ class _Base:
             by_index[i] = self._core.duplicate(tool_call, by_index[original], started)
         return [by_index[i] for i in range(len(begun))]
 
+    def _salvage(
+        self, begun: list[_Begun], copies: dict[int, int], finished: dict[int, ToolResult]
+    ) -> list[ToolResult]:
+        """Answers for an interrupted turn: what finished, and ``cancelled`` for the rest."""
+        out = []
+        for i, (tool_call, _, started) in enumerate(begun):
+            source = copies.get(i, i)
+            if source in finished:
+                result = finished[source]
+                out.append(
+                    result if source == i else self._core.duplicate(tool_call, result, started)
+                )
+            else:
+                out.append(self._core.cancelled(tool_call, started))
+        return out
+
 
 class Dispatcher(_Base):
     """Runs tool calls against XERJ with a pooled `httpx.Client`; thread-safe.
@@ -159,54 +176,102 @@ class Dispatcher(_Base):
         """Run one call and return its `ToolResult` (message, payload, attempts, time)."""
         return self._complete(self._begin(call))
 
-    def _complete(self, begun: _Begun) -> ToolResult:
+    def _complete(self, begun: _Begun, cancel: threading.Event | None = None) -> ToolResult:
         tool_call, prepared, started = begun
         if isinstance(prepared, ToolCallError):
             return self._core.refusal(tool_call, prepared, started)
-        payload, attempts = self._drive(self._core.flow(tool_call.name, prepared, self.url))
+        flow = self._core.flow(tool_call.name, prepared, self.url)
+        payload, attempts = self._drive(flow, cancel)
         return self._core.result(tool_call, payload, attempts, started, prepared)
 
     def dispatch(self, call: Any) -> ToolMessage:
         """Run one call; return the tool message that answers it."""
         return self.run(call).message
 
-    def run_many(self, calls: Iterable[Any]) -> list[ToolResult]:
+    def run_many(
+        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+    ) -> list[ToolResult]:
         """Run a turn's calls concurrently on a bounded thread pool; results in call order.
 
         Identical calls (same tool, same arguments after repair) are sent once; each call id
         still gets its answer.
         """
         begun, unique, copies = self._plan(calls)
-        work = [begun[i] for i in unique]
-        if len(work) <= 1:
-            done = [self._complete(b) for b in work]
-        else:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="xerj-tools")
-            done = list(self._pool.map(self._complete, work))
-        return self._assemble(begun, unique, copies, done)
+        cancel = threading.Event()
+        futures: list[Future[ToolResult]] = []
+        try:
+            if len(unique) <= 1:
+                done = [self._complete(begun[i], cancel) for i in unique]
+            else:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        self._max_workers, thread_name_prefix="xerj-tools"
+                    )
+                futures = [self._pool.submit(self._complete, begun[i], cancel) for i in unique]
+                pending: set[Future[ToolResult]] = set(futures)
+                while pending:
+                    # Timed waits, so that a KeyboardInterrupt reaches this thread at once.
+                    _, pending = wait(pending, timeout=0.05)
+                done = [f.result() for f in futures]
+        except BaseException:
+            # Interrupted (KeyboardInterrupt, or an error of ours): start nothing new, let the
+            # attempts on the wire end, answer every call, then let the exception go on.
+            cancel.set()
+            for future in futures:
+                future.cancel()
+            wait(futures)
+            finished = {
+                i: f.result() for i, f in zip(unique, futures, strict=False)
+                if f.done() and not f.cancelled() and f.exception() is None
+            }  # fmt: skip
+            if transcript is not None:
+                transcript.extend(r.message for r in self._salvage(begun, copies, finished))
+            raise
+        results = self._assemble(begun, unique, copies, done)
+        if transcript is not None:
+            transcript.extend(r.message for r in results)
+        return results
 
-    def dispatch_many(self, calls: Iterable[Any]) -> list[ToolMessage]:
-        """Run a turn's calls concurrently; one tool message per call, in call order."""
-        return [r.message for r in self.run_many(calls)]
+    def dispatch_many(
+        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+    ) -> list[ToolMessage]:
+        """Run a turn's calls concurrently; one tool message per call, in call order.
 
-    def _send(self, request: HttpRequest) -> tuple[Outcome, int]:
+        With `transcript`, the messages are also appended to it, and they are appended even
+        when the turn is interrupted: calls that did not finish get a ``cancelled`` message,
+        so the conversation stays valid for the next request.
+        """
+        return [r.message for r in self.run_many(calls, transcript=transcript)]
+
+    def _send(self, request: HttpRequest, cancel: threading.Event | None) -> tuple[Outcome, int]:
         attempts = 0
 
         def attempt() -> Outcome:
             nonlocal attempts
+            if cancel is not None and cancel.is_set():
+                return Failure("cancelled", "the turn was interrupted", self.url, sent=False)
             attempts += 1
             return self._transport.send(request)
 
-        outcome: Outcome = retrying(request, self.retry, self._sleep)(attempt)
+        def sleep(seconds: float) -> None:
+            if cancel is None:
+                self._sleep(seconds)
+            elif self._sleep is time.sleep:
+                cancel.wait(seconds)  # an interrupted turn does not sit out its backoff
+            elif not cancel.is_set():
+                self._sleep(seconds)
+
+        outcome: Outcome = retrying(request, self.retry, sleep)(attempt)
         return outcome, attempts
 
-    def _drive(self, flow: Flow) -> tuple[dict[str, Any], int]:
+    def _drive(
+        self, flow: Flow, cancel: threading.Event | None = None
+    ) -> tuple[dict[str, Any], int]:
         total = 0
         try:
             request = next(flow)
             while True:
-                outcome, attempts = self._send(request)
+                outcome, attempts = self._send(request, cancel)
                 total += attempts
                 request = flow.send((outcome, attempts))
         except StopIteration as stop:
@@ -280,15 +345,38 @@ class AsyncDispatcher(_Base):
     async def dispatch(self, call: Any) -> ToolMessage:
         return (await self.run(call)).message
 
-    async def run_many(self, calls: Iterable[Any]) -> list[ToolResult]:
+    async def run_many(
+        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+    ) -> list[ToolResult]:
         """Run a turn's calls as concurrent tasks; results in call order. Identical calls
         (same tool, same arguments after repair) are sent once; each call id gets its answer."""
         begun, unique, copies = self._plan(calls)
-        done = await asyncio.gather(*(self._complete(begun[i]) for i in unique))
-        return self._assemble(begun, unique, copies, list(done))
+        tasks = [asyncio.ensure_future(self._complete(begun[i])) for i in unique]
+        try:
+            done = list(await asyncio.gather(*tasks))
+        except BaseException:
+            # Cancelled: cancel every request still in flight and wait until they are gone,
+            # answer every call, then let the cancellation go on.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            finished = {
+                i: t.result() for i, t in zip(unique, tasks, strict=True)
+                if t.done() and not t.cancelled() and t.exception() is None
+            }  # fmt: skip
+            if transcript is not None:
+                transcript.extend(r.message for r in self._salvage(begun, copies, finished))
+            raise
+        results = self._assemble(begun, unique, copies, done)
+        if transcript is not None:
+            transcript.extend(r.message for r in results)
+        return results
 
-    async def dispatch_many(self, calls: Iterable[Any]) -> list[ToolMessage]:
-        return [r.message for r in await self.run_many(calls)]
+    async def dispatch_many(
+        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+    ) -> list[ToolMessage]:
+        """Run a turn's calls concurrently; see `Dispatcher.dispatch_many`."""
+        return [r.message for r in await self.run_many(calls, transcript=transcript)]
 
     async def _send(self, request: HttpRequest) -> tuple[Outcome, int]:
         attempts = 0

@@ -5,6 +5,8 @@
     │   ├── ToolDefinitionError ... a tools file that is not valid (raised at load time)
     │   ├── MissingHandlerError ... a tool with no handler (raised when the dispatcher is built)
     │   └── InvalidToolCallError .. something passed to `dispatch` that is not a tool call at all
+    ├── LoopError ................. the agent loop could not finish
+    │   └── MaxTurnsExceeded ...... (only with ``on_max_turns="raise"``)
     └── ToolCallError ............. one call failed; rendered as an ``ok: false`` tool message
         ├── ModelError ............ the model: it can fix the call and try again
         │   ├── UnknownToolError .. (code ``unknown_tool``)
@@ -29,6 +31,8 @@ __all__ = [
     "ConfigurationError",
     "EngineError",
     "InvalidToolCallError",
+    "LoopError",
+    "MaxTurnsExceeded",
     "MissingHandlerError",
     "ModelError",
     "ToolCallError",
@@ -67,6 +71,18 @@ class MissingHandlerError(ConfigurationError):
 
 class InvalidToolCallError(ConfigurationError, TypeError):
     """The object given to `dispatch` is not a Chat Completions or Responses tool call."""
+
+
+class LoopError(XerjToolsError):
+    """The agent loop ended without a final answer."""
+
+
+class MaxTurnsExceeded(LoopError):
+    """`max_turns` model turns passed without a final answer; `result` holds the run so far."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__(f"no final answer after {result.turns} turns")
+        self.result = result
 
 
 class ToolCallError(XerjToolsError):

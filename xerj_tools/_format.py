@@ -54,6 +54,22 @@ ERROR_CODES: dict[str, tuple[bool, str]] = {
         False,
         "Ask for less: a smaller size, or only the source fields you need.",
     ),
+    "cancelled": (
+        True,
+        "The run was interrupted before this call finished; call it again if you still need the result.",
+    ),
+    "denied": (
+        False,
+        "The user did not allow this call; do not repeat it. Continue without it, or ask the user.",
+    ),
+    "repeated_call": (
+        False,
+        "You already have this exact result in the conversation; use it, or change the arguments.",
+    ),
+    "incomplete_call": (
+        False,
+        "Your output was cut off before this call was complete; make the call again, shorter.",
+    ),
     "handler_error": (
         False,
         "This tool failed inside the dispatcher; do not retry the same call. Tell the user.",
@@ -95,6 +111,7 @@ def engine_error(outcome: Reply | Failure, request: HttpRequest) -> EngineError:
             "connection_lost": "unreachable",
             "too_large": "response_too_large",
             "protocol": "invalid_response",
+            "cancelled": "cancelled",
         }[outcome.kind]
         return EngineError(f"{outcome.detail} ({outcome.node})", code=code)
     status, kind = outcome.status, outcome.error_type

@@ -10,7 +10,9 @@ from typing import Any, Literal
 
 __all__ = ["Failure", "FailureKind", "Outcome", "Reply"]
 
-FailureKind = Literal["unreachable", "timeout", "connection_lost", "too_large", "protocol"]
+FailureKind = Literal[
+    "unreachable", "timeout", "connection_lost", "too_large", "protocol", "cancelled"
+]
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def retry_after_seconds(reply: Reply, now: Callable[[], float] = time.time) -> f
 def should_retry(request: HttpRequest, outcome: Outcome, policy: RetryPolicy) -> bool:
     """Whether `outcome` of `request` is worth another attempt under `policy`."""
     if isinstance(outcome, Failure):
-        if outcome.kind in ("too_large", "protocol"):
+        if outcome.kind in ("too_large", "protocol", "cancelled"):
             return False
         # A request that may have reached the server is repeated only when that is harmless.
         return request.idempotent or not outcome.sent

@@ -1,0 +1,343 @@
+"""The agent loop: ask the model, run its tool calls through the dispatcher, repeat; sync and async.
+
+Retries live in one place per layer: model requests are retried by the `openai` client alone
+(its ``max_retries``, 2 by default), XERJ requests by the dispatcher's `RetryPolicy` alone. The
+loop adds no retries of its own, so attempts never multiply.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._calls import ToolCall
+from ._core import DispatchCore, ToolResult
+from ._exceptions import ConfigurationError, MaxTurnsExceeded
+from ._turns import (
+    AgentEvent,
+    AgentResult,
+    ChatAssembler,
+    ResponsesAssembler,
+    RunFinished,
+    Step,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultEvent,
+    ToolStats,
+    TurnFinished,
+    call_key,
+    chat_step,
+    deny_reason,
+    final_outcome,
+    incomplete_reason,
+    interrupted_answers,
+    record,
+    responses_step,
+)
+
+if TYPE_CHECKING:
+    from ._dispatch import AsyncDispatcher, Dispatcher
+
+__all__ = ["arun_agent", "astream_agent", "run_agent", "stream_agent"]
+
+ToolCallHook = Callable[[ToolCall], Any]
+ToolResultHook = Callable[[ToolResult], Any]
+
+
+class _Run:
+    """The state of one run, shared by every driver: transcript, figures, loop guard."""
+
+    def __init__(
+        self,
+        dispatcher: Any,
+        api: str,
+        model: str,
+        messages: Any,
+        max_turns: int,
+        max_repeats: int,
+        on_max_turns: str,
+        create_kwargs: dict[str, Any],
+    ) -> None:
+        if api not in ("chat", "responses"):
+            raise ConfigurationError("api must be 'chat' or 'responses'")
+        if max_turns < 1 or max_repeats < 1:
+            raise ConfigurationError("max_turns and max_repeats must be at least 1")
+        if on_max_turns not in ("return", "raise"):
+            raise ConfigurationError("on_max_turns must be 'return' or 'raise'")
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        # A list is extended in place, so that the caller holds a valid transcript even when
+        # the run is interrupted.
+        self.transcript: list[Any] = messages if isinstance(messages, list) else list(messages)
+        self.dispatcher, self.api, self.model = dispatcher, api, model
+        self.core: DispatchCore = dispatcher._core
+        self.max_turns, self.max_repeats, self.on_max_turns = max_turns, max_repeats, on_max_turns
+        self.kwargs = create_kwargs
+        self.stats: dict[str, ToolStats] = {}
+        self.seen: Counter[str] = Counter()
+        self.last_text = ""
+        registry = dispatcher.registry
+        self.tools = registry.chat_tools() if api == "chat" else registry.responses_tools()
+
+    def request(self, stream: bool) -> dict[str, Any]:
+        key = "messages" if self.api == "chat" else "input"
+        request = {
+            "model": self.model,
+            key: list(self.transcript),
+            "tools": self.tools,
+            **self.kwargs,
+        }
+        if stream:
+            request["stream"] = True
+        return request
+
+    def create(self, client: Any) -> Any:
+        return client.chat.completions.create if self.api == "chat" else client.responses.create
+
+    def step(self, response: Any) -> Step:
+        return chat_step(response) if self.api == "chat" else responses_step(response)
+
+    def assembler(self) -> ChatAssembler | ResponsesAssembler:
+        return ChatAssembler() if self.api == "chat" else ResponsesAssembler()
+
+    def screen(self, call: ToolCall) -> ToolResult | None:
+        """The loop guard: a call repeated past `max_repeats` is answered without XERJ."""
+        key = call_key(call)
+        self.seen[key] += 1
+        if self.seen[key] > self.max_repeats:
+            times = self.seen[key] - 1
+            reason = (
+                f"this exact call was already made {times} times in this run; its result is above"
+            )
+            return self.core.answer(call, "repeated_call", reason)
+        return None
+
+    def deny(self, call: ToolCall, verdict: Any) -> ToolResult | None:
+        reason = deny_reason(verdict)
+        return None if reason is None else self.core.answer(call, "denied", reason)
+
+    def cut_off(self, step: Step) -> list[ToolResult]:
+        reason = incomplete_reason(step.finish)
+        return [self.core.answer(c, "incomplete_call", reason) for c in step.calls]
+
+    def fill(
+        self, calls: Sequence[ToolCall], ready: dict[str, ToolResult], sink: list[Any]
+    ) -> None:
+        """After an interruption: answer every call of the turn, then the exception goes on."""
+        answers = interrupted_answers(calls, ready, sink)
+        core = self.core
+        self.transcript.extend(
+            a if a is not None else core.cancelled(c, core.clock()).message
+            for c, a in zip(calls, answers, strict=True)
+        )
+
+    def finish(self, results: Sequence[ToolResult]) -> None:
+        self.transcript.extend(r.message for r in results)
+        for result in results:
+            record(self.stats, result)
+
+    def end(self, outcome: Any, turns: int) -> RunFinished:
+        result = AgentResult(outcome, self.last_text, self.transcript, turns, self.stats)
+        if outcome == "max_turns" and self.on_max_turns == "raise":
+            raise MaxTurnsExceeded(result)
+        return RunFinished(result)
+
+
+def _sync_hook(hook: Callable[..., Any] | None, value: Any) -> Any:
+    if hook is None:
+        return None
+    out = hook(value)
+    if inspect.isawaitable(out):
+        if inspect.iscoroutine(out):
+            out.close()
+        raise ConfigurationError("an async hook needs the async loop (arun_agent / astream_agent)")
+    return out
+
+
+async def _async_hook(hook: Callable[..., Any] | None, value: Any) -> Any:
+    if hook is None:
+        return None
+    out = hook(value)
+    return await out if inspect.isawaitable(out) else out
+
+
+def stream_agent(
+    client: Any,
+    *,
+    model: str,
+    messages: Any,
+    dispatcher: Dispatcher,
+    api: Literal["chat", "responses"] = "chat",
+    max_turns: int = 10,
+    max_repeats: int = 2,
+    on_tool_call: ToolCallHook | None = None,
+    on_tool_result: ToolResultHook | None = None,
+    on_max_turns: Literal["return", "raise"] = "return",
+    stream: bool = True,
+    **create_kwargs: Any,
+) -> Iterator[AgentEvent]:
+    """Run the loop and yield its events: `TextDelta`, `ToolCallStarted`, `ToolResultEvent`,
+    `TurnFinished`, and last `RunFinished` with the `AgentResult`.
+
+    With ``stream=True`` (the default here) the model's answer is streamed and its tool-call
+    deltas assembled; ``run_agent`` is this loop with ``stream=False``, drained.
+    """
+    run = _Run(
+        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns, create_kwargs
+    )
+    for turn in range(1, run.max_turns + 1):
+        if stream:
+            assembler = run.assembler()
+            for chunk in run.create(client)(**run.request(True)):
+                if (delta := assembler.feed(chunk)) is not None:
+                    yield TextDelta(delta)
+            step = assembler.step()
+        else:
+            step = run.step(run.create(client)(**run.request(False)))
+            if step.text:
+                yield TextDelta(step.text)
+        run.last_text = step.text or run.last_text
+        run.transcript.extend(step.items)
+        for call in step.calls:
+            yield ToolCallStarted(call)
+        if step.calls and step.finish in ("length", "content_filter"):
+            results = run.cut_off(step)
+            run.finish(results)
+            yield from (ToolResultEvent(r) for r in results)
+        elif step.calls:
+            ready: dict[str, ToolResult] = {}
+            sink: list[Any] = []
+            try:
+                for call in step.calls:
+                    answer = run.screen(call) or run.deny(call, _sync_hook(on_tool_call, call))
+                    if answer is not None:
+                        ready[call.call_id] = answer
+                todo = [c for c in step.calls if c.call_id not in ready]
+                done = {r.call.call_id: r for r in dispatcher.run_many(todo, transcript=sink)}
+            except BaseException:
+                run.fill(step.calls, ready, sink)
+                raise
+            results = [ready.get(c.call_id) or done[c.call_id] for c in step.calls]
+            run.finish(results)
+            for result in results:
+                _sync_hook(on_tool_result, result)
+                yield ToolResultEvent(result)
+        yield TurnFinished(turn, step.finish)
+        if not step.calls or step.finish in ("length", "content_filter"):
+            yield run.end(final_outcome(step.finish), turn)
+            return
+    yield run.end("max_turns", run.max_turns)
+
+
+def run_agent(
+    client: Any, *, model: str, messages: Any, dispatcher: Dispatcher, **options: Any
+) -> AgentResult:
+    """Run a tool-calling conversation to its end with `openai.OpenAI` (or any compatible
+    server), and return the `AgentResult`.
+
+    Each turn passes the registry's definitions as ``tools=``, runs the turn's calls
+    concurrently through ``dispatcher.run_many``, and appends a clean assistant message and
+    the tool messages in call order to `messages` (extended in place when it is a list). It
+    stops at a final answer (``outcome="completed"``), after `max_turns` (``"max_turns"``, or
+    `MaxTurnsExceeded` with ``on_max_turns="raise"``), or when the model's output is cut off
+    (``"length"``; calls cut mid-way are answered ``incomplete_call``).
+
+    Options: ``api="chat" | "responses"``, ``max_turns=10``, ``max_repeats=2`` (the loop guard),
+    ``on_tool_call`` (return False or a reason to deny a call), ``on_tool_result``; anything
+    else goes to ``create()`` (``temperature=``, ``tool_choice=``…).
+    """
+    events = stream_agent(
+        client,
+        model=model,
+        messages=messages,
+        dispatcher=dispatcher,
+        **{"stream": False, **options},
+    )
+    for event in events:
+        if isinstance(event, RunFinished):
+            return event.result
+    raise AssertionError("the loop ended without a result")  # pragma: no cover
+
+
+async def astream_agent(
+    client: Any,
+    *,
+    model: str,
+    messages: Any,
+    dispatcher: AsyncDispatcher,
+    api: Literal["chat", "responses"] = "chat",
+    max_turns: int = 10,
+    max_repeats: int = 2,
+    on_tool_call: ToolCallHook | None = None,
+    on_tool_result: ToolResultHook | None = None,
+    on_max_turns: Literal["return", "raise"] = "return",
+    stream: bool = True,
+    **create_kwargs: Any,
+) -> AsyncIterator[AgentEvent]:
+    """The asyncio twin of `stream_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
+    run = _Run(
+        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns, create_kwargs
+    )
+    for turn in range(1, run.max_turns + 1):
+        if stream:
+            assembler = run.assembler()
+            async for chunk in await run.create(client)(**run.request(True)):
+                if (delta := assembler.feed(chunk)) is not None:
+                    yield TextDelta(delta)
+            step = assembler.step()
+        else:
+            step = run.step(await run.create(client)(**run.request(False)))
+            if step.text:
+                yield TextDelta(step.text)
+        run.last_text = step.text or run.last_text
+        run.transcript.extend(step.items)
+        for call in step.calls:
+            yield ToolCallStarted(call)
+        if step.calls and step.finish in ("length", "content_filter"):
+            results = run.cut_off(step)
+            run.finish(results)
+            for result in results:
+                yield ToolResultEvent(result)
+        elif step.calls:
+            ready: dict[str, ToolResult] = {}
+            sink: list[Any] = []
+            try:
+                for call in step.calls:
+                    answer = run.screen(call) or run.deny(
+                        call, await _async_hook(on_tool_call, call)
+                    )
+                    if answer is not None:
+                        ready[call.call_id] = answer
+                todo = [c for c in step.calls if c.call_id not in ready]
+                done = {r.call.call_id: r for r in await dispatcher.run_many(todo, transcript=sink)}
+            except BaseException:
+                run.fill(step.calls, ready, sink)
+                raise
+            results = [ready.get(c.call_id) or done[c.call_id] for c in step.calls]
+            run.finish(results)
+            for result in results:
+                await _async_hook(on_tool_result, result)
+                yield ToolResultEvent(result)
+        yield TurnFinished(turn, step.finish)
+        if not step.calls or step.finish in ("length", "content_filter"):
+            yield run.end(final_outcome(step.finish), turn)
+            return
+    yield run.end("max_turns", run.max_turns)
+
+
+async def arun_agent(
+    client: Any, *, model: str, messages: Any, dispatcher: AsyncDispatcher, **options: Any
+) -> AgentResult:
+    """The asyncio twin of `run_agent`, for `openai.AsyncOpenAI`."""
+    async for event in astream_agent(
+        client,
+        model=model,
+        messages=messages,
+        dispatcher=dispatcher,
+        **{"stream": False, **options},
+    ):
+        if isinstance(event, RunFinished):
+            return event.result
+    raise AssertionError("the loop ended without a result")  # pragma: no cover

@@ -1,0 +1,310 @@
+"""A scripted model: an OpenAI-compatible server on 127.0.0.1 that replays assistant turns.
+
+It serves ``POST /v1/chat/completions`` and ``POST /v1/responses``, streamed (SSE) and not, so
+the real `openai` client can drive a loop against it. Each request takes the next `Turn` of the
+script; every request body is recorded in `requests`, so tests can assert on what the model was
+sent. It is a test double, not a model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["ScriptedModel", "Turn"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One assistant turn: some text, tool calls ``(name, arguments)``, or both.
+
+    `arguments` may be a dict (sent as JSON) or a raw string (sent as is, even if broken).
+    `finish_reason` overrides the natural one (``"tool_calls"`` or ``"stop"``), e.g. ``"length"``.
+    `delay` holds the answer back that many seconds (to test cancellation mid-request).
+    """
+
+    text: str | None = None
+    tool_calls: Sequence[tuple[str, Any]] = ()
+    finish_reason: str | None = None
+    delay: float = 0.0
+
+    def raw_calls(self, ids: Iterator[int]) -> list[tuple[str, str, str]]:
+        out = []
+        for name, arguments in self.tool_calls:
+            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            out.append((f"call_{next(ids)}", name, raw))
+        return out
+
+
+def _pieces(text: str, n: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // n))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _chat_completion(turn: Turn, calls: list[tuple[str, str, str]], model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text, "refusal": None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": raw}}
+            for cid, name, raw in calls
+        ]
+    finish = turn.finish_reason or ("tool_calls" if calls else "stop")
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 1764633600,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+
+
+def _chat_chunks(
+    turn: Turn, calls: list[tuple[str, str, str]], model: str
+) -> Iterator[dict[str, Any]]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion.chunk",
+            "created": 1764633600,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(turn.text) if turn.text else []:
+        yield chunk({"content": piece})
+    # Parallel calls stream one after another, told apart by `index`; the first delta of each
+    # carries id, type and name with empty arguments.
+    for index, (cid, name, raw) in enumerate(calls):
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }
+                ]
+            }
+        )
+        for piece in _pieces(raw):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, turn.finish_reason or ("tool_calls" if calls else "stop"))
+
+
+def _response_items(turn: Turn, calls: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if turn.text:
+        items.append(
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
+            }
+        )
+    for cid, name, raw in calls:
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{cid}",
+                "call_id": cid,
+                "name": name,
+                "arguments": raw,
+                "status": "completed",
+            }
+        )
+    return items
+
+
+def _response(turn: Turn, calls: list[tuple[str, str, str]], model: str) -> dict[str, Any]:
+    incomplete = turn.finish_reason == "length"
+    return {
+        "id": "resp_scripted",
+        "object": "response",
+        "created_at": 1764633600,
+        "model": model,
+        "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "output": _response_items(turn, calls),
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20},
+    }
+
+
+def _response_events(
+    turn: Turn, calls: list[tuple[str, str, str]], model: str
+) -> Iterator[dict[str, Any]]:
+    final = _response(turn, calls, model)
+    yield {"type": "response.created", "response": {**final, "status": "in_progress", "output": []}}
+    for index, item in enumerate(final["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            yield {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "status": "in_progress", "content": []},
+            }
+            for piece in _pieces(text):
+                yield {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": piece,
+                    "logprobs": [],
+                }
+        else:
+            yield {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "arguments": "", "status": "in_progress"},
+            }
+            for piece in _pieces(item["arguments"]):
+                yield {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "delta": piece,
+                }
+            yield {
+                "type": "response.function_call_arguments.done",
+                "item_id": item["id"],
+                "output_index": index,
+                "arguments": item["arguments"],
+            }
+        yield {"type": "response.output_item.done", "output_index": index, "item": item}
+    kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+    yield {"type": kind, "response": final}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        model = self.server.model
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        path = self.path.split("?")[0]
+        turn = model._take(path, body, dict(self.headers.items()))
+        if turn is None:
+            self._json(
+                400,
+                {
+                    "error": {
+                        "message": "the script has no more turns",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
+            return
+        if turn.delay and model._stopping.wait(turn.delay):
+            return
+        calls = turn.raw_calls(model._ids)
+        name = str(body.get("model", "scripted"))
+        if path.endswith("/chat/completions"):
+            if body.get("stream"):
+                self._sse(({"data": c} for c in _chat_chunks(turn, calls, name)), done=True)
+            else:
+                self._json(200, _chat_completion(turn, calls, name))
+        elif body.get("stream"):
+            events = _response_events(turn, calls, name)
+            self._sse(
+                (
+                    {"event": e["type"], "data": {**e, "sequence_number": i}}
+                    for i, e in enumerate(events)
+                )
+            )
+        else:
+            self._json(200, _response(turn, calls, name))
+
+    def _json(self, status: int, payload: Mapping[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _sse(self, events: Iterator[dict[str, Any]], done: bool = False) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event in events:
+            head = f"event: {event['event']}\n" if "event" in event else ""
+            self.wfile.write(f"{head}data: {json.dumps(event['data'])}\n\n".encode())
+        if done:
+            self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    model: ScriptedModel
+
+
+@dataclass
+class ScriptedModel:
+    """Replays `script` to whoever asks, one turn per request. Use as a context manager.
+
+    with ScriptedModel([Turn(tool_calls=[("xerj_search", {...})]), Turn(text="Done.")]) as model:
+        client = openai.OpenAI(base_url=model.base_url, api_key="scripted")
+    """
+
+    script: Sequence[Turn]
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._turns = list(self.script)
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.model = self
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    @property
+    def remaining(self) -> int:
+        return len(self._turns)
+
+    def _take(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Turn | None:
+        with self._lock:
+            self.requests.append({"path": path, **body})
+            self.headers.append(headers)
+            return self._turns.pop(0) if self._turns else None
+
+    def __enter__(self) -> ScriptedModel:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
