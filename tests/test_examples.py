@@ -1,0 +1,34 @@
+"""Every example runs, with no key, against the stand-ins (as a user would run it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXPECTED = {
+    "agent_loop.py": ["invalid_json", "completed after 3 turns", "T-4"],
+    "tools_and_dispatch.py": ["call_1: {\"ok\":true", "licences"],
+    "responses_api.py": ["completed after 2 turns", "rb-202"],
+    "long_term_memory.py": ["Conversation 2", "\"total\":1", "on call for checkout"],
+    "offline_validation.py": ["repaired $.query.size → $.size", "(exit status 1)"],
+    "streaming.py": ["[calling xerj_search", "[xerj_semantic_search: ok]", "[completed after 2 turns]"],
+}
+
+
+def test_every_example_is_tested() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs_against_the_stand_ins(name: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "XERJ_URL", "XERJ_API_KEY")}
+    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    for text in EXPECTED[name]:
+        assert text in done.stdout, done.stdout
