@@ -29,6 +29,7 @@ from ._exceptions import (
 )
 from ._format import ERROR_CODES
 from ._handlers import HANDLERS, Handler, HttpRequest
+from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
 from ._turns import (
@@ -66,6 +67,8 @@ __all__ = [
     "MaxTurnsExceeded",
     "MissingHandlerError",
     "ModelError",
+    "Policy",
+    "PolicyDenied",
     "Problem",
     "ResponsesToolOutput",
     "RetryPolicy",

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._budget import DEFAULT_BUDGET, MIN_BUDGET, cap_buckets, fit_error, fit_payload
@@ -27,6 +27,7 @@ from ._exceptions import (
 from ._format import dumps, engine_error, error_payload, success_payload
 from ._handlers import HANDLERS, Handler, HttpRequest
 from ._outcome import Outcome, Reply
+from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
 from ._retry import rerank_refusal
 
@@ -115,6 +116,7 @@ class DispatchCore:
         budget: int = DEFAULT_BUDGET,
         budgets: Mapping[str, int] | None = None,
         max_buckets: int = 25,
+        policy: Policy | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         table = {name: h for name, h in HANDLERS.items() if name in registry}
@@ -135,6 +137,7 @@ class DispatchCore:
         self.budget = budget
         self.budgets = dict(budgets or {})
         self.max_buckets = max_buckets
+        self.policy = policy
         self.clock = clock
 
     def prepare(self, call: ToolCall) -> Prepared | ToolCallError:
@@ -142,6 +145,8 @@ class DispatchCore:
         spec = self.registry.get(call.name)
         if spec is None or call.custom:
             return UnknownToolError(call.name, self.registry.names)
+        if self.policy is not None and (too_large := self.policy.check_size(call.arguments)):
+            return too_large
         result = self.registry.validate(call.name, call.arguments, repair=self.repair)
         if not result.ok or result.arguments is None:
             code = "invalid_json" if result.decode_error else "invalid_arguments"
@@ -153,14 +158,28 @@ class DispatchCore:
             if result.repairs:
                 error.details["repairs"] = list(result.repairs)
             return error
+        arguments: dict[str, Any] = result.arguments
+        notes: list[str] = []
+        if self.policy is not None:
+            applied = self.policy.apply(call.name, arguments)
+            if isinstance(applied, PolicyDenied):
+                return applied
+            arguments, notes = applied
+            if notes and not (recheck := self.registry.validate(call.name, arguments)).ok:
+                return PolicyDenied(
+                    "the operator's limits leave this call invalid: " + recheck.summary(),
+                    details={"refused": "limits"},
+                )
         try:
-            request = self.handlers[call.name](result.arguments)
+            request = self.handlers[call.name](arguments)
         except ToolCallError as exc:  # a custom handler may refuse a call in the model's terms
             return exc
         except Exception as exc:
             logger.exception("handler for %s failed", call.name)
             return ToolCallError(f"the handler raised {type(exc).__name__}", code="handler_error")
-        key = call.name + "\x00" + dumps(dict(sorted(result.arguments.items())))
+        if notes:
+            request = replace(request, notes=(*request.notes, *notes))
+        key = call.name + "\x00" + dumps(dict(sorted(arguments.items())))
         page_from = None
         if request.kind == "search" and "from" in spec.parameters.get("properties", {}):
             value = (request.body or {}).get("from", 0)

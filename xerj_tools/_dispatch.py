@@ -6,7 +6,7 @@ import asyncio
 import ssl
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -18,6 +18,7 @@ from ._core import DispatchCore, Flow, Prepared, ToolResult
 from ._exceptions import ToolCallError
 from ._handlers import Handler, HttpRequest
 from ._outcome import Failure, Outcome
+from ._policy import Policy
 from ._registry import ToolRegistry, load_registry
 from ._retry import RetryPolicy, async_retrying, retrying
 from ._transport import AsyncTransport, Endpoint, SyncTransport, TransportSettings
@@ -33,7 +34,7 @@ class _Base:
         self,
         registry: ToolRegistry | None,
         *,
-        url: str | None,
+        url: str | Sequence[str] | None,
         api_key: str | None,
         authorization: str | None,
         handlers: Mapping[str, Handler] | None,
@@ -49,6 +50,7 @@ class _Base:
         budget: int,
         budgets: Mapping[str, int] | None,
         max_buckets: int,
+        policy: Policy | None,
         clock: Callable[[], float],
     ) -> None:
         self.registry = registry if registry is not None else load_registry()
@@ -61,6 +63,7 @@ class _Base:
             budget=budget,
             budgets=budgets,
             max_buckets=max_buckets,
+            policy=policy,
             clock=clock,
         )
         self._endpoint = Endpoint.create(url, api_key=api_key, authorization=authorization)
@@ -69,13 +72,21 @@ class _Base:
             read_timeout=read_timeout,
             verify=verify,
             pool_size=pool_size,
-            max_response_bytes=max_response_bytes,
+            max_response_bytes=min(
+                max_response_bytes,
+                (policy.max_response_bytes if policy else None) or max_response_bytes,
+            ),
         )
         self.retry = retry if retry is not None else RetryPolicy()
 
     @property
     def url(self) -> str:
+        """The (first) node's base URL."""
         return self._endpoint.base_url
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        return self._endpoint.base_urls
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={self.url!r}, tools={list(self.registry.names)!r})"
@@ -139,7 +150,7 @@ class Dispatcher(_Base):
         self,
         registry: ToolRegistry | None = None,
         *,
-        url: str | None = None,
+        url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         authorization: str | None = None,
         client: httpx.Client | None = None,
@@ -156,6 +167,7 @@ class Dispatcher(_Base):
         budget: int = DEFAULT_BUDGET,
         budgets: Mapping[str, int] | None = None,
         max_buckets: int = 25,
+        policy: Policy | None = None,
         max_workers: int = 8,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -165,9 +177,9 @@ class Dispatcher(_Base):
             retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
             connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
             pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
-            budget=budget, budgets=budgets, max_buckets=max_buckets, clock=clock,
+            budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
         )  # fmt: skip
-        self._transport = SyncTransport(self._endpoint, self._settings, client)
+        self._transport = SyncTransport(self._endpoint, self._settings, client, clock)
         self._sleep = sleep
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
@@ -180,7 +192,7 @@ class Dispatcher(_Base):
         tool_call, prepared, started = begun
         if isinstance(prepared, ToolCallError):
             return self._core.refusal(tool_call, prepared, started)
-        flow = self._core.flow(tool_call.name, prepared, self.url)
+        flow = self._core.flow(tool_call.name, prepared, self._endpoint.label)
         payload, attempts = self._drive(flow, cancel)
         return self._core.result(tool_call, payload, attempts, started, prepared)
 
@@ -302,7 +314,7 @@ class AsyncDispatcher(_Base):
         self,
         registry: ToolRegistry | None = None,
         *,
-        url: str | None = None,
+        url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         authorization: str | None = None,
         client: httpx.AsyncClient | None = None,
@@ -319,6 +331,7 @@ class AsyncDispatcher(_Base):
         budget: int = DEFAULT_BUDGET,
         budgets: Mapping[str, int] | None = None,
         max_buckets: int = 25,
+        policy: Policy | None = None,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -327,9 +340,9 @@ class AsyncDispatcher(_Base):
             retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
             connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
             pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
-            budget=budget, budgets=budgets, max_buckets=max_buckets, clock=clock,
+            budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
         )  # fmt: skip
-        self._transport = AsyncTransport(self._endpoint, self._settings, client)
+        self._transport = AsyncTransport(self._endpoint, self._settings, client, clock)
         self._sleep = sleep
 
     async def run(self, call: Any) -> ToolResult:
@@ -339,7 +352,9 @@ class AsyncDispatcher(_Base):
         tool_call, prepared, started = begun
         if isinstance(prepared, ToolCallError):
             return self._core.refusal(tool_call, prepared, started)
-        payload, attempts = await self._drive(self._core.flow(tool_call.name, prepared, self.url))
+        payload, attempts = await self._drive(
+            self._core.flow(tool_call.name, prepared, self._endpoint.label)
+        )
         return self._core.result(tool_call, payload, attempts, started, prepared)
 
     async def dispatch(self, call: Any) -> ToolMessage:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import os
 import ssl
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +21,7 @@ from ._exceptions import ConfigurationError
 from ._handlers import HttpRequest
 from ._outcome import Failure, Outcome, Reply
 
-__all__ = ["DEFAULT_URL", "Endpoint", "TransportSettings"]
+__all__ = ["DEFAULT_URL", "Endpoint", "NodePool", "TransportSettings"]
 
 DEFAULT_URL = "http://localhost:9200"
 USER_AGENT = "xerj-tools/0.1"
@@ -42,35 +44,55 @@ class _Secret:
     __str__ = __repr__
 
 
+def _check_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError("a XERJ URL must look like http://host:9200 or https://host:9200")
+    if parts.username or parts.password:
+        # XERJ accepts no Basic auth (contract §1.2), and a URL travels into logs.
+        raise ConfigurationError("put credentials in api_key=, not in the XERJ URL")
+    return url.rstrip("/")
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """Where XERJ is and how to authenticate. The credential is never shown in a repr."""
+    """Where XERJ is (one node or several) and how to authenticate. The credential is never
+    shown in a repr."""
 
-    base_url: str
+    base_urls: tuple[str, ...]
     authorization: _Secret | None = field(default=None, repr=False)
 
     @classmethod
     def create(
-        cls, url: str | None = None, *, api_key: str | None = None, authorization: str | None = None
+        cls,
+        url: str | Sequence[str] | None = None,
+        *,
+        api_key: str | None = None,
+        authorization: str | None = None,
     ) -> Endpoint:
-        """`url` defaults to ``$XERJ_URL``, then ``http://localhost:9200``; `api_key` to
+        """`url` defaults to ``$XERJ_URL``, then ``http://localhost:9200``; a list (or a comma
+        separated string) names several nodes of one cluster. `api_key` defaults to
         ``$XERJ_API_KEY`` (sent as ``Authorization: ApiKey <key>``). `authorization` is a ready
         header value such as ``"Bearer <key>"`` and wins over `api_key`."""
         url = url or os.environ.get("XERJ_URL") or DEFAULT_URL
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigurationError(
-                "the XERJ URL must look like http://host:9200 or https://host:9200"
-            )
-        if parts.username or parts.password:
-            # XERJ accepts no Basic auth (contract §1.2), and a URL travels into logs.
-            raise ConfigurationError("put credentials in api_key=, not in the XERJ URL")
+        urls = [u.strip() for u in url.split(",")] if isinstance(url, str) else list(url)
+        if not urls or not all(urls):
+            raise ConfigurationError("give at least one XERJ URL")
         if authorization is None:
             key = api_key if api_key is not None else os.environ.get("XERJ_API_KEY")
             if key:
                 authorization = f"ApiKey {key.strip()}"
         secret = _Secret(authorization) if authorization else None
-        return cls(url.rstrip("/"), secret)
+        return cls(tuple(_check_url(u) for u in urls), secret)
+
+    @property
+    def base_url(self) -> str:
+        return self.base_urls[0]
+
+    @property
+    def label(self) -> str:
+        """The cluster's name for per-cluster memory (the rerank refusal)."""
+        return ",".join(self.base_urls)
 
     def headers(self) -> dict[str, str]:
         headers = {
@@ -82,8 +104,49 @@ class Endpoint:
             headers["Authorization"] = self.authorization.reveal()
         return headers
 
-    def url(self, path: str) -> str:
-        return self.base_url + path
+    def url(self, path: str, node: str | None = None) -> str:
+        return (node or self.base_url) + path
+
+
+class NodePool:
+    """Round-robin over a cluster's nodes, skipping a node that refused connections or timed
+    out until its cooldown ends (5 s, doubling with each failure in a row, at most 60 s)."""
+
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        clock: Callable[[], float] = time.monotonic,
+        cooldown: float = 5.0,
+        max_cooldown: float = 60.0,
+    ) -> None:
+        self._nodes = list(nodes)
+        self._clock, self._cooldown, self._max = clock, cooldown, max_cooldown
+        self._next = 0
+        self._dead_until: dict[str, float] = {}
+        self._failures: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def pick(self) -> str:
+        with self._lock:
+            now = self._clock()
+            for offset in range(len(self._nodes)):
+                node = self._nodes[(self._next + offset) % len(self._nodes)]
+                if self._dead_until.get(node, 0.0) <= now:
+                    self._next = (self._next + offset + 1) % len(self._nodes)
+                    return node
+            # every node is resting: try the one whose rest ends first
+            return min(self._nodes, key=lambda n: self._dead_until.get(n, 0.0))
+
+    def report(self, node: str, outcome: Outcome) -> None:
+        with self._lock:
+            if isinstance(outcome, Failure) and outcome.kind in ("unreachable", "timeout"):
+                failures = self._failures.get(node, 0) + 1
+                self._failures[node] = failures
+                rest = min(self._max, self._cooldown * 2 ** (failures - 1))
+                self._dead_until[node] = self._clock() + rest
+            elif isinstance(outcome, Reply):
+                self._failures.pop(node, None)
+                self._dead_until.pop(node, None)
 
 
 @dataclass(frozen=True)
@@ -143,19 +206,30 @@ class SyncTransport:
     """Sends one attempt with an `httpx.Client` (the caller's, or one owned and pooled)."""
 
     def __init__(
-        self, endpoint: Endpoint, settings: TransportSettings, client: httpx.Client | None = None
+        self,
+        endpoint: Endpoint,
+        settings: TransportSettings,
+        client: httpx.Client | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.endpoint = endpoint
+        self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
         self._owned = client is None
         self._client = client if client is not None else httpx.Client(**settings.httpx_options())
 
     def send(self, request: HttpRequest) -> Outcome:
-        node, limit = self.endpoint.base_url, self.settings.max_response_bytes
+        node = self.nodes.pick()
+        outcome = self._attempt(request, node)
+        self.nodes.report(node, outcome)
+        return outcome
+
+    def _attempt(self, request: HttpRequest, node: str) -> Outcome:
+        limit = self.settings.max_response_bytes
         try:
             with self._client.stream(
                 request.method,
-                self.endpoint.url(request.path),
+                self.endpoint.url(request.path, node),
                 content=encode_body(request.body),
                 headers=self.endpoint.headers(),
                 params=dict(request.params) or None,
@@ -184,8 +258,10 @@ class AsyncTransport:
         endpoint: Endpoint,
         settings: TransportSettings,
         client: httpx.AsyncClient | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.endpoint = endpoint
+        self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
         self._owned = client is None
         self._client = (
@@ -193,11 +269,17 @@ class AsyncTransport:
         )
 
     async def send(self, request: HttpRequest) -> Outcome:
-        node, limit = self.endpoint.base_url, self.settings.max_response_bytes
+        node = self.nodes.pick()
+        outcome = await self._attempt(request, node)
+        self.nodes.report(node, outcome)
+        return outcome
+
+    async def _attempt(self, request: HttpRequest, node: str) -> Outcome:
+        limit = self.settings.max_response_bytes
         try:
             async with self._client.stream(
                 request.method,
-                self.endpoint.url(request.path),
+                self.endpoint.url(request.path, node),
                 content=encode_body(request.body),
                 headers=self.endpoint.headers(),
                 params=dict(request.params) or None,

@@ -1,0 +1,182 @@
+"""Operator guardrails: which indices and namespaces a model may touch, and how much it may ask.
+
+A model's arguments are untrusted input that becomes a URL path and a query on the operator's
+engine. XERJ keeps each memory namespace in an ordinary index (``.xerj-memory-<ns>``), so without
+a policy one tenant's agent could read another's memories through the search tools.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._exceptions import ConfigurationError, ToolCallError
+
+__all__ = ["Policy", "PolicyDenied"]
+
+_CAPS = {
+    "size": (
+        "max_size",
+        ("xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search"),
+    ),
+    "k": ("max_k", ("xerj_semantic_search", "xerj_vector_search", "xerj_memory_recall")),
+    "num_candidates": ("max_num_candidates", ("xerj_vector_search",)),
+}
+_SEARCH_TOOLS = ("xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search")
+_MEMORY_TOOLS = ("xerj_memory_store", "xerj_memory_recall")
+_WILDCARDS = "*?["
+
+
+class PolicyDenied(ToolCallError):
+    """The operator's policy refuses this call (code ``policy_denied``); nothing was sent."""
+
+    code = "policy_denied"
+
+
+def _literal_prefix(pattern: str) -> str:
+    cut = min((pattern.find(c) for c in _WILDCARDS if c in pattern), default=len(pattern))
+    return pattern[:cut]
+
+
+def _may_overlap(part: str, pattern: str) -> bool:
+    """Whether index expression `part` could name an index that `pattern` matches.
+
+    Exact for a plain name; for a wildcard it compares the literal prefixes, which is cautious:
+    ``*`` could reach ``.xerj-memory-x``, ``logs-*`` could not.
+    """
+    if part == "_all":
+        return True
+    if not any(c in part for c in _WILDCARDS):
+        return fnmatch.fnmatchcase(part, pattern)
+    a, b = _literal_prefix(part), _literal_prefix(pattern)
+    return a.startswith(b) or b.startswith(a)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the operator allows the model to do; given to the dispatcher as ``policy=``.
+
+    - `allow_indices` / `deny_indices`: glob patterns for the search tools' `index`. Indices
+      starting with ``.`` (XERJ's memory indices among them) are denied by default; a wildcard
+      that could reach a denied index (``*``, ``_all``) is refused too.
+    - `max_size`, `max_k`, `max_num_candidates`, `max_rerank_window`: caps, clamped (and the
+      model told) or refused, by `caps`.
+    - `allow_rerank`: False keeps document text on the node (the reranker sends it off).
+    - `read_only`: no `xerj_memory_store`.
+    - `namespace` (exactly this one) or `namespace_prefix` (a tenant's prefix): the memory
+      tools can neither read nor write outside it.
+    - `max_argument_bytes`: the largest arguments string accepted from the model.
+    - `max_response_bytes`: stop reading an engine response past this size.
+    """
+
+    allow_indices: tuple[str, ...] = ("*",)
+    deny_indices: tuple[str, ...] = (".*",)
+    max_size: int | None = None
+    max_k: int | None = None
+    max_num_candidates: int | None = None
+    max_rerank_window: int | None = None
+    caps: Literal["clamp", "refuse"] = "clamp"
+    allow_rerank: bool = True
+    read_only: bool = False
+    namespace: str | None = None
+    namespace_prefix: str | None = None
+    max_argument_bytes: int | None = 64 * 1024
+    max_response_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.caps not in ("clamp", "refuse"):
+            raise ConfigurationError("Policy.caps is 'clamp' or 'refuse'")
+        if self.namespace is not None and self.namespace_prefix is not None:
+            raise ConfigurationError("give Policy.namespace or Policy.namespace_prefix, not both")
+        for name in ("max_size", "max_k", "max_num_candidates", "max_rerank_window"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigurationError(f"Policy.{name} must be at least 1")
+
+    def _index_refusal(self, expression: str) -> str | None:
+        for part in expression.split(","):
+            if part.startswith("-") and part != expression:
+                continue  # an exclusion narrows the search; it cannot widen it
+            for pattern in self.deny_indices:
+                if _may_overlap(part, pattern):
+                    return f"index {part!r} is not allowed (it could reach indices matching {pattern!r}); name allowed indices explicitly"
+            if not any(fnmatch.fnmatchcase(part, p) or part == p for p in self.allow_indices):
+                return f"index {part!r} is not among the allowed indices ({', '.join(self.allow_indices)})"
+        return None
+
+    def _namespace_refusal(self, namespace: Any) -> str | None:
+        if not isinstance(namespace, str):
+            return None
+        if self.namespace is not None and namespace != self.namespace:
+            return f"namespace {namespace!r} is not allowed; use {self.namespace!r}"
+        if self.namespace_prefix is not None and not namespace.startswith(self.namespace_prefix):
+            return f"namespace {namespace!r} is not allowed; namespaces must start with {self.namespace_prefix!r}"
+        return None
+
+    def check_size(self, raw: Any) -> PolicyDenied | None:
+        """Refuse an arguments string that is too large, before it is even decoded."""
+        if self.max_argument_bytes is None or not isinstance(raw, (str, bytes)):
+            return None
+        size = len(raw.encode() if isinstance(raw, str) else raw)
+        if size > self.max_argument_bytes:
+            return PolicyDenied(
+                f"the arguments are {size} bytes; the limit is {self.max_argument_bytes}"
+            )
+        return None
+
+    def apply(
+        self, tool: str, arguments: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
+        """Check validated arguments; return them (clamped where allowed) with notes, or a refusal."""
+        args = dict(arguments)
+        notes: list[str] = []
+        index = args.get("index")
+        if (
+            tool in _SEARCH_TOOLS
+            and isinstance(index, str)
+            and (reason := self._index_refusal(index))
+        ):
+            return PolicyDenied(reason, details={"refused": "index"})
+        if tool in _MEMORY_TOOLS:
+            if tool == "xerj_memory_store" and self.read_only:
+                return PolicyDenied(
+                    "this agent is read-only: storing memories is not allowed",
+                    details={"refused": "xerj_memory_store"},
+                )
+            if (reason := self._namespace_refusal(args.get("namespace"))) is not None:
+                return PolicyDenied(reason, details={"refused": "namespace"})
+        if args.get("rerank") is not None and not self.allow_rerank:
+            return PolicyDenied(
+                "rerank is not allowed here: it sends document text off the node; search without it",
+                details={"refused": "rerank"},
+            )
+        for key, (attr, tools) in _CAPS.items():
+            cap = getattr(self, attr)
+            value = args.get(key)
+            if tool in tools and cap is not None and isinstance(value, int) and value > cap:
+                if self.caps == "refuse":
+                    return PolicyDenied(
+                        f"{key} {value} is above the limit of {cap}", details={"refused": key}
+                    )
+                args[key] = cap
+                notes.append(f"{key} lowered from {value} to {cap} by the operator's policy")
+        rerank = args.get("rerank")
+        window = rerank.get("window", 30) if isinstance(rerank, dict) else None
+        if (
+            isinstance(rerank, dict)
+            and isinstance(window, int)
+            and self.max_rerank_window is not None
+            and window > self.max_rerank_window
+        ):
+            if self.caps == "refuse":
+                return PolicyDenied(
+                    f"rerank.window {window} is above the limit of {self.max_rerank_window}",
+                    details={"refused": "rerank.window"},
+                )
+            args["rerank"] = {**rerank, "window": self.max_rerank_window}
+            notes.append(
+                f"rerank.window lowered from {window} to {self.max_rerank_window} by the operator's policy"
+            )
+        return args, notes
