@@ -127,3 +127,14 @@ def test_success_status_with_unreadable_body_is_an_error() -> None:
     with pytest.raises(EngineError) as info:
         success_payload("xerj_search", reply(200, b"{truncated"), SEARCH)
     assert info.value.code == "invalid_response"
+
+
+def test_every_error_code_is_documented_with_its_retryable_flag() -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = dict(re.findall(r"^\| `([a-z_]+)` \| .* \| (yes|no) \|$", readme, flags=re.M))
+    assert set(table) == set(ERROR_CODES)
+    for code, (retryable, hint) in ERROR_CODES.items():
+        assert hint and (table[code] == "yes") == retryable, code

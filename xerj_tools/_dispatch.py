@@ -54,6 +54,10 @@ class _Base:
         clock: Callable[[], float],
     ) -> None:
         self.registry = registry if registry is not None else load_registry()
+        # Guardrails are on unless the operator says otherwise: no dot-indices (XERJ's memory
+        # indices among them), no oversized arguments.
+        policy = policy if policy is not None else Policy()
+        self.policy = policy
         self._core = DispatchCore(
             self.registry,
             handlers,

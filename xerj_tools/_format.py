@@ -54,6 +54,10 @@ ERROR_CODES: dict[str, tuple[bool, str]] = {
         False,
         "Ask for less: a smaller size, or only the source fields you need.",
     ),
+    "policy_denied": (
+        False,
+        "The operator's policy does not allow this; change the call as the reason says, or do without it.",
+    ),
     "cancelled": (
         True,
         "The run was interrupted before this call finished; call it again if you still need the result.",

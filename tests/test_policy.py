@@ -1,0 +1,138 @@
+"""Operator guardrails: each refusal sends nothing; clamps are applied and said; failover."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from conftest import Runner
+from xerj_tools import ConfigurationError, Policy
+from xerj_tools.testing import XerjStandIn
+
+MATCH = {"match": {"body": "checkout"}}
+
+
+def policy_runner(make_runner: Any, xerj: XerjStandIn, **policy: Any) -> Runner:
+    return make_runner(url=xerj.url, policy=Policy(**policy))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("policy", "tool", "arguments", "refused"),
+    [
+        ({}, "xerj_search", {"index": ".xerj-memory-tenant-b", "query": {}}, "index"),
+        ({}, "xerj_search", {"index": "*", "query": {}}, "index"),
+        ({}, "xerj_search", {"index": "_all", "query": {}}, "index"),
+        ({}, "xerj_semantic_search", {"index": ".xerj-*", "field": "text", "query": "x"}, "index"),
+        ({}, "xerj_search", {"index": "docs,.secrets", "query": {}}, "index"),
+        ({"allow_indices": ("docs", "logs-*")}, "xerj_search", {"index": "tickets", "query": {}}, "index"),
+        ({"allow_rerank": False}, "xerj_search", {"index": "docs", "query": MATCH, "rerank": {}}, "rerank"),
+        ({"read_only": True}, "xerj_memory_store", {"namespace": "a", "text": "t"}, "xerj_memory_store"),
+        ({"namespace": "tenant-a"}, "xerj_memory_recall", {"namespace": "tenant-b", "query": "x"}, "namespace"),
+        ({"namespace": "tenant-a"}, "xerj_memory_store", {"namespace": "tenant-b", "text": "x"}, "namespace"),
+        ({"namespace_prefix": "tenant-a."}, "xerj_memory_recall", {"namespace": "tenant-b.notes", "query": "x"}, "namespace"),
+        ({"max_size": 5, "caps": "refuse"}, "xerj_search", {"index": "docs", "query": {}, "size": 50}, "size"),
+        ({"max_k": 5, "caps": "refuse"}, "xerj_memory_recall", {"namespace": "a", "query": "x", "k": 6}, "k"),
+        ({"max_rerank_window": 10, "caps": "refuse"}, "xerj_search",
+         {"index": "docs", "query": MATCH, "size": 5, "rerank": {"window": 50}}, "rerank.window"),
+    ],
+)
+def test_refusals_send_nothing(make_runner: Any, xerj: XerjStandIn, policy: dict[str, Any], tool: str,
+                               arguments: dict[str, Any], refused: str) -> None:
+    payload = policy_runner(make_runner, xerj, **policy).payload(tool, arguments)
+    assert payload["ok"] is False and payload["error"]["code"] == "policy_denied"
+    assert payload["error"]["refused"] == refused and payload["error"]["reason"]
+    assert xerj.requests == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "tool", "arguments", "path"),
+    [
+        ({}, "xerj_search", {"index": "docs", "query": {}}, "/docs/_search"),
+        ({}, "xerj_search", {"index": "do*,tickets", "query": {}}, "/do*,tickets/_search"),
+        ({"allow_indices": ("docs", "logs-*")}, "xerj_search", {"index": "docs", "query": {}}, "/docs/_search"),
+        ({"deny_indices": ()}, "xerj_search", {"index": ".xerj-memory-a", "query": {}}, "/.xerj-memory-a/_search"),
+        ({"namespace": "tenant-a"}, "xerj_memory_recall", {"namespace": "tenant-a", "query": "x"}, "/_memory/tenant-a/_recall"),
+        ({"namespace_prefix": "tenant-a."}, "xerj_memory_store", {"namespace": "tenant-a.notes", "text": "x"}, "/_memory/tenant-a.notes"),
+    ],
+)
+def test_allowed_calls_go_through(make_runner: Any, xerj: XerjStandIn, policy: dict[str, Any], tool: str,
+                                  arguments: dict[str, Any], path: str) -> None:
+    policy_runner(make_runner, xerj, **policy).payload(tool, arguments)
+    assert [r.path for r in xerj.requests] == [path]
+
+
+def test_caps_are_clamped_and_said(make_runner: Any, xerj: XerjStandIn) -> None:
+    runner = policy_runner(make_runner, xerj, max_size=2, max_k=3, max_num_candidates=100, max_rerank_window=20)
+    payload = runner.payload("xerj_search", {"index": "docs", "query": MATCH, "size": 10, "rerank": {"window": 300}})
+    assert payload["ok"] is True and len(payload["hits"]) <= 2
+    assert payload["notes"] == ["size lowered from 10 to 2 by the operator's policy",
+                                "rerank.window lowered from 300 to 20 by the operator's policy"]
+    assert xerj.requests[-1].body["size"] == 2 and xerj.requests[-1].body["rerank"] == {"window": 20}
+    runner.payload("xerj_vector_search", {"index": "docs", "field": "body_vector", "query_vector": [0.1] * 384,
+                                          "k": 50, "num_candidates": 900})
+    knn = xerj.requests[-1].body["knn"]
+    assert (knn["k"], knn["num_candidates"]) == (3, 100)
+
+
+def test_a_clamp_that_breaks_the_call_is_refused(make_runner: Any, xerj: XerjStandIn) -> None:
+    runner = policy_runner(make_runner, xerj, max_rerank_window=10)
+    payload = runner.payload("xerj_search", {"index": "docs", "query": MATCH, "size": 20, "rerank": {}})
+    assert payload["error"]["code"] == "policy_denied" and "window" in payload["error"]["reason"]
+    assert xerj.requests == []
+
+
+def test_oversized_arguments_are_refused_before_decoding(make_runner: Any, xerj: XerjStandIn) -> None:
+    runner = policy_runner(make_runner, xerj, max_argument_bytes=1000)
+    payload = runner.payload("xerj_memory_store", {"namespace": "a", "text": "x" * 2000})
+    assert payload["error"]["code"] == "policy_denied" and "1000" in payload["error"]["reason"]
+    assert xerj.requests == []
+
+
+def test_response_cap_stops_reading(make_runner: Any, xerj: XerjStandIn) -> None:
+    runner = policy_runner(make_runner, xerj, max_response_bytes=500)
+    result = runner.run({"id": "c", "type": "function", "function": {
+        "name": "xerj_search", "arguments": '{"index": "docs", "query": {}}'}})
+    assert result.code == "response_too_large" and result.attempts == 1
+
+
+def test_policy_configuration_mistakes_raise() -> None:
+    with pytest.raises(ConfigurationError):
+        Policy(caps="maybe")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        Policy(namespace="a", namespace_prefix="b")
+    with pytest.raises(ConfigurationError):
+        Policy(max_size=0)
+
+
+def _closed_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_failover_skips_a_dead_node_and_tries_it_later(make_runner: Any, xerj: XerjStandIn) -> None:
+    now = [100.0]
+    dead = _closed_port()
+    runner = make_runner(url=[dead, xerj.url], clock=lambda: now[0])
+    first = runner.run({"id": "a", "type": "function", "function": {
+        "name": "xerj_search", "arguments": '{"index": "docs", "query": {}}'}})
+    assert first.ok and first.attempts == 2  # the dead node, then the live one
+    for _ in range(4):  # the dead node rests: every call goes straight to the live node
+        again = runner.run({"id": "b", "type": "function", "function": {
+            "name": "xerj_search", "arguments": '{"index": "docs", "query": {}}'}})
+        assert again.ok and again.attempts == 1
+    assert len(xerj.requests) == 5
+    now[0] += 6  # its rest (5 s) is over: it is tried again, fails, and the call moves on
+    later = [runner.run({"id": "c", "type": "function", "function": {
+        "name": "xerj_search", "arguments": '{"index": "docs", "query": {}}'}}) for _ in range(2)]
+    assert sorted(r.attempts for r in later) == [1, 2] and all(r.ok for r in later)
+
+
+def test_a_comma_separated_xerj_url_names_several_nodes(monkeypatch: pytest.MonkeyPatch, xerj: XerjStandIn) -> None:
+    from xerj_tools import Dispatcher
+
+    monkeypatch.setenv("XERJ_URL", f"{_closed_port()}, {xerj.url}")
+    with Dispatcher() as dispatcher:
+        assert len(dispatcher.urls) == 2 and dispatcher.urls[1] == xerj.url
