@@ -248,6 +248,7 @@ def test_async_cancellation_mid_turn_answers_every_call(api: str, xerj: XerjStan
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
+            assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []  # nothing left running
             assert_valid(messages)
             assert list(codes(messages).values()) == [None, "cancelled"]
             # the transcript is valid for the next request
@@ -303,6 +304,7 @@ def test_dispatch_many_alone_answers_every_call_when_cancelled(xerj: XerjStandIn
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
+            assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []  # nothing left running
 
     asyncio.run(go())
     assert [m["tool_call_id"] for m in transcript] == ["a", "b"]

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from conftest import Runner
 from xerj_tools import ConfigurationError, Policy
 from xerj_tools.testing import XerjStandIn
+
+from conftest import Runner
 
 MATCH = {"match": {"body": "checkout"}}
 

@@ -84,7 +84,7 @@ def check_request(tool: str, arguments: Any, request: httpx.Request) -> None:
         return
     assert len(raw) == 2 and raw[1] == "_search" and not unquote(raw[0]).startswith((".", "_"))
     size, start = body.get("size", 10), body.get("from", 0)
-    assert isinstance(size, int) and isinstance(start, int) and 0 <= size and 0 <= start and size + start <= 10_000
+    assert isinstance(size, int) and isinstance(start, int) and size >= 0 and start >= 0 and size + start <= 10_000
 
 
 @pytest.mark.parametrize("tool", sorted(ALLOWED_BODY))

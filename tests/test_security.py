@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Runner, chat_call
 from xerj_tools import ConfigurationError, Dispatcher, Policy, load_registry
 from xerj_tools.testing import Fault, XerjStandIn
+
+from conftest import Runner, chat_call
 
 ESCAPES = [
     "../_cluster", "..", "docs/../_cluster", "docs/_doc/1", "/docs", "docs%2F_doc", "%2e%2e", "%2e%2e%2f_cluster",
@@ -41,7 +42,7 @@ def test_index_escapes_never_reach_another_path(runner: Runner, xerj: XerjStandI
     assert xerj.requests == []
 
 
-@pytest.mark.parametrize("namespace", ESCAPES + ["Tenant-B", "tenant b", "tenant-b.", "x-edges", "é"])
+@pytest.mark.parametrize("namespace", [*ESCAPES, "Tenant-B", "tenant b", "tenant-b.", "x-edges", "é"])
 def test_namespace_escapes_never_reach_another_path(runner: Runner, xerj: XerjStandIn, namespace: str) -> None:
     for tool, args in (("xerj_memory_store", {"namespace": namespace, "text": "x"}),
                        ("xerj_memory_recall", {"namespace": namespace, "query": "x"})):
