@@ -105,12 +105,14 @@ def fit_payload(
     `next_page(shown)` gives the arguments that fetch the rest after `shown` hits were kept
     (for example ``{"from": 20}``), or None when the tool cannot page.
     """
-    if _size(payload) <= budget:
-        return payload
     hits = payload.get("hits") if isinstance(payload.get("hits"), list) else []
     assert isinstance(hits, list)
     envelope = {k: v for k, v in payload.items() if k != "hits"}
-    room = budget - _size({**envelope, "hits": []}) - _NEXT_RESERVE
+    base = _size({**envelope, "hits": []})
+    # Does it fit whole? Measured hit by hit, so a 5 MB response is never serialized whole.
+    if base <= budget and len(_keep(hits, None, budget - base)[0]) == len(hits):
+        return payload
+    room = budget - base - _NEXT_RESERVE
     kept, cut = _keep(hits, None, room)
     if len(kept) < len(hits):
         # Some hit does not fit whole: find the longest cut that lets every hit fit.

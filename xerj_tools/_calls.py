@@ -60,7 +60,7 @@ class ToolCall:
 
 
 def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, Mapping):
+    if isinstance(obj, (dict, Mapping)):
         return obj.get(key)
     return getattr(obj, key, None)
 

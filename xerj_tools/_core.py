@@ -98,8 +98,14 @@ class Prepared:
 
     request: HttpRequest
     repairs: tuple[str, ...] = ()
-    key: str = ""  # tool and canonical arguments: identical calls in one turn share it
+    tool: str = ""
+    arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
     page_from: int | None = None  # the `from` of a search that can page, else None
+
+    @property
+    def key(self) -> str:
+        """Tool and canonical arguments: identical calls in one turn share it."""
+        return self.tool + "\x00" + dumps(dict(sorted(self.arguments.items())))
 
 
 class DispatchCore:
@@ -179,12 +185,11 @@ class DispatchCore:
             return ToolCallError(f"the handler raised {type(exc).__name__}", code="handler_error")
         if notes:
             request = replace(request, notes=(*request.notes, *notes))
-        key = call.name + "\x00" + dumps(dict(sorted(arguments.items())))
         page_from = None
         if request.kind == "search" and "from" in spec.parameters.get("properties", {}):
             value = (request.body or {}).get("from", 0)
             page_from = value if isinstance(value, int) else 0
-        return Prepared(request, result.repairs, key, page_from)
+        return Prepared(request, result.repairs, call.name, arguments, page_from)
 
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
@@ -225,20 +230,27 @@ class DispatchCore:
 
     def _shape(
         self, tool: str, payload: dict[str, Any], prepared: Prepared | None
-    ) -> dict[str, Any]:
-        """Add the repairs, then fit the payload into the tool's budget."""
+    ) -> tuple[dict[str, Any], str]:
+        """Add the repairs, then fit the payload into the tool's budget; return it serialized."""
         if prepared is not None and prepared.repairs:
             payload = {**payload, "repairs": list(prepared.repairs)}
         budget = self.budgets.get(tool, self.budget)
+        hits = payload.get("hits")
+        if not isinstance(hits, list) or len(hits) <= 50:
+            content = dumps(payload)
+            if len(content) <= budget:
+                return payload, content  # the usual case: serialized once
         if not payload.get("ok"):
-            return fit_error(payload, budget)
+            payload = fit_error(payload, budget)
+            return payload, dumps(payload)
         page_from = prepared.page_from if prepared is not None else None
 
         def next_page(shown: int) -> dict[str, int] | None:
             return None if page_from is None else {"from": page_from + shown}
 
         memories = prepared is not None and prepared.request.kind == "memory_recall"
-        return fit_payload(payload, budget, next_page=next_page, memories=memories)
+        payload = fit_payload(payload, budget, next_page=next_page, memories=memories)
+        return payload, dumps(payload)
 
     def result(
         self,
@@ -248,15 +260,13 @@ class DispatchCore:
         started: float,
         prepared: Prepared | None = None,
     ) -> ToolResult:
-        payload = self._shape(call.name, payload, prepared)
-        result = ToolResult(call, payload, dumps(payload), attempts, self.clock() - started)
-        logger.debug(
-            "%s %s: %s after %d attempt(s)",
-            call.name,
-            call.call_id,
-            "ok" if result.ok else result.code,
-            attempts,
-        )
+        payload, content = self._shape(call.name, payload, prepared)
+        result = ToolResult(call, payload, content, attempts, self.clock() - started)
+        if logger.isEnabledFor(logging.DEBUG):
+            outcome = "ok" if result.ok else result.code
+            logger.debug(
+                "%s %s: %s after %d attempt(s)", call.name, call.call_id, outcome, attempts
+            )
         return result
 
     def refusal(self, call: ToolCall, error: ToolCallError, started: float) -> ToolResult:

@@ -20,7 +20,7 @@ from ._handlers import Handler, HttpRequest
 from ._outcome import Failure, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry, load_registry
-from ._retry import RetryPolicy, async_retrying, retrying
+from ._retry import RetryPolicy, async_retrying, retrying, should_retry
 from ._transport import AsyncTransport, Endpoint, SyncTransport, TransportSettings
 
 __all__ = ["AsyncDispatcher", "Dispatcher"]
@@ -106,6 +106,8 @@ class _Base:
         first_of: dict[str, int] = {}
         unique: list[int] = []
         copies: dict[int, int] = {}
+        if len(begun) < 2:
+            return begun, list(range(len(begun))), copies
         for i, (_, prepared, _) in enumerate(begun):
             if isinstance(prepared, Prepared) and prepared.key in first_of:
                 copies[i] = first_of[prepared.key]
@@ -277,7 +279,16 @@ class Dispatcher(_Base):
             elif not cancel.is_set():
                 self._sleep(seconds)
 
-        outcome: Outcome = retrying(request, self.retry, sleep)(attempt)
+        # The first attempt runs bare; tenacity takes over only when there is something to retry,
+        # and is handed that first outcome as its own first attempt.
+        first: list[Outcome] = [attempt()]
+        if not should_retry(request, first[0], self.retry) or self.retry.max_attempts < 2:
+            return first[0], attempts
+
+        def resume() -> Outcome:
+            return first.pop() if first else attempt()
+
+        outcome: Outcome = retrying(request, self.retry, sleep)(resume)
         return outcome, attempts
 
     def _drive(
@@ -405,7 +416,14 @@ class AsyncDispatcher(_Base):
             attempts += 1
             return await self._transport.send(request)
 
-        outcome: Outcome = await async_retrying(request, self.retry, self._sleep)(attempt)
+        first: list[Outcome] = [await attempt()]
+        if not should_retry(request, first[0], self.retry) or self.retry.max_attempts < 2:
+            return first[0], attempts
+
+        async def resume() -> Outcome:
+            return first.pop() if first else await attempt()
+
+        outcome: Outcome = await async_retrying(request, self.retry, self._sleep)(resume)
         return outcome, attempts
 
     async def _drive(self, flow: Flow) -> tuple[dict[str, Any], int]:

@@ -81,9 +81,12 @@ ERROR_CODES: dict[str, tuple[bool, str]] = {
 }
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def dumps(payload: Mapping[str, Any]) -> str:
     """Compact JSON, the form every tool message takes."""
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _ENCODER.encode(payload)
 
 
 def error_payload(
@@ -188,7 +191,7 @@ def _hit(hit: Mapping[str, Any], keep_vectors: bool) -> dict[str, Any]:
 
 def _total(hits: Mapping[str, Any], out: dict[str, Any]) -> None:
     total = hits.get("total")
-    if isinstance(total, Mapping):
+    if isinstance(total, dict):
         out["total"] = total.get("value")
         if total.get("relation") == "gte":
             out["total_relation"] = "gte"  # at least this many; the engine stopped counting
@@ -200,7 +203,7 @@ def _total(hits: Mapping[str, Any], out: dict[str, Any]) -> None:
 
 def _rerank_block(data: Mapping[str, Any]) -> dict[str, Any] | None:
     block = data.get("_rerank")
-    if not isinstance(block, Mapping):
+    if not isinstance(block, dict):
         return None
     out: dict[str, Any] = {"applied": bool(block.get("applied"))}
     for key in ("reason", "judged", "unjudged", "pruned_below_min_score", "provider", "score_kind"):
@@ -213,14 +216,14 @@ def _rerank_block(data: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _fusion(request: HttpRequest) -> dict[str, Any] | None:
     query = (request.body or {}).get("query")
-    hybrid = query.get("hybrid") if isinstance(query, Mapping) else None
-    if not isinstance(hybrid, Mapping):
+    hybrid = query.get("hybrid") if isinstance(query, dict) else None
+    if not isinstance(hybrid, dict):
         return None
     fusion = hybrid.get("fusion", "rrf")
-    kind = fusion.get("type", "rrf") if isinstance(fusion, Mapping) else fusion
+    kind = fusion.get("type", "rrf") if isinstance(fusion, dict) else fusion
     out: dict[str, Any] = {"type": kind}
     if kind == "rrf":
-        out["k"] = fusion.get("k", 60) if isinstance(fusion, Mapping) else 60
+        out["k"] = fusion.get("k", 60) if isinstance(fusion, dict) else 60
     out["queries"] = len(hybrid.get("queries") or [])
     return out
 
@@ -229,13 +232,13 @@ def _search_payload(
     tool: str, data: Mapping[str, Any], request: HttpRequest, rerank_note: dict[str, Any] | None
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": True, "tool": tool}
-    hits = data.get("hits") if isinstance(data.get("hits"), Mapping) else {}
-    assert isinstance(hits, Mapping)
+    hits = data.get("hits") if isinstance(data.get("hits"), dict) else {}
+    assert isinstance(hits, dict)
     _total(hits, out)
     raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
     assert isinstance(raw_hits, list)
     keep = _asked_for_fields(request)
-    out["hits"] = [_hit(h, keep) for h in raw_hits if isinstance(h, Mapping)]
+    out["hits"] = [_hit(h, keep) for h in raw_hits if isinstance(h, dict)]
     if "aggregations" in data:
         out["aggregations"] = data["aggregations"]
     rerank = rerank_note or _rerank_block(data)
@@ -250,11 +253,7 @@ def _search_payload(
     if data.get("timed_out") is True:
         warnings.append("the search timed out on the node; hits may be incomplete")
     shards = data.get("_shards")
-    if (
-        isinstance(shards, Mapping)
-        and isinstance(shards.get("failed"), int)
-        and shards["failed"] > 0
-    ):
+    if isinstance(shards, dict) and isinstance(shards.get("failed"), int) and shards["failed"] > 0:
         warnings.append(
             f"{shards['failed']} of {shards.get('total', '?')} shards failed; hits may be incomplete"
         )
@@ -270,7 +269,7 @@ def success_payload(
 ) -> dict[str, Any]:
     """Shape a 2xx JSON reply into the envelope for the request's kind."""
     data = reply.data
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict):
         raise engine_error(reply, request)
     if request.kind == "search":
         out = _search_payload(tool, data, request, rerank_note)
@@ -284,7 +283,7 @@ def success_payload(
         assert isinstance(raw, list)
         hits = [
             {k: h.get(k) for k in ("id", "text", "metadata", "score")}
-            for h in raw if isinstance(h, Mapping)
+            for h in raw if isinstance(h, dict)
         ]  # fmt: skip
         out = {
             "ok": True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from os import PathLike
@@ -16,6 +16,7 @@ import jsonschema
 from jsonschema.protocols import Validator
 
 from ._exceptions import ToolDefinitionError
+from ._fastcheck import compile_check
 from ._validation import Check, ValidationResult, validate_arguments
 
 __all__ = ["ToolRegistry", "ToolSpec", "load_registry"]
@@ -40,6 +41,7 @@ class ToolSpec:
     validator: Validator = field(repr=False, compare=False)
     checks: tuple[Check, ...] = field(default=(), repr=False, compare=False)
     strict: bool | None = None
+    fast_check: Callable[[Any], bool] | None = field(default=None, repr=False, compare=False)
 
     def chat_tool(self) -> dict[str, Any]:
         """The nested Chat Completions form: ``{"type": "function", "function": {...}}``."""
@@ -112,7 +114,9 @@ class ToolRegistry:
             return ValidationResult.failure(
                 "$", f"unknown tool {name!r}; known tools: {', '.join(self._specs)}"
             )
-        return validate_arguments(spec.validator, arguments, spec.checks, repair=repair)
+        return validate_arguments(
+            spec.validator, arguments, spec.checks, repair=repair, fast=spec.fast_check
+        )
 
 
 def _widen(schema: Any) -> Any:
@@ -177,6 +181,7 @@ def _spec_from_definition(
         validator=cls(widened),
         checks=tuple(checks.get(name, ())),
         strict=strict if isinstance(strict, bool) else None,
+        fast_check=compile_check(widened),
     )
 
 

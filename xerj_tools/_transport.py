@@ -174,10 +174,13 @@ class TransportSettings:
         }
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def encode_body(body: Mapping[str, Any] | None) -> bytes | None:
     if body is None:
         return None
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _ENCODER.encode(body).encode()
 
 
 def _failure(exc: httpx.HTTPError, node: str) -> Failure:

@@ -143,10 +143,14 @@ def decode_arguments(raw: str | bytes | Mapping[str, Any] | None) -> tuple[Any, 
 
 
 def _problems(
-    validator: Validator, value: dict[str, Any], checks: Sequence[Check]
+    validator: Validator,
+    value: dict[str, Any],
+    checks: Sequence[Check],
+    fast: Callable[[Any], bool] | None = None,
 ) -> list[Problem]:
     problems: list[Problem] = []
-    if not validator.is_valid(value):
+    # The fast check only ever shortcuts "valid"; jsonschema decides and explains the rest.
+    if not (fast(value) if fast is not None else validator.is_valid(value)):
         problems.extend(_schema_problem(e) for e in validator.iter_errors(value))
     for check in checks:
         problems.extend(check(value))
@@ -159,6 +163,7 @@ def validate_arguments(
     checks: Sequence[Check] = (),
     *,
     repair: bool = False,
+    fast: Callable[[Any], bool] | None = None,
 ) -> ValidationResult:
     """Decode `raw` and check it against `validator` and `checks`, collecting every problem.
 
@@ -175,7 +180,7 @@ def validate_arguments(
             (Problem("$", f"arguments must be a JSON object, got {_json_type(value)}"),),
             decode_error=True,
         )
-    problems = _problems(validator, value, checks)
+    problems = _problems(validator, value, checks, fast)
     if not problems:
         return ValidationResult(True, value)
     if repair:
@@ -183,6 +188,6 @@ def validate_arguments(
 
         repaired, repairs = repair_arguments(value, validator.schema)  # type: ignore[arg-type]
         if repairs:
-            problems = _problems(validator, repaired, checks)
+            problems = _problems(validator, repaired, checks, fast)
             return ValidationResult(not problems, repaired, tuple(problems), tuple(repairs))
     return ValidationResult(False, value, tuple(problems))

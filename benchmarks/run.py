@@ -1,0 +1,342 @@
+"""Benchmarks: the dispatcher's cost next to a raw HTTP call, each case beside its baseline.
+
+Run:  .venv/bin/python benchmarks/run.py   (writes benchmarks/results.json and results.md)
+
+Machines here are shared and noisy, so every figure is a ratio against a baseline measured in
+the same run, interleaved round by round; each is the median over rounds, with the spread
+(lowest and highest round). The HTTP cases talk to a minimal asyncio server in another process
+on 127.0.0.1, so that the server is not what is measured and shares no GIL with the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from xerj_tools import AsyncDispatcher, Dispatcher, load_registry  # noqa: E402
+from xerj_tools._core import DispatchCore, Prepared  # noqa: E402
+from xerj_tools._handlers import HANDLERS  # noqa: E402
+from xerj_tools._outcome import Reply  # noqa: E402
+
+ROUNDS = 7
+TYPICAL = {"index": "docs", "query": {"bool": {"must": [{"match": {"body": "checkout outage"}}],
+                                               "filter": [{"term": {"kind": "postmortem"}}]}},
+           "size": 10, "from": 0, "sort": [{"_score": "desc"}], "source": ["title", "body", "year"]}
+
+
+def ten_hits() -> bytes:
+    hits = [{"_index": "docs", "_id": f"d-{i}", "_score": 3.2 - i * 0.1,
+             "_source": {"title": f"Postmortem {i}", "year": 2026, "body": "Checkout search failed " * 8}}
+            for i in range(10)]
+    return json.dumps({"took": 2, "timed_out": False, "_shards": {"total": 1, "successful": 1, "failed": 0},
+                       "hits": {"total": {"value": 10, "relation": "eq"}, "max_score": 3.2, "hits": hits}}).encode()
+
+
+# ---------------------------------------------------------------- the minimal server (own process)
+
+def _serve(port_out: Any, connections: Any, body: bytes, ready: Any) -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with connections.get_lock():
+            connections.value += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                if length:
+                    await reader.readexactly(length)
+                if b" /slow/" in head.split(b"\r\n", 1)[0]:
+                    await asyncio.sleep(0.05)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=256)
+        port_out.value = server.sockets[0].getsockname()[1]
+        ready.set()
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+class MinimalServer:
+    def __init__(self, body: bytes) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.port, self.connections, self.ready = ctx.Value("i", 0), ctx.Value("i", 0), ctx.Event()
+        self.process = ctx.Process(target=_serve, args=(self.port, self.connections, body, self.ready), daemon=True)
+
+    def __enter__(self) -> MinimalServer:
+        self.process.start()
+        self.ready.wait(20)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.join(5)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port.value}"
+
+
+# ---------------------------------------------------------------- helpers
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def per_call(fn: Callable[[], Any], n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n
+
+
+def call(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "call_1", "type": "function", "function": {"name": "xerj_search", "arguments": json.dumps(arguments)}}
+
+
+# ---------------------------------------------------------------- cases
+
+def bench_validation() -> dict[str, Any]:
+    registry = load_registry()
+    raw = json.dumps(TYPICAL)
+    schema = registry.get("xerj_search").validator.schema  # type: ignore[union-attr]
+    assert registry.validate("xerj_search", raw).ok
+    ours, naive = [], []
+    for _ in range(ROUNDS):
+        ours.append(per_call(lambda: registry.validate("xerj_search", raw), 3000) * 1e6)
+        naive.append(per_call(lambda: jsonschema.validate(json.loads(raw), schema), 150) * 1e6)
+    ratios = [n / o for n, o in zip(naive, ours, strict=True)]
+    return {"case": "validation", "unit": "µs per call", "ours": summary(ours), "baseline": summary(naive),
+            "speedup": summary(ratios), "targets": {"speedup ≥ 20×": statistics.median(ratios) >= 20,
+                                                    "under 30 µs": statistics.median(ours) < 30}}
+
+
+def bench_dispatch(server: MinimalServer) -> dict[str, Any]:
+    body = json.dumps({"query": TYPICAL["query"], "size": 10}).encode()
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    ours, raw, ratios = [], [], []
+    with Dispatcher(url=server.url) as dispatcher, httpx.Client() as client:
+        message = call(TYPICAL)
+        assert '"ok":true' in dispatcher.dispatch(message)["content"]  # type: ignore[typeddict-item]
+        for _ in range(ROUNDS):
+            a = b = 0.0
+            for _ in range(10):  # fine interleaving: both sides see the same machine noise
+                a += per_call(lambda: dispatcher.dispatch(message), 40) * 1e6 / 10
+                b += per_call(lambda: client.post(server.url + "/docs/_search", content=body, headers=headers),
+                              40) * 1e6 / 10
+            ours.append(a), raw.append(b), ratios.append(a / b)
+    return {"case": "dispatch overhead (sync)", "unit": "µs per call", "ours": summary(ours),
+            "baseline": summary(raw), "ratio": summary(ratios),
+            "targets": {"median ratio ≤ 1.15": statistics.median(ratios) <= 1.15}}
+
+
+def bench_dispatch_async(server: MinimalServer) -> dict[str, Any]:
+    body = json.dumps({"query": TYPICAL["query"], "size": 10}).encode()
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+
+    async def go() -> tuple[list[float], list[float]]:
+        ours, raw = [], []
+        async with AsyncDispatcher(url=server.url) as dispatcher, httpx.AsyncClient() as client:
+            message = call(TYPICAL)
+            await dispatcher.dispatch(message)
+            for _ in range(ROUNDS):
+                a = b = 0.0
+                for _ in range(10):  # fine interleaving
+                    start = time.perf_counter()
+                    for _ in range(40):
+                        await dispatcher.dispatch(message)
+                    a += time.perf_counter() - start
+                    start = time.perf_counter()
+                    for _ in range(40):
+                        await client.post(server.url + "/docs/_search", content=body, headers=headers)
+                    b += time.perf_counter() - start
+                ours.append(a / 400 * 1e6), raw.append(b / 400 * 1e6)
+        return ours, raw
+
+    ours, raw = asyncio.run(go())
+    ratios = [a / b for a, b in zip(ours, raw, strict=True)]
+    return {"case": "dispatch overhead (async)", "unit": "µs per call", "ours": summary(ours),
+            "baseline": summary(raw), "ratio": summary(ratios),
+            "targets": {"median ratio ≤ 1.15": statistics.median(ratios) <= 1.15}}
+
+
+def bench_fanout(server: MinimalServer) -> list[dict[str, Any]]:
+    slow = {**TYPICAL, "index": "slow"}
+    calls = [{**call({**slow, "size": i + 1}), "id": f"c{i}"} for i in range(8)]
+    out = []
+    with Dispatcher(url=server.url) as dispatcher:
+        dispatcher.dispatch_many(calls)
+        one, many = [], []
+        for _ in range(ROUNDS):
+            one.append(per_call(lambda: dispatcher.dispatch(calls[0]), 3) * 1e3)
+            many.append(per_call(lambda: dispatcher.dispatch_many(calls), 3) * 1e3)
+    ratios = [m / o for m, o in zip(many, one, strict=True)]
+    out.append({"case": "fan-out, 8 calls of 50 ms (sync)", "unit": "ms per turn", "ours": summary(many),
+                "baseline": summary(one), "ratio": summary(ratios),
+                "targets": {"≤ 1.5× one call": statistics.median(ratios) <= 1.5}})
+
+    async def go() -> tuple[list[float], list[float]]:
+        one, many = [], []
+        async with AsyncDispatcher(url=server.url) as dispatcher:
+            await dispatcher.dispatch_many(calls)
+            for _ in range(ROUNDS):
+                start = time.perf_counter()
+                for _ in range(3):
+                    await dispatcher.dispatch(calls[0])
+                one.append((time.perf_counter() - start) / 3 * 1e3)
+                start = time.perf_counter()
+                for _ in range(3):
+                    await dispatcher.dispatch_many(calls)
+                many.append((time.perf_counter() - start) / 3 * 1e3)
+        return one, many
+
+    one, many = asyncio.run(go())
+    ratios = [m / o for m, o in zip(many, one, strict=True)]
+    out.append({"case": "fan-out, 8 calls of 50 ms (async)", "unit": "ms per turn", "ours": summary(many),
+                "baseline": summary(one), "ratio": summary(ratios),
+                "targets": {"≤ 1.5× one call": statistics.median(ratios) <= 1.5}})
+    return out
+
+
+def bench_shaping() -> dict[str, Any]:
+    hits = [{"_index": "docs", "_id": f"d-{i}", "_score": 10 - i / 1000, "_version": 1,
+             "_source": {"title": f"Document {i}", "year": 2026, "body": ("word " * 900) + str(i),
+                         "body_vector": [0.01] * 16}} for i in range(1000)]
+    body = json.dumps({"took": 5, "timed_out": False, "hits": {"total": {"value": 1000, "relation": "eq"},
+                                                              "hits": hits}}).encode()
+    core = DispatchCore(load_registry(), None, rerank_fallback=True, rerank_memory_seconds=0)
+    prepared = core.prepare(__import__("xerj_tools")._calls.ToolCall("c", "xerj_search", json.dumps(TYPICAL)))
+    assert isinstance(prepared, Prepared)
+
+    def shape() -> int:
+        reply = Reply(200, {}, body, "bench")
+        payload = core.finish("xerj_search", prepared.request, reply, 1, None)
+        return len(core.result(prepared_call, payload, 1, 0.0, prepared).content)
+
+    prepared_call = __import__("xerj_tools")._calls.ToolCall("c", "xerj_search", "{}")
+    assert shape() <= 12_000
+    ours, base, mem_ours, mem_base = [], [], [], []
+    for _ in range(5):
+        ours.append(per_call(shape, 3) * 1e3)
+        base.append(per_call(lambda: json.loads(body), 3) * 1e3)
+    for fn, sink in ((shape, mem_ours), (lambda: json.loads(body), mem_base)):
+        tracemalloc.start()
+        fn()
+        sink.append(tracemalloc.get_traced_memory()[1] / 2**20)
+        tracemalloc.stop()
+    ratios = [a / b for a, b in zip(ours, base, strict=True)]
+    return {"case": f"shaping a 1,000-hit, {len(body) / 2**20:.1f} MiB response to 12,000 chars",
+            "unit": "ms", "ours": summary(ours), "baseline": summary(base), "ratio": summary(ratios),
+            "peak_memory_mib": {"ours": mem_ours[0], "json.loads": mem_base[0]}, "targets": {}}
+
+
+def bench_connections(server: MinimalServer) -> dict[str, Any]:
+    before = server.connections.value
+    pool = 10
+    with Dispatcher(url=server.url, pool_size=pool) as dispatcher:
+        message = call(TYPICAL)
+        for _ in range(1000):
+            dispatcher.dispatch(message)
+    opened = server.connections.value - before
+    return {"case": "TCP connections for 1,000 sequential calls", "unit": "connections", "ours": opened,
+            "baseline": pool, "targets": {"≤ pool size": opened <= pool}}
+
+
+def bench_offline() -> dict[str, Any]:
+    line = json.dumps({"id": "c", "type": "function", "function": {"name": "xerj_search",
+                                                                   "arguments": json.dumps(TYPICAL)}}) + "\n"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "calls.jsonl"
+        path.write_text(line * 100_000)
+        code = ("import resource, sys, time; from xerj_tools._cli import main; import io; t = time.perf_counter(); "
+                f"rc = main(['validate', {str(path)!r}], stdout=io.StringIO()); "
+                "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rc)")
+        base_code = ("import json, resource, time; t = time.perf_counter(); "
+                     f"[json.loads(json.loads(l)['function']['arguments']) for l in open({str(path)!r})]; "
+                     "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 0)")
+        rates, base_rates, mem, base_mem = [], [], [], []
+        for _ in range(3):
+            for source, rate_sink, mem_sink in ((code, rates, mem), (base_code, base_rates, base_mem)):
+                out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, check=True,
+                                     cwd=HERE.parent).stdout.split()
+                rate_sink.append(100_000 / float(out[0]))
+                mem_sink.append(int(out[1]) / 1024)
+    return {"case": "xerj-tools validate on a 100,000-call JSONL", "unit": "calls per second",
+            "ours": summary(rates), "baseline": summary(base_rates),
+            "peak_memory_mib": {"ours": statistics.median(mem), "json.loads only": statistics.median(base_mem)},
+            "targets": {}}
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, dict) and "median" in value:
+        return f"{value['median']:.3g} ({value['min']:.3g}–{value['max']:.3g})"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def main() -> None:
+    started = time.perf_counter()
+    results: list[dict[str, Any]] = [bench_validation()]
+    with MinimalServer(ten_hits()) as server:
+        results += [bench_dispatch(server), bench_dispatch_async(server), *bench_fanout(server),
+                    bench_connections(server)]
+    results += [bench_shaping(), bench_offline()]
+    machine = {"python": platform.python_version(), "cpu": cpu_name(), "cores": os.cpu_count(),
+               "platform": platform.platform(), "date": time.strftime("%Y-%m-%d")}
+    report = {"machine": machine, "rounds": ROUNDS, "seconds": round(time.perf_counter() - started, 1),
+              "results": results}
+    (HERE / "results.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    rows = ["| case | unit | xerj-tools | baseline | ratio | targets |", "|---|---|---|---|---|---|"]
+    for r in results:
+        ratio = r.get("ratio") or r.get("speedup")
+        label = ("speedup " if "speedup" in r else "") + fmt(ratio) if ratio else ""
+        targets = "; ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in r["targets"].items())
+        memory = r.get("peak_memory_mib")
+        extra = f" — peak MiB: {', '.join(f'{k} {v:.1f}' for k, v in memory.items())}" if memory else ""
+        rows.append(f"| {r['case']}{extra} | {r['unit']} | {fmt(r['ours'])} | {fmt(r['baseline'])} | {label} | {targets} |")
+    text = (f"Machine: Python {machine['python']}, {machine['cpu']}, {machine['cores']} cores, {machine['date']}. "
+            f"Median (lowest–highest) over {ROUNDS} rounds; {report['seconds']} s in all.\n\n" + "\n".join(rows) + "\n")
+    (HERE / "results.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
