@@ -15,7 +15,6 @@ import json
 import multiprocessing
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,6 @@ sys.path.insert(0, str(HERE.parent))
 
 from xerj_tools import AsyncDispatcher, Dispatcher, load_registry  # noqa: E402
 from xerj_tools._core import DispatchCore, Prepared  # noqa: E402
-from xerj_tools._handlers import HANDLERS  # noqa: E402
 from xerj_tools._outcome import Reply  # noqa: E402
 
 ROUNDS = 7
