@@ -1,6 +1,7 @@
 """Benchmarks: the dispatcher's cost next to a raw HTTP call, each case beside its baseline.
 
 Run:  .venv/bin/python benchmarks/run.py   (writes benchmarks/results.json and results.md)
+      --quick: two rounds and smaller counts, a smoke test (the test suite runs it); --out DIR.
 
 Machines here are shared and noisy, so every figure is a ratio against a baseline measured in
 the same run, interleaved round by round; each is the median over rounds, with the spread
@@ -36,6 +37,11 @@ from xerj_tools._core import DispatchCore, Prepared  # noqa: E402
 from xerj_tools._outcome import Reply  # noqa: E402
 
 ROUNDS = 7
+SCALE = 1.0  # the share of each case's call counts that is run (--quick lowers it)
+
+
+def count(n: int) -> int:
+    return max(2, int(n * SCALE))
 TYPICAL = {"index": "docs", "query": {"bool": {"must": [{"match": {"body": "checkout outage"}}],
                                                "filter": [{"term": {"kind": "postmortem"}}]}},
            "size": 10, "from": 0, "sort": [{"_score": "desc"}], "source": ["title", "body", "year"]}
@@ -130,8 +136,8 @@ def bench_validation() -> dict[str, Any]:
     assert registry.validate("xerj_search", raw).ok
     ours, naive = [], []
     for _ in range(ROUNDS):
-        ours.append(per_call(lambda: registry.validate("xerj_search", raw), 3000) * 1e6)
-        naive.append(per_call(lambda: jsonschema.validate(json.loads(raw), schema), 150) * 1e6)
+        ours.append(per_call(lambda: registry.validate("xerj_search", raw), count(3000)) * 1e6)
+        naive.append(per_call(lambda: jsonschema.validate(json.loads(raw), schema), count(150)) * 1e6)
     ratios = [n / o for n, o in zip(naive, ours, strict=True)]
     return {"case": "validation", "unit": "µs per call", "ours": summary(ours), "baseline": summary(naive),
             "speedup": summary(ratios), "targets": {"speedup ≥ 20×": statistics.median(ratios) >= 20,
@@ -148,9 +154,9 @@ def bench_dispatch(server: MinimalServer) -> dict[str, Any]:
         for _ in range(ROUNDS):
             a = b = 0.0
             for _ in range(10):  # fine interleaving: both sides see the same machine noise
-                a += per_call(lambda: dispatcher.dispatch(message), 40) * 1e6 / 10
+                a += per_call(lambda: dispatcher.dispatch(message), count(40)) * 1e6 / 10
                 b += per_call(lambda: client.post(server.url + "/docs/_search", content=body, headers=headers),
-                              40) * 1e6 / 10
+                              count(40)) * 1e6 / 10
             ours.append(a), raw.append(b), ratios.append(a / b)
     return {"case": "dispatch overhead (sync)", "unit": "µs per call", "ours": summary(ours),
             "baseline": summary(raw), "ratio": summary(ratios),
@@ -170,14 +176,14 @@ def bench_dispatch_async(server: MinimalServer) -> dict[str, Any]:
                 a = b = 0.0
                 for _ in range(10):  # fine interleaving
                     start = time.perf_counter()
-                    for _ in range(40):
+                    for _ in range(count(40)):
                         await dispatcher.dispatch(message)
                     a += time.perf_counter() - start
                     start = time.perf_counter()
-                    for _ in range(40):
+                    for _ in range(count(40)):
                         await client.post(server.url + "/docs/_search", content=body, headers=headers)
                     b += time.perf_counter() - start
-                ours.append(a / 400 * 1e6), raw.append(b / 400 * 1e6)
+                ours.append(a / (10 * count(40)) * 1e6), raw.append(b / (10 * count(40)) * 1e6)
         return ours, raw
 
     ours, raw = asyncio.run(go())
@@ -262,10 +268,10 @@ def bench_connections(server: MinimalServer) -> dict[str, Any]:
     pool = 10
     with Dispatcher(url=server.url, pool_size=pool) as dispatcher:
         message = call(TYPICAL)
-        for _ in range(1000):
+        for _ in range(count(1000)):
             dispatcher.dispatch(message)
     opened = server.connections.value - before
-    return {"case": "TCP connections for 1,000 sequential calls", "unit": "connections", "ours": opened,
+    return {"case": f"TCP connections for {count(1000):,} sequential calls", "unit": "connections", "ours": opened,
             "baseline": pool, "targets": {"≤ pool size": opened <= pool}}
 
 
@@ -274,23 +280,28 @@ def bench_offline() -> dict[str, Any]:
                                                                    "arguments": json.dumps(TYPICAL)}}) + "\n"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "calls.jsonl"
-        path.write_text(line * 100_000)
-        code = ("import resource, sys, time; from xerj_tools._cli import main; import io; t = time.perf_counter(); "
+        calls = count(100_000)
+        with path.open("w") as out:
+            for _ in range(calls):
+                out.write(line)
+        # Peak memory is the child's VmHWM: ru_maxrss would carry over the parent's size across exec.
+        hwm = "[l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]"
+        code = ("import io, time; from xerj_tools._cli import main; t = time.perf_counter(); "
                 f"rc = main(['validate', {str(path)!r}], stdout=io.StringIO()); "
-                "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rc)")
-        base_code = ("import json, resource, time; t = time.perf_counter(); "
+                f"print(time.perf_counter() - t, {hwm}, rc)")
+        base_code = ("import json, time; t = time.perf_counter(); "
                      f"[json.loads(json.loads(l)['function']['arguments']) for l in open({str(path)!r})]; "
-                     "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 0)")
+                     f"print(time.perf_counter() - t, {hwm}, 0)")
         rates, base_rates, mem, base_mem = [], [], [], []
         for _ in range(3):
             for source, rate_sink, mem_sink in ((code, rates, mem), (base_code, base_rates, base_mem)):
                 out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, check=True,
                                      cwd=HERE.parent).stdout.split()
-                rate_sink.append(100_000 / float(out[0]))
+                rate_sink.append(calls / float(out[0]))
                 mem_sink.append(int(out[1]) / 1024)
-    return {"case": "xerj-tools validate on a 100,000-call JSONL", "unit": "calls per second",
+    return {"case": f"xerj-tools validate on a {calls:,}-call JSONL", "unit": "calls per second",
             "ours": summary(rates), "baseline": summary(base_rates),
-            "peak_memory_mib": {"ours": statistics.median(mem), "json.loads only": statistics.median(base_mem)},
+            "peak_memory_mib": {"ours": statistics.median(mem), "json.loads into a list": statistics.median(base_mem)},
             "targets": {}}
 
 
@@ -311,6 +322,12 @@ def fmt(value: Any) -> str:
 
 
 def main() -> None:
+    global ROUNDS, SCALE
+    out_dir = HERE
+    if "--quick" in sys.argv:
+        ROUNDS, SCALE = 2, 0.05
+    if "--out" in sys.argv:
+        out_dir = Path(sys.argv[sys.argv.index("--out") + 1])
     started = time.perf_counter()
     results: list[dict[str, Any]] = [bench_validation()]
     with MinimalServer(ten_hits()) as server:
@@ -321,7 +338,7 @@ def main() -> None:
                "platform": platform.platform(), "date": time.strftime("%Y-%m-%d")}
     report = {"machine": machine, "rounds": ROUNDS, "seconds": round(time.perf_counter() - started, 1),
               "results": results}
-    (HERE / "results.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    (out_dir / "results.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     rows = ["| case | unit | xerj-tools | baseline | ratio | targets |", "|---|---|---|---|---|---|"]
     for r in results:
         ratio = r.get("ratio") or r.get("speedup")
@@ -332,7 +349,7 @@ def main() -> None:
         rows.append(f"| {r['case']}{extra} | {r['unit']} | {fmt(r['ours'])} | {fmt(r['baseline'])} | {label} | {targets} |")
     text = (f"Machine: Python {machine['python']}, {machine['cpu']}, {machine['cores']} cores, {machine['date']}. "
             f"Median (lowest–highest) over {ROUNDS} rounds; {report['seconds']} s in all.\n\n" + "\n".join(rows) + "\n")
-    (HERE / "results.md").write_text(text)
+    (out_dir / "results.md").write_text(text)
     print(text)
 
 

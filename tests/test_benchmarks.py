@@ -1,0 +1,22 @@
+"""The benchmark script runs (a quick smoke run: two rounds, small counts) and writes both files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
+
+
+def test_benchmark_script_writes_json_and_markdown(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "results.json").read_text())
+    cases = [r["case"] for r in report["results"]]
+    assert len(cases) == 9 and report["machine"]["python"]
+    assert all("ours" in r and "baseline" in r for r in report["results"])
+    table = (tmp_path / "results.md").read_text()
+    assert table.count("\n|") == len(cases) + 2 and "Machine: Python" in table
