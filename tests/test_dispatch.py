@@ -193,3 +193,21 @@ def test_responses_shape_round_trip(runner: Runner) -> None:
     message = runner.run(responses_call("xerj_memory_recall", {"namespace": "nobody", "query": "x"}, "r1")).message
     assert message == {"type": "function_call_output", "call_id": "r1",
                        "output": '{"ok":true,"tool":"xerj_memory_recall","namespace":"nobody","total":0,"hits":[]}'}
+
+
+def test_tls_settings_reach_the_owned_client(tmp_path: Any) -> None:
+    import ssl
+
+    import certifi
+
+    from xerj_tools._transport import TransportSettings
+
+    options = TransportSettings(verify=certifi.where(), connect_timeout=1.5, read_timeout=7.0, pool_size=3).httpx_options()
+    assert isinstance(options["verify"], ssl.SSLContext) and options["verify"].verify_mode == ssl.CERT_REQUIRED
+    assert (options["timeout"].connect, options["timeout"].read) == (1.5, 7.0)
+    assert options["limits"].max_connections == 3
+    assert TransportSettings(verify=False).httpx_options()["verify"] is False
+    with pytest.raises(ConfigurationError):
+        Dispatcher(verify=str(tmp_path / "missing.pem"))
+    with Dispatcher(url="https://127.0.0.1:9", verify=certifi.where()) as dispatcher:
+        assert dispatcher.url == "https://127.0.0.1:9"

@@ -162,7 +162,12 @@ class TransportSettings:
     def httpx_options(self) -> dict[str, Any]:
         verify: bool | ssl.SSLContext
         if isinstance(self.verify, str):
-            verify = ssl.create_default_context(cafile=self.verify)  # a CA bundle path
+            try:
+                verify = ssl.create_default_context(cafile=self.verify)  # a CA bundle path
+            except (OSError, ssl.SSLError) as exc:
+                raise ConfigurationError(
+                    f"cannot use the CA bundle {self.verify!r}: {exc}"
+                ) from None
         else:
             verify = self.verify
         return {
