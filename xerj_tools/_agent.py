@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["arun_agent", "astream_agent", "run_agent", "stream_agent"]
 
+_CUT_OFF = ("length", "content_filter")  # the output ended before its calls were whole
 ToolCallHook = Callable[[ToolCall], Any]
 ToolResultHook = Callable[[ToolResult], Any]
 
@@ -138,6 +139,24 @@ class _Run:
         for result in results:
             record(self.stats, result)
 
+    def take(self, step: Step) -> list[AgentEvent]:
+        """The model answered: record its turn; calls cut off mid-way are answered at once."""
+        self.last_text = step.text or self.last_text
+        self.transcript.extend(step.items)
+        events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
+        if step.calls and step.finish in _CUT_OFF:
+            results = self.cut_off(step)
+            self.finish(results)
+            events += [ToolResultEvent(r) for r in results]
+        return events
+
+    def close(self, turn: int, step: Step) -> list[AgentEvent]:
+        """The turn is over; a turn without usable calls also ends the run."""
+        events: list[AgentEvent] = [TurnFinished(turn, step.finish)]
+        if not step.calls or step.finish in _CUT_OFF:
+            events.append(self.end(final_outcome(step.finish), turn))
+        return events
+
     def end(self, outcome: Any, turns: int) -> RunFinished:
         result = AgentResult(outcome, self.last_text, self.transcript, turns, self.stats)
         if outcome == "max_turns" and self.on_max_turns == "raise":
@@ -198,15 +217,8 @@ def stream_agent(
             step = run.step(run.create(client)(**run.request(False)))
             if step.text:
                 yield TextDelta(step.text)
-        run.last_text = step.text or run.last_text
-        run.transcript.extend(step.items)
-        for call in step.calls:
-            yield ToolCallStarted(call)
-        if step.calls and step.finish in ("length", "content_filter"):
-            results = run.cut_off(step)
-            run.finish(results)
-            yield from (ToolResultEvent(r) for r in results)
-        elif step.calls:
+        yield from run.take(step)
+        if step.calls and step.finish not in _CUT_OFF:
             ready: dict[str, ToolResult] = {}
             sink: list[Any] = []
             try:
@@ -224,9 +236,9 @@ def stream_agent(
             for result in results:
                 _sync_hook(on_tool_result, result)
                 yield ToolResultEvent(result)
-        yield TurnFinished(turn, step.finish)
-        if not step.calls or step.finish in ("length", "content_filter"):
-            yield run.end(final_outcome(step.finish), turn)
+        events = run.close(turn, step)
+        yield from events
+        if isinstance(events[-1], RunFinished):
             return
     yield run.end("max_turns", run.max_turns)
 
@@ -291,16 +303,9 @@ async def astream_agent(
             step = run.step(await run.create(client)(**run.request(False)))
             if step.text:
                 yield TextDelta(step.text)
-        run.last_text = step.text or run.last_text
-        run.transcript.extend(step.items)
-        for call in step.calls:
-            yield ToolCallStarted(call)
-        if step.calls and step.finish in ("length", "content_filter"):
-            results = run.cut_off(step)
-            run.finish(results)
-            for result in results:
-                yield ToolResultEvent(result)
-        elif step.calls:
+        for event in run.take(step):
+            yield event
+        if step.calls and step.finish not in _CUT_OFF:
             ready: dict[str, ToolResult] = {}
             sink: list[Any] = []
             try:
@@ -320,9 +325,10 @@ async def astream_agent(
             for result in results:
                 await _async_hook(on_tool_result, result)
                 yield ToolResultEvent(result)
-        yield TurnFinished(turn, step.finish)
-        if not step.calls or step.finish in ("length", "content_filter"):
-            yield run.end(final_outcome(step.finish), turn)
+        events = run.close(turn, step)
+        for event in events:
+            yield event
+        if isinstance(events[-1], RunFinished):
             return
     yield run.end("max_turns", run.max_turns)
 
