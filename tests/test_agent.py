@@ -320,3 +320,26 @@ def test_a_plain_string_starts_a_responses_run(xerj: XerjStandIn) -> None:
     assert result.completed and result.output_text == "hello"
     assert model.requests[0]["input"] == [{"role": "user", "content": "hi"}]
     assert model.requests[0]["temperature"] == 0.2
+
+
+def test_responses_stream_assembly_from_argument_deltas() -> None:
+    from xerj_tools._turns import ResponsesAssembler
+
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {}}]
+    for index, (call_id, name, pieces) in enumerate([("c1", "xerj_search", ['{"index": ', '"docs"}']),
+                                                     ("c2", "xerj_memory_recall", ['{"namespace"', ': "a"}'])]):
+        events.append({"type": "response.output_item.added", "output_index": index,
+                       "item": {"type": "function_call", "id": f"fc_{index}", "call_id": call_id, "name": name,
+                                "arguments": ""}})
+        events += [{"type": "response.function_call_arguments.delta", "output_index": index, "item_id": f"fc_{index}",
+                    "delta": p} for p in pieces]
+    assembler = ResponsesAssembler()
+    for event in events:
+        assembler.feed(event)
+    cut = assembler.step()  # no final event: the calls that arrived, and a cut-off turn
+    assert [(c.call_id, c.name, c.arguments) for c in cut.calls] == [
+        ("c1", "xerj_search", '{"index": "docs"}'), ("c2", "xerj_memory_recall", '{"namespace": "a"}')]
+    assert cut.finish == "length"
+    assembler.feed({"type": "response.completed", "response": {"status": "completed", "output": []}})
+    done = assembler.step()  # a final event without output: the assembled calls stand
+    assert [c.call_id for c in done.calls] == ["c1", "c2"] and done.finish == "tool_calls"

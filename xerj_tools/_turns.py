@@ -131,7 +131,7 @@ class ChatAssembler:
 
     text: list[str] = field(default_factory=list)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
-    finish: str = "stop"
+    finish: str = ""  # stays empty when the stream ends without a finish_reason
 
     def feed(self, chunk: Any) -> str | None:
         """Take one chunk; return its text delta, if any."""
@@ -171,31 +171,85 @@ class ChatAssembler:
                 for _, c in sorted(self.calls.items())
             ],
         }
-        return chat_step({"choices": [{"message": message, "finish_reason": self.finish}]})
+        # A stream that stopped without a finish_reason cut the turn off: its calls are not whole.
+        finish = self.finish or ("length" if self.calls else "stop")
+        return chat_step({"choices": [{"message": message, "finish_reason": finish}]})
 
 
 @dataclass
 class ResponsesAssembler:
-    """Assembles Responses stream events: argument deltas arrive by item id, not call id, so
-    they are matched through ``response.output_item.added``."""
+    """Assembles Responses stream events. Argument deltas carry the item id and output index,
+    not the call id or name, so each call is opened by ``response.output_item.added`` and its
+    fragments are joined by output index; ``...arguments.done`` and ``output_item.done`` carry
+    the whole arguments and win. The final response, when the stream delivers one, supplies the
+    transcript items (reasoning included)."""
 
     text: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
     final: Any = None
 
     def feed(self, event: Any) -> str | None:
         kind = _get(event, "type")
+        index = int(_get(event, "output_index", -1) or 0)
         if kind == "response.output_text.delta":
             delta = str(_get(event, "delta") or "")
             self.text.append(delta)
             return delta
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            item = _get(event, "item")
+            if _get(item, "type") == "function_call":
+                slot = self.calls.setdefault(
+                    index, {"id": "", "call_id": "", "name": "", "arguments": ""}
+                )
+                slot.update(
+                    id=str(_get(item, "id") or ""),
+                    call_id=str(_get(item, "call_id") or ""),
+                    name=str(_get(item, "name") or ""),
+                )
+                if kind == "response.output_item.done" or _get(item, "arguments"):
+                    slot["arguments"] = str(_get(item, "arguments") or "")
+        elif kind == "response.function_call_arguments.delta" and index in self.calls:
+            self.calls[index]["arguments"] += str(_get(event, "delta") or "")
+        elif kind == "response.function_call_arguments.done" and index in self.calls:
+            self.calls[index]["arguments"] = str(_get(event, "arguments") or "")
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self.final = _get(event, "response")
         return None
 
     def step(self) -> Step:
-        if self.final is None:
-            return Step("".join(self.text), [], [], "length")
-        return responses_step(self.final)
+        assembled = [{"type": "function_call", **c} for _, c in sorted(self.calls.items())]
+        if self.final is not None:
+            step = responses_step(self.final)
+            if step.calls or not assembled:
+                return step
+            # a final response without its output: keep what the stream delivered
+            return responses_step(
+                {
+                    "status": _get(self.final, "status"),
+                    "output": assembled,
+                    "incomplete_details": _get(self.final, "incomplete_details"),
+                }
+            )
+        text = "".join(self.text)
+        output: list[dict[str, Any]] = (
+            [
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}],
+                }
+            ]
+            if text
+            else []
+        )
+        # the stream ended without a final event: whatever arrived, marked as cut off
+        return responses_step(
+            {
+                "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+                "output": output + assembled,
+            }
+        )
 
 
 @dataclass
