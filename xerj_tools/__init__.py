@@ -45,7 +45,8 @@ from ._turns import (
 from ._validation import Problem, ValidationResult
 
 if TYPE_CHECKING:
-    from ._dispatch import AsyncDispatcher, Dispatcher
+    from ._async_dispatch import AsyncDispatcher
+    from ._dispatch import Dispatcher
 
 __version__ = "0.1.0"
 
@@ -102,10 +103,14 @@ import logging as _logging
 
 def __getattr__(name: str) -> Any:
     # The dispatchers pull in httpx; offline validation (`xerj-tools validate`) never needs it.
-    if name in ("Dispatcher", "AsyncDispatcher"):
-        from . import _dispatch
+    if name == "Dispatcher":
+        from ._dispatch import Dispatcher
 
-        return getattr(_dispatch, name)
+        return Dispatcher
+    if name == "AsyncDispatcher":
+        from ._async_dispatch import AsyncDispatcher
+
+        return AsyncDispatcher
     raise AttributeError(f"module 'xerj_tools' has no attribute {name!r}")
 
 

@@ -38,7 +38,8 @@ from ._turns import (
 )
 
 if TYPE_CHECKING:
-    from ._dispatch import AsyncDispatcher, Dispatcher
+    from ._async_dispatch import AsyncDispatcher
+    from ._dispatch import Dispatcher
 
 __all__ = ["arun_agent", "astream_agent", "run_agent", "stream_agent"]
 

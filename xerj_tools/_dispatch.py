@@ -1,12 +1,14 @@
-"""The dispatchers: run a model's tool calls against XERJ and return tool messages, sync or async."""
+"""The dispatcher: run a model's tool calls against XERJ and return tool messages (sync).
+
+`_Base` holds what both dispatchers share; `AsyncDispatcher` lives in `_async_dispatch`.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -20,10 +22,10 @@ from ._handlers import Handler, HttpRequest
 from ._outcome import Failure, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry, load_registry
-from ._retry import RetryPolicy, async_retrying, retrying, should_retry
-from ._transport import AsyncTransport, Endpoint, SyncTransport, TransportSettings
+from ._retry import RetryPolicy, retrying, should_retry
+from ._transport import Endpoint, SyncTransport, TransportSettings
 
-__all__ = ["AsyncDispatcher", "Dispatcher"]
+__all__ = ["Dispatcher"]
 
 
 _Begun = tuple[ToolCall, "Prepared | ToolCallError", float]
@@ -316,132 +318,3 @@ class Dispatcher(_Base):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-async def _asyncio_sleep(seconds: float) -> None:
-    await asyncio.sleep(seconds)
-
-
-class AsyncDispatcher(_Base):
-    """The asyncio twin of `Dispatcher`, on a pooled `httpx.AsyncClient`."""
-
-    def __init__(
-        self,
-        registry: ToolRegistry | None = None,
-        *,
-        url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        authorization: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        handlers: Mapping[str, Handler] | None = None,
-        retry: RetryPolicy | None = None,
-        rerank_fallback: bool = True,
-        rerank_memory_seconds: float = 300.0,
-        connect_timeout: float = 5.0,
-        read_timeout: float = 30.0,
-        verify: bool | str | ssl.SSLContext = True,
-        pool_size: int = 10,
-        max_response_bytes: int = 32 * 1024 * 1024,
-        repair: bool = True,
-        budget: int = DEFAULT_BUDGET,
-        budgets: Mapping[str, int] | None = None,
-        max_buckets: int = 25,
-        policy: Policy | None = None,
-        sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(
-            registry, url=url, api_key=api_key, authorization=authorization, handlers=handlers,
-            retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
-            connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
-            pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
-            budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
-        )  # fmt: skip
-        self._transport = AsyncTransport(self._endpoint, self._settings, client, clock)
-        self._sleep = sleep
-
-    async def run(self, call: Any) -> ToolResult:
-        return await self._complete(self._begin(call))
-
-    async def _complete(self, begun: _Begun) -> ToolResult:
-        tool_call, prepared, started = begun
-        if isinstance(prepared, ToolCallError):
-            return self._core.refusal(tool_call, prepared, started)
-        payload, attempts = await self._drive(
-            self._core.flow(tool_call.name, prepared, self._endpoint.label)
-        )
-        return self._core.result(tool_call, payload, attempts, started, prepared)
-
-    async def dispatch(self, call: Any) -> ToolMessage:
-        return (await self.run(call)).message
-
-    async def run_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
-    ) -> list[ToolResult]:
-        """Run a turn's calls as concurrent tasks; results in call order. Identical calls
-        (same tool, same arguments after repair) are sent once; each call id gets its answer."""
-        begun, unique, copies = self._plan(calls)
-        tasks = [asyncio.ensure_future(self._complete(begun[i])) for i in unique]
-        try:
-            done = list(await asyncio.gather(*tasks))
-        except BaseException:
-            # Cancelled: cancel every request still in flight and wait until they are gone,
-            # answer every call, then let the cancellation go on.
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            finished = {
-                i: t.result() for i, t in zip(unique, tasks, strict=True)
-                if t.done() and not t.cancelled() and t.exception() is None
-            }  # fmt: skip
-            if transcript is not None:
-                transcript.extend(r.message for r in self._salvage(begun, copies, finished))
-            raise
-        results = self._assemble(begun, unique, copies, done)
-        if transcript is not None:
-            transcript.extend(r.message for r in results)
-        return results
-
-    async def dispatch_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
-    ) -> list[ToolMessage]:
-        """Run a turn's calls concurrently; see `Dispatcher.dispatch_many`."""
-        return [r.message for r in await self.run_many(calls, transcript=transcript)]
-
-    async def _send(self, request: HttpRequest) -> tuple[Outcome, int]:
-        attempts = 0
-
-        async def attempt() -> Outcome:
-            nonlocal attempts
-            attempts += 1
-            return await self._transport.send(request)
-
-        first: list[Outcome] = [await attempt()]
-        if not should_retry(request, first[0], self.retry) or self.retry.max_attempts < 2:
-            return first[0], attempts
-
-        async def resume() -> Outcome:
-            return first.pop() if first else await attempt()
-
-        outcome: Outcome = await async_retrying(request, self.retry, self._sleep)(resume)
-        return outcome, attempts
-
-    async def _drive(self, flow: Flow) -> tuple[dict[str, Any], int]:
-        total = 0
-        try:
-            request = next(flow)
-            while True:
-                outcome, attempts = await self._send(request)
-                total += attempts
-                request = flow.send((outcome, attempts))
-        except StopIteration as stop:
-            return stop.value, total
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()
-
-    async def __aenter__(self) -> AsyncDispatcher:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

@@ -82,7 +82,7 @@ class Policy:
     read_only: bool = False
     namespace: str | None = None
     namespace_prefix: str | None = None
-    max_argument_bytes: int | None = 64 * 1024
+    max_argument_bytes: int | None = 256 * 1024
     max_response_bytes: int | None = None
 
     def __post_init__(self) -> None:

@@ -127,6 +127,8 @@ class NodePool:
         self._lock = threading.Lock()
 
     def pick(self) -> str:
+        if len(self._nodes) == 1:
+            return self._nodes[0]  # one node: nothing to choose, and nothing to skip to
         with self._lock:
             now = self._clock()
             for offset in range(len(self._nodes)):
@@ -138,6 +140,8 @@ class NodePool:
             return min(self._nodes, key=lambda n: self._dead_until.get(n, 0.0))
 
     def report(self, node: str, outcome: Outcome) -> None:
+        if len(self._nodes) == 1:
+            return
         with self._lock:
             if isinstance(outcome, Failure) and outcome.kind in ("unreachable", "timeout"):
                 failures = self._failures.get(node, 0) + 1
@@ -248,7 +252,7 @@ class SyncTransport:
                     if size > limit:
                         return _too_large(limit, node)
                     chunks.append(chunk)
-                headers = {k.lower(): v for k, v in response.headers.items()}
+                headers = response.headers  # case-insensitive already
                 return Reply(response.status_code, headers, b"".join(chunks), node)
         except httpx.HTTPError as exc:
             return _failure(exc, node)
@@ -298,7 +302,7 @@ class AsyncTransport:
                     if size > limit:
                         return _too_large(limit, node)
                     chunks.append(chunk)
-                headers = {k.lower(): v for k, v in response.headers.items()}
+                headers = response.headers  # case-insensitive already
                 return Reply(response.status_code, headers, b"".join(chunks), node)
         except httpx.HTTPError as exc:
             return _failure(exc, node)

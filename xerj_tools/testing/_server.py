@@ -13,7 +13,8 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ._engine import Index, Memory, new_engine_indices
-from ._searcher import RerankMode, memory_recall, memory_store, search
+from ._memory import memory_recall, memory_store
+from ._searcher import RerankMode, search
 
 __all__ = ["Fault", "RecordedRequest", "XerjStandIn"]
 
