@@ -65,7 +65,8 @@ class ToolResult:
 
 
 class _RerankMemory:
-    """Per node: when rerank was last refused, and why; forgotten after `ttl` seconds."""
+    """Per cluster (its node list): when rerank was last refused, and why; forgotten after `ttl`
+    seconds. The nodes of one cluster are taken to share their rerank configuration."""
 
     def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
         self._ttl, self._clock = ttl, clock
