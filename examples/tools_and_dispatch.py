@@ -23,10 +23,11 @@ def main() -> None:
         for _ in range(5):
             reply = client.chat.completions.create(model=model, messages=messages, tools=registry.chat_tools())
             message = reply.choices[0].message
-            messages.append(message.model_dump(exclude_none=True, exclude={"refusal", "annotations"}))
             if not message.tool_calls:
                 print(message.content)
                 break
+            # only what the API takes back: no refusal, annotations or other SDK-side fields
+            messages.append(message.model_dump(include={"role", "content", "tool_calls"}))
             for answer in dispatcher.dispatch_many(message.tool_calls):  # concurrent, in call order
                 print(f"  {answer['tool_call_id']}: {answer['content'][:120]}")
                 messages.append(answer)
