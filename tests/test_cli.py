@@ -228,8 +228,9 @@ def test_call_dispatches_to_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
         code, out, _ = run("call", "xerj_search", '{"index": "tickets", "query": {"term": {"status": "open"}}}')
         assert code == 0 and json.loads(out)["total"] == 4
         code, out, _ = run("call", "xerj_search", '{"index": "missing", "query": {}}')
-        assert code == 1 and json.loads(out)["error"]["code"] == "index_not_found"
-        assert [r.path for r in xerj.requests] == ["/tickets/_search", "/missing/_search"]
+        error = json.loads(out)["error"]
+        assert code == 1 and error["code"] == "index_not_found" and error["indices"] == ["docs", "tickets"]
+        assert [r.path for r in xerj.requests] == ["/tickets/_search", "/missing/_search", "/_cat/indices"]
 
 
 def test_help_has_an_example_for_each_subcommand(capsys: pytest.CaptureFixture[str]) -> None:

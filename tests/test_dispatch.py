@@ -211,3 +211,27 @@ def test_tls_settings_reach_the_owned_client(tmp_path: Any) -> None:
         Dispatcher(verify=str(tmp_path / "missing.pem"))
     with Dispatcher(url="https://127.0.0.1:9", verify=certifi.where()) as dispatcher:
         assert dispatcher.url == "https://127.0.0.1:9"
+
+
+def test_a_missing_index_is_answered_with_the_indices_the_model_may_use(make_runner: Any, xerj: XerjStandIn) -> None:
+    from xerj_tools import Policy
+
+    runner = make_runner(url=xerj.url)
+    runner.payload("xerj_memory_store", {"namespace": "agent", "text": "a memory lives in a dot-index"})
+    result = runner.run(chat_call("xerj_search", {"index": "doc", "query": {}}))
+    error = result.payload["error"]
+    assert result.code == "index_not_found" and result.attempts == 1
+    assert error["indices"] == ["docs", "tickets"]  # no .xerj-memory-agent: the policy denies it
+    assert "indices" in error["hint"]
+    assert [r.path for r in xerj.requests][-2:] == ["/doc/_search", "/_cat/indices"]
+    narrow = make_runner(url=xerj.url, policy=Policy(allow_indices=("do*",)))  # "doc" may be tried
+    assert narrow.payload("xerj_search", {"index": "doc", "query": {}})["error"]["indices"] == ["docs"]
+
+
+def test_a_failed_listing_leaves_the_plain_message(runner: Any, xerj: XerjStandIn) -> None:
+    from xerj_tools.testing import Fault
+
+    xerj.fail_next(Fault(status=500, match="_cat"))
+    error = runner.payload("xerj_search", {"index": "doc", "query": {}})["error"]
+    assert error["code"] == "index_not_found" and "indices" not in error
+    assert error["hint"].startswith("Check the index name")

@@ -61,7 +61,8 @@ def test_refusals_send_nothing(make_runner: Any, xerj: XerjStandIn, policy: dict
 def test_allowed_calls_go_through(make_runner: Any, xerj: XerjStandIn, policy: dict[str, Any], tool: str,
                                   arguments: dict[str, Any], path: str) -> None:
     policy_runner(make_runner, xerj, **policy).payload(tool, arguments)
-    assert [r.path for r in xerj.requests] == [path]
+    # (a missing index is followed by the index listing that goes into the message)
+    assert [r.path for r in xerj.requests if r.path != "/_cat/indices"] == [path]
 
 
 def test_caps_are_clamped_and_said(make_runner: Any, xerj: XerjStandIn) -> None:

@@ -139,7 +139,8 @@ class AsyncDispatcher(_Base):
             request = next(flow)
             while True:
                 outcome, attempts = await self._send(request)
-                total += attempts
+                if request.kind != "listing":  # a follow-up for the message, not the call
+                    total += attempts
                 request = flow.send((outcome, attempts))
         except StopIteration as stop:
             return stop.value, total

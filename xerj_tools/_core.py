@@ -25,7 +25,7 @@ from ._exceptions import (
     UnknownToolError,
 )
 from ._format import dumps, engine_error, error_payload, success_payload
-from ._handlers import HANDLERS, Handler, HttpRequest
+from ._handlers import HANDLERS, LIST_INDICES, Handler, HttpRequest
 from ._outcome import Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
@@ -209,7 +209,33 @@ class DispatchCore:
             note = {"applied": False, "reason": reason, "fallback": FALLBACK}
             request = request.without_rerank()
             outcome, attempts = yield request
-        return self.finish(tool, request, outcome, attempts, note)
+        payload = self.finish(tool, request, outcome, attempts, note)
+        if payload.get("error", {}).get("code") == "index_not_found" and request.kind == "search":
+            # The model guessed an index name: tell it which ones exist (those it may search).
+            listing, _ = yield LIST_INDICES
+            if names := self._index_names(listing):
+                payload["error"]["indices"] = names
+                payload["error"]["hint"] = (
+                    "Use one of the indices listed in `indices`, or a pattern."
+                )
+        return payload
+
+    def _index_names(self, outcome: Outcome, limit: int = 50) -> list[str]:
+        if (
+            not isinstance(outcome, Reply)
+            or outcome.status != 200
+            or not isinstance(outcome.data, list)
+        ):
+            return []
+        names = sorted(
+            str(row["index"]) for row in outcome.data
+            if isinstance(row, dict) and isinstance(row.get("index"), str)
+        )  # fmt: skip
+        if self.policy is not None:
+            names = [n for n in names if self.policy.allows_index(n)]
+        else:
+            names = [n for n in names if not n.startswith(".")]
+        return names[:limit]
 
     def finish(
         self,

@@ -301,7 +301,8 @@ class Dispatcher(_Base):
             request = next(flow)
             while True:
                 outcome, attempts = self._send(request, cancel)
-                total += attempts
+                if request.kind != "listing":  # a follow-up for the message, not the call
+                    total += attempts
                 request = flow.send((outcome, attempts))
         except StopIteration as stop:
             return stop.value, total

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 __all__ = ["HANDLERS", "Handler", "HttpRequest", "RequestKind", "VECTOR_EXCLUDES"]
 
-RequestKind = Literal["search", "memory_store", "memory_recall", "other"]
+RequestKind = Literal["search", "memory_store", "memory_recall", "listing", "other"]
 
 # XERJ keeps each semantic_text field's 384-float embedding (and its chunk embeddings) inside
 # `_source` (contract §3.4, "token trap"); searches leave them out unless the model names fields.
@@ -159,6 +159,12 @@ def memory_recall(args: Mapping[str, Any]) -> HttpRequest:
     _copy(args, body, "k", "filter", "recency_weight")
     path = f"/_memory/{_segment(args['namespace'])}/_recall"
     return HttpRequest("POST", path, body, kind="memory_recall", notes=notes)
+
+
+# `_cat/indices` answers text unless asked for JSON (contract §13); only the names are needed.
+LIST_INDICES = HttpRequest(
+    "GET", "/_cat/indices", None, kind="listing", params={"format": "json", "h": "index"}
+)
 
 
 HANDLERS: dict[str, Handler] = {

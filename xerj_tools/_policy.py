@@ -106,6 +106,10 @@ class Policy:
                 return f"index {part!r} is not among the allowed indices ({', '.join(self.allow_indices)})"
         return None
 
+    def allows_index(self, name: str) -> bool:
+        """Whether the model may search index `name` (used to list the indices it may use)."""
+        return self._index_refusal(name) is None
+
     def _namespace_refusal(self, namespace: Any) -> str | None:
         if not isinstance(namespace, str):
             return None

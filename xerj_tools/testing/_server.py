@@ -283,6 +283,7 @@ class XerjStandIn:
                 {},
             )
         body = record.body if record.body is not None else {}
+        payload: Any
         with self._lock:
             if (
                 record.method in ("GET", "POST")
@@ -300,6 +301,12 @@ class XerjStandIn:
                 and segments[2] == "_recall"
             ):
                 status, payload = memory_recall(self.memories, segments[1], record.body)
+            elif record.method == "GET" and record.path == "/_cat/indices":
+                names = sorted(self.indices) + sorted(f".xerj-memory-{ns}" for ns in self.memories)
+                if record.query.get("format") == "json":
+                    status, payload = 200, [{"index": name} for name in names]
+                else:
+                    status, payload = 200, "".join(f"{name}\n" for name in names)
             elif record.method == "GET" and record.path == "/":
                 status, payload = (
                     200,
