@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -196,6 +197,21 @@ def load_registry(
     `checks` adds per-tool checks beyond JSON Schema; the XERJ tools' stated limits are
     attached by default, and a tool of the same name in your own file gets them too.
     """
+    if path is None and checks is None:
+        return _bundled_registry()
+    return _load(path, checks)
+
+
+@functools.cache
+def _bundled_registry() -> ToolRegistry:
+    # The bundled file never changes while the process runs and a registry is never mutated
+    # (definitions are handed out as copies), so it is read and its schemas checked once.
+    return _load(None, None)
+
+
+def _load(
+    path: str | PathLike[str] | None, checks: Mapping[str, Sequence[Check]] | None
+) -> ToolRegistry:
     from ._limits import XERJ_CHECKS
 
     if path is None:
