@@ -1,4 +1,4 @@
-"""The `xerj-tools` command line: validate, tools, lint, call, demo.
+"""The `xerj-tools` command line: validate, tools, lint, call, demo, mcp.
 
 `validate`, `tools` and `lint` work offline and import nothing of the network stack.
 """
@@ -23,6 +23,9 @@ EXAMPLES = {
     "call": 'examples:\n  XERJ_URL=http://localhost:9200 xerj-tools call xerj_search \'{"index": "docs", "query": {}}\'\n'
     "  xerj-tools call xerj_memory_recall @args.json --dry-run",
     "demo": "example:\n  xerj-tools demo --index docs",
+    "mcp": "examples:\n  XERJ_URL=http://localhost:9200 xerj-tools mcp --policy policy.toml\n"
+    "  xerj-tools mcp --http 127.0.0.1:8765\n"
+    "needs: pip install 'xerj-tools[mcp]'; see docs/mcp.md",
 }
 
 
@@ -98,6 +101,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--url", help="XERJ base URL (default: $XERJ_URL, else the stand-in)")
     demo.add_argument("--index", default="docs", help="the index the searches use (default: docs)")
+
+    mcp = add("mcp", "serve the tools to MCP clients (stdio, or streamable HTTP with --http)")
+    mcp.add_argument(
+        "--policy", help="the operator's policy: a .toml or .json file of Policy fields"
+    )
+    mcp.add_argument(
+        "--http", metavar="HOST:PORT", help="serve streamable HTTP at /mcp (default: stdio)"
+    )
+    mcp.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --http on a non-loopback address (the server has no authentication)",
+    )
+    mcp.add_argument("--url", help="XERJ base URL (default: $XERJ_URL, else http://localhost:9200)")
+    mcp.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
+    )
     return parser
 
 
@@ -260,6 +280,26 @@ def _call(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
     return 0 if result.ok else 1
 
 
+def _mcp(args: argparse.Namespace, err: TextIO) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise UsageError(
+            "the MCP server needs the MCP SDK: install xerj-tools[mcp] "
+            "(pip install 'xerj-tools[mcp]')"
+        )
+    from .integrations.mcp import serve
+
+    return serve(
+        url=args.url,
+        policy_path=args.policy,
+        http=args.http,
+        allow_remote=args.allow_remote,
+        log_level=args.log_level,
+        err=err,
+    )
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -289,6 +329,8 @@ def main(
             from ._demo import run_demo
 
             return run_demo(args.url, index=args.index, out=out)
+        if args.command == "mcp":
+            return _mcp(args, err)
     except (UsageError, ConfigurationError) as exc:
         err.write(f"xerj-tools: {exc}\n")
         return 2

@@ -1,0 +1,5 @@
+"""Where agents run: the MCP server and framework adapters, each behind an optional extra.
+
+Nothing is imported here; each module imports its framework when it is imported itself, and says
+which extra to install when the framework is missing (``pip install 'xerj-tools[mcp]'``).
+"""

@@ -1,0 +1,274 @@
+"""`xerj-tools mcp`: the registry's tools as an MCP server, over stdio or streamable HTTP.
+
+Every ``tools/call`` goes through an `AsyncDispatcher`, so an MCP client gets what a function
+calling model gets: validation, audited repair, the operator's policy, retries, failover and the
+budget. The tool message becomes the result's one text block; ``isError`` mirrors ``ok: false``.
+
+    server = build_server(AsyncDispatcher(policy=load_policy_file("policy.toml")))
+
+Built on the SDK's low-level `Server` because the tools' JSON Schemas are published as they
+are (FastMCP derives schemas from Python signatures). Needs ``pip install 'xerj-tools[mcp]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import os
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+try:
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+except ImportError as exc:  # pragma: no cover - the CLI checks before importing this module
+    raise ImportError(
+        "xerj_tools.integrations.mcp needs the MCP SDK: pip install 'xerj-tools[mcp]'"
+    ) from exc
+
+from .. import __version__
+from .._async_dispatch import AsyncDispatcher
+from .._calls import ToolCall
+from .._exceptions import ConfigurationError
+from .._policy import Policy
+from .._registry import ToolRegistry
+from ._policy_file import load_policy_file
+
+__all__ = [
+    "TOOL_HINTS",
+    "ToolHints",
+    "build_server",
+    "list_tools",
+    "load_policy_file",
+    "parse_bind",
+    "serve",
+    "serve_http",
+    "serve_stdio",
+]
+
+logger = logging.getLogger("xerj_tools")
+
+INSTRUCTIONS = (
+    "Search a XERJ engine and keep agent memory. xerj_search runs the Elasticsearch query DSL; "
+    "xerj_semantic_search matches meaning over a semantic_text field; xerj_vector_search runs "
+    "kNN with your vector; xerj_hybrid_search fuses sub-queries; xerj_memory_store and "
+    "xerj_memory_recall keep and recall memories in a namespace. Every result is JSON with "
+    '"ok"; on "ok": false, read error.code and error.hint, fix the call and try again.'
+)
+
+
+@dataclass(frozen=True)
+class ToolHints:
+    """What an MCP client is told about a tool besides its schema."""
+
+    title: str
+    read_only: bool
+    idempotent: bool
+
+    def annotations(self) -> types.ToolAnnotations:
+        # Each tool reaches only the configured XERJ nodes: a closed world. A store adds a
+        # memory and never overwrites one without its `id`, so it is not destructive; it is
+        # not idempotent either (each call without an `id` stores another memory).
+        return types.ToolAnnotations(
+            title=self.title,
+            read_only_hint=self.read_only,
+            destructive_hint=None if self.read_only else False,
+            idempotent_hint=self.idempotent,
+            open_world_hint=False,
+        )
+
+
+TOOL_HINTS: Mapping[str, ToolHints] = {
+    "xerj_search": ToolHints("Search an index (query DSL)", True, True),
+    "xerj_semantic_search": ToolHints("Semantic search", True, True),
+    "xerj_vector_search": ToolHints("Vector (kNN) search", True, True),
+    "xerj_hybrid_search": ToolHints("Hybrid search", True, True),
+    "xerj_memory_store": ToolHints("Store a memory", False, False),
+    "xerj_memory_recall": ToolHints("Recall memories", True, True),
+}
+
+
+def list_tools(registry: ToolRegistry, policy: Policy | None = None) -> list[types.Tool]:
+    """The ``tools/list`` entries: the published schemas unchanged, with titles and hints.
+
+    A read-only policy leaves out `xerj_memory_store` (a call to it is still refused).
+    """
+    tools = []
+    for spec in registry:
+        if policy is not None and policy.read_only and spec.name == "xerj_memory_store":
+            continue
+        hints = TOOL_HINTS.get(spec.name)
+        tools.append(
+            types.Tool(
+                name=spec.name,
+                title=hints.title if hints else None,
+                description=spec.description,
+                input_schema=json.loads(json.dumps(spec.parameters)),
+                annotations=hints.annotations() if hints else None,
+            )
+        )
+    return tools
+
+
+def build_server(dispatcher: AsyncDispatcher) -> Server[Any]:
+    """A low-level MCP `Server` that lists the dispatcher's tools and runs calls through it."""
+    listing = list_tools(dispatcher.registry, dispatcher.policy)
+
+    async def on_list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        # The arguments go back to a JSON string so the dispatcher treats them exactly as a
+        # model's: the policy's size cap is measured on it, then decoding, repair, validation.
+        raw = json.dumps(
+            params.arguments if params.arguments is not None else {}, ensure_ascii=False
+        )
+        call = ToolCall(f"mcp-{ctx.request_id}", params.name, raw)
+        try:
+            result = await dispatcher.run(call)
+        except asyncio.CancelledError:  # the client cancelled: the request in flight is dropped
+            logger.info("%r %s: cancelled by the client", params.name, call.call_id)
+            raise
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.content)], is_error=not result.ok
+        )
+
+    return Server(
+        "xerj-tools",
+        version=__version__,
+        title="XERJ search and memory (xerj-tools)",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+async def serve_stdio(dispatcher: AsyncDispatcher) -> None:
+    """Serve over this process's stdin and stdout until the client closes stdin."""
+    server = build_server(dispatcher)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(dispatcher: AsyncDispatcher, sock: socket.socket, path: str = "/mcp") -> None:
+    """Serve streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM)."""
+    import uvicorn
+
+    host = sock.getsockname()[0]
+    app = build_server(dispatcher).streamable_http_app(streamable_http_path=path, host=host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+_LOOPBACK_NAMES = ("localhost",)
+
+
+def _is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: it could resolve anywhere
+
+
+def parse_bind(text: str, *, allow_remote: bool = False) -> tuple[str, int]:
+    """``HOST:PORT``, ``[::1]:PORT``, ``:PORT`` or ``PORT`` -> (host, port); loopback unless
+    `allow_remote`: the HTTP transport has no authentication of its own."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ConfigurationError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8765); got {text!r}")
+    if not allow_remote and not _is_loopback(host):
+        raise ConfigurationError(
+            f"refusing to serve on {host}: it is not a loopback address and the MCP server has "
+            "no authentication of its own. Bind to 127.0.0.1 (behind an authenticating proxy), "
+            "or pass --allow-remote if every client that can reach it may use the tools"
+        )
+    return host, int(port_text)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.setblocking(False)
+    return sock
+
+
+def serve(
+    *,
+    url: str | None = None,
+    policy_path: str | None = None,
+    http: str | None = None,
+    allow_remote: bool = False,
+    authorization: str | None = None,
+    log_level: str = "warning",
+    err: TextIO | None = None,
+) -> int:
+    """Run the server until the client leaves (stdio) or the process is interrupted (HTTP).
+
+    `url` defaults to ``$XERJ_URL`` and the key to ``$XERJ_API_KEY``, as for `Dispatcher`;
+    `authorization` (a ready header value) defaults to ``$XERJ_AUTH``, which XERJ's own MCP
+    server reads, and wins over the key. Configuration errors raise `ConfigurationError`
+    before anything is served.
+    """
+    err = err or sys.stderr
+    authorization = authorization or os.environ.get("XERJ_AUTH") or None
+    policy = load_policy_file(policy_path) if policy_path else Policy()
+    sock = _bind(*parse_bind(http, allow_remote=allow_remote)) if http else None
+    try:
+        dispatcher = AsyncDispatcher(url=url, authorization=authorization, policy=policy)
+    except ConfigurationError:
+        if sock is not None:
+            sock.close()
+        raise
+    shown = len(list_tools(dispatcher.registry, policy))
+    where = "stdio"
+    if sock is not None:
+        host, port = sock.getsockname()[:2]
+        where = f"streamable HTTP on http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+    # Logs go to stderr: on stdio, stdout carries the protocol.
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.WARNING)
+    logger.setLevel(log_level.upper())
+    err.write(
+        f"xerj-tools mcp {__version__}: {shown} tools over {where}; XERJ at "
+        f"{', '.join(dispatcher.urls)}; policy {policy_path or '(default)'}\n"
+    )
+    err.flush()
+
+    async def main() -> None:
+        async with dispatcher:
+            if sock is None:
+                await serve_stdio(dispatcher)
+            else:
+                await serve_http(dispatcher, sock)
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if sock is not None:
+            sock.close()
+        logging.getLogger().removeHandler(handler)
+    return 0
