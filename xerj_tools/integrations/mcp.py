@@ -231,8 +231,8 @@ def serve(
     """
     err = err or sys.stderr
     authorization = authorization or os.environ.get("XERJ_AUTH") or None
-    policy = load_policy_file(policy_path) if policy_path else Policy()
-    sock = _bind(*parse_bind(http, allow_remote=allow_remote)) if http else None
+    policy = load_policy_file(policy_path) if policy_path is not None else Policy()
+    sock = _bind(*parse_bind(http, allow_remote=allow_remote)) if http is not None else None
     try:
         dispatcher = AsyncDispatcher(url=url, authorization=authorization, policy=policy)
     except ConfigurationError:

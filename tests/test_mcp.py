@@ -1,0 +1,392 @@
+"""`xerj-tools mcp` as a subprocess, driven by the MCP SDK's own clients (stdio and streamable
+HTTP) against the XERJ stand-in; the policy file and the command line's refusals in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from xerj_tools import Policy
+from xerj_tools._cli import main
+from xerj_tools.testing import Fault, XerjStandIn
+
+HAVE_SDK = importlib.util.find_spec("mcp") is not None
+needs_sdk = pytest.mark.skipif(
+    not HAVE_SDK, reason="the MCP SDK is not installed: pip install 'xerj-tools[mcp]'"
+)
+TOOLS_JSON = Path(__file__).resolve().parent.parent / "tools.json"
+KEY = "mcp-test-key-4e1f"
+T = TypeVar("T")
+
+
+class Connected:
+    """An SDK client connected to one `xerj-tools mcp` process, kept open on a loop thread so
+    that the (slow to start) server serves a whole module of tests."""
+
+    def __init__(self, transport: str, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.transport, self.log_path = transport, log
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
+        self._thread.start()
+        self._ready = threading.Event()
+        self._closing: asyncio.Event | None = None
+        self._owner = asyncio.run_coroutine_threadsafe(self._own(args, env), self._loop)
+        while not self._ready.wait(0.05):
+            if self._owner.done():
+                self._owner.result()  # raises what went wrong
+                raise RuntimeError(f"the MCP client stopped early; server log:\n{self.log()}")
+
+    async def _own(self, args: list[str], env: dict[str, str]) -> None:
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        self._closing = asyncio.Event()
+        command = [sys.executable, "-m", "xerj_tools", "mcp", "--log-level", "info", *args]
+        async with AsyncExitStack() as stack:
+            errlog = stack.enter_context(open(self.log_path, "w"))  # noqa: SIM115
+            if self.transport == "stdio":
+                params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+                client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
+            else:
+                process = subprocess.Popen([*command, "--http", "127.0.0.1:0"], env=env, stderr=errlog)
+                stack.callback(process.wait, 30)
+                stack.callback(process.terminate)
+                url = await until(lambda: self._announced_url(process))
+                client = await stack.enter_async_context(Client(url))
+            self.client = client
+            self._ready.set()
+            await self._closing.wait()
+
+    def _announced_url(self, process: subprocess.Popen[bytes]) -> str | None:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}:\n{self.log()}")
+        text = self.log()
+        return text.split(" on ", 1)[1].split(";", 1)[0] if "/mcp;" in text else None
+
+    def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        return asyncio.run_coroutine_threadsafe(work(self.client), self._loop).result(timeout=120)
+
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """Call a tool; return (isError, the decoded text content)."""
+        result = self.run(lambda client: client.call_tool(name, arguments))
+        assert len(result.content) == 1 and result.content[0].type == "text"
+        return result.is_error, json.loads(result.content[0].text)
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+    def close(self) -> None:
+        if self._closing is not None:
+            self._loop.call_soon_threadsafe(self._closing.set)
+        self._owner.result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+
+async def until(condition: Callable[[], T], deadline: float = 60.0) -> T:
+    """Wait for a condition (not for a time): poll until it holds, fail after `deadline` s."""
+    stop = time.monotonic() + deadline
+    while not (value := condition()):
+        if time.monotonic() > stop:
+            raise AssertionError("the condition never held")
+        await asyncio.sleep(0.01)
+    return value
+
+
+def server_env(xerj: XerjStandIn, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XERJ_")}
+    return {**env, "XERJ_URL": xerj.url, **extra}
+
+
+@pytest.fixture(scope="module")
+def stand_in() -> Iterator[XerjStandIn]:
+    with XerjStandIn(api_key=KEY) as xerj:
+        yield xerj
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def server(request: pytest.FixtureRequest, stand_in: XerjStandIn, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
+    if not HAVE_SDK:
+        pytest.skip("the MCP SDK is not installed: pip install 'xerj-tools[mcp]'")
+    # The key reaches the server as $XERJ_API_KEY over stdio, and as XERJ's own $XERJ_AUTH over HTTP.
+    auth = {"XERJ_API_KEY": KEY} if request.param == "stdio" else {"XERJ_AUTH": f"ApiKey {KEY}"}
+    log = tmp_path_factory.mktemp("mcp") / f"{request.param}.log"
+    connected = Connected(request.param, [], server_env(stand_in, **auth), log)
+    yield connected
+    connected.close()
+    assert KEY not in connected.log()
+
+
+@pytest.fixture
+def xerj(stand_in: XerjStandIn) -> XerjStandIn:
+    stand_in.clear()
+    return stand_in
+
+
+@needs_sdk
+def test_lists_the_tools_with_titles_hints_and_the_published_schemas(server: Connected) -> None:
+    listed = server.run(lambda client: client.list_tools()).tools
+    published = {t["function"]["name"]: t["function"] for t in json.loads(TOOLS_JSON.read_text())}
+    assert [t.name for t in listed] == list(published)
+    for tool in listed:
+        assert tool.input_schema == published[tool.name]["parameters"]
+        assert tool.description == published[tool.name]["description"]
+        assert tool.title and tool.annotations is not None and tool.annotations.title == tool.title
+        assert tool.annotations.open_world_hint is False
+        if tool.name == "xerj_memory_store":
+            assert tool.annotations.read_only_hint is False
+            assert tool.annotations.destructive_hint is False
+            assert tool.annotations.idempotent_hint is False
+        else:
+            assert tool.annotations.read_only_hint is True
+            assert tool.annotations.idempotent_hint is True
+
+
+@needs_sdk
+def test_a_valid_call_answers_with_the_tool_message(server: Connected, xerj: XerjStandIn) -> None:
+    error, payload = server.call("xerj_search", {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2})
+    assert error is False and payload["ok"] is True and payload["tool"] == "xerj_search"
+    assert 1 <= len(payload["hits"]) <= 2 and "repairs" not in payload
+    [request] = xerj.requests
+    assert (request.method, request.path, request.body["size"]) == ("POST", "/docs/_search", 2)
+    assert request.headers["authorization"] == f"ApiKey {KEY}"
+
+
+@needs_sdk
+def test_a_repairable_call_is_repaired_and_the_repair_reported(server: Connected, xerj: XerjStandIn) -> None:
+    error, payload = server.call("xerj_search", {"index": "docs", "query": '{"match": {"body": "checkout"}}', "size": "2"})
+    assert error is False and payload["ok"] is True
+    assert payload["repairs"] == ["$.query: JSON string → object", '$.size: "2" → 2']
+    [request] = xerj.requests
+    assert request.body["size"] == 2 and request.body["query"] == {"match": {"body": "checkout"}}
+
+
+@needs_sdk
+def test_invalid_arguments_are_an_error_result_and_nothing_is_sent(server: Connected, xerj: XerjStandIn) -> None:
+    error, payload = server.call("xerj_search", {"query": {"match_all": {}}, "size": -1})
+    assert error is True and payload["ok"] is False
+    assert payload["error"]["code"] == "invalid_arguments" and len(payload["error"]["problems"]) == 2
+    assert xerj.requests == []
+
+
+@needs_sdk
+def test_an_unknown_tool_is_an_error_result_naming_the_tools(server: Connected, xerj: XerjStandIn) -> None:
+    error, payload = server.call("xerj_delete_index", {"index": "docs"})
+    assert error is True and payload["error"]["code"] == "unknown_tool"
+    assert "xerj_search" in payload["error"]["hint"]
+    assert xerj.requests == []
+
+
+@needs_sdk
+def test_the_default_policy_refuses_xerj_memory_indices(server: Connected, xerj: XerjStandIn) -> None:
+    error, payload = server.call("xerj_search", {"index": ".xerj-memory-alice", "query": {"match_all": {}}})
+    assert error is True and payload["error"]["code"] == "policy_denied"
+    assert xerj.requests == []
+
+
+@needs_sdk
+def test_an_engine_failure_is_an_error_result(server: Connected, xerj: XerjStandIn) -> None:
+    xerj.fail_next(Fault(status=500, body={"error": {"type": "exception", "reason": "boom"}, "status": 500}))
+    error, payload = server.call("xerj_search", {"index": "docs", "query": {"match_all": {}}})
+    assert error is True and payload["error"]["code"] == "server_error"
+    assert len(xerj.requests) == 1  # a 500 is not retried
+
+
+@needs_sdk
+def test_a_node_that_drops_every_connection_is_unreachable_after_retries(server: Connected, xerj: XerjStandIn) -> None:
+    xerj.fail_next(*[Fault(drop="before")] * 4)
+    error, payload = server.call("xerj_search", {"index": "docs", "query": {"match_all": {}}})
+    assert error is True and payload["error"]["code"] == "unreachable"
+    assert len(xerj.requests) == 4
+    error, payload = server.call("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1})
+    assert error is False and payload["ok"] is True
+
+
+@needs_sdk
+def test_overload_is_retried_behind_the_client(server: Connected, xerj: XerjStandIn) -> None:
+    xerj.fail_next(503, 503)
+    error, payload = server.call("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1})
+    assert error is False and payload["ok"] is True
+    assert len(xerj.requests) == 3
+
+
+@needs_sdk
+def test_a_cancelled_call_is_dropped_and_the_server_answers_the_next(server: Connected, xerj: XerjStandIn) -> None:
+    xerj.fail_next(Fault(delay=300, match="/tickets/_search"))  # held until the stand-in stops
+    answered: list[Any] = []
+
+    async def cancel_one(client: Any) -> None:
+        async def call() -> None:
+            answered.append(await client.call_tool("xerj_search", {"index": "tickets", "query": {"match_all": {}}}))
+
+        task = asyncio.ensure_future(call())
+        await until(lambda: xerj.requests)  # the call reached XERJ
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    server.run(cancel_one)
+    assert answered == []
+    error, payload = server.call("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1})
+    assert error is False and payload["ok"] is True
+    # The server dropped the call when the client cancelled it (it says so in its log).
+    server.run(lambda _: until(lambda: "'xerj_search' mcp-" in server.log() and "cancelled by the client" in server.log()))
+
+
+POLICY_TOML = """\
+# Tenant 42's agent: two indices, small pages, its own memory, nothing written.
+allow_indices = ["docs", "logs-*"]
+max_size = 3
+read_only = true
+namespace = "tenant-42"
+max_argument_bytes = 2048
+"""
+
+
+@pytest.fixture(scope="module")
+def guarded(stand_in: XerjStandIn, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
+    if not HAVE_SDK:
+        pytest.skip("the MCP SDK is not installed: pip install 'xerj-tools[mcp]'")
+    where = tmp_path_factory.mktemp("guarded")
+    (where / "policy.toml").write_text(POLICY_TOML)
+    env = server_env(stand_in, XERJ_API_KEY=KEY)
+    connected = Connected("stdio", ["--policy", str(where / "policy.toml")], env, where / "server.log")
+    yield connected
+    connected.close()
+
+
+@needs_sdk
+def test_a_policy_file_binds_the_server(guarded: Connected, xerj: XerjStandIn) -> None:
+    listed = guarded.run(lambda client: client.list_tools()).tools
+    assert "xerj_memory_store" not in [t.name for t in listed] and len(listed) == 5  # read-only
+    assert "policy.toml" in guarded.log()
+
+    refusals = [
+        ("xerj_search", {"index": "tickets", "query": {"match_all": {}}}, "index"),
+        ("xerj_memory_store", {"namespace": "tenant-42", "text": "remember"}, "xerj_memory_store"),
+        ("xerj_memory_recall", {"namespace": "tenant-7", "query": "secrets"}, "namespace"),
+    ]
+    for name, arguments, refused in refusals:
+        error, payload = guarded.call(name, arguments)
+        assert error is True and payload["error"]["code"] == "policy_denied"
+        assert payload["error"]["refused"] == refused
+    # The arguments arrive decoded, yet the size cap holds (measured on their JSON text).
+    error, payload = guarded.call("xerj_search", {"index": "docs", "query": {"match": {"body": "x" * 3000}}})
+    assert error is True and payload["error"]["code"] == "policy_denied"
+    assert "the limit is 2048" in payload["error"]["reason"]
+    assert xerj.requests == []  # a refusal sends nothing
+
+    error, payload = guarded.call("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 50})
+    assert error is False and len(payload["hits"]) == 3
+    assert "size lowered from 50 to 3 by the operator's policy" in payload["notes"]
+    assert [r.body["size"] for r in xerj.requests] == [3]
+
+
+# The policy file and the command line's refusals: in-process, no server started.
+
+def test_a_toml_and_a_json_policy_file_give_the_same_policy(tmp_path: Path) -> None:
+    from xerj_tools.integrations._policy_file import load_policy_file
+
+    (tmp_path / "p.toml").write_text(POLICY_TOML.replace("2048", "4096") + 'caps = "refuse"\n')
+    (tmp_path / "p.json").write_text(json.dumps({
+        "allow_indices": ["docs", "logs-*"], "max_size": 3, "read_only": True, "namespace": "tenant-42",
+        "caps": "refuse", "max_argument_bytes": 4096, "max_response_bytes": None,
+    }))
+    expected = Policy(allow_indices=("docs", "logs-*"), max_size=3, read_only=True, namespace="tenant-42",
+                      caps="refuse", max_argument_bytes=4096)
+    assert load_policy_file(tmp_path / "p.toml") == expected
+    assert load_policy_file(tmp_path / "p.json") == expected
+    (tmp_path / "empty.toml").write_text("")
+    assert load_policy_file(tmp_path / "empty.toml") == Policy()
+
+
+def test_every_policy_field_can_be_set_from_a_file() -> None:
+    from dataclasses import fields
+
+    from xerj_tools.integrations._policy_file import POLICY_KEYS
+
+    assert set(POLICY_KEYS) == {f.name for f in fields(Policy)}
+
+
+BAD_POLICIES = [
+    ("p.toml", "max_sise = 3\n", "unknown key 'max_sise'"),
+    ("p.toml", "max_size = '3'\n", 'max_size must be a positive integer; got "3"'),
+    ("p.toml", "max_size = 0\n", "max_size must be a positive integer"),
+    ("p.toml", "read_only = 1\n", "read_only must be true or false"),
+    ("p.toml", 'allow_indices = "docs"\n', "allow_indices must be a list of strings"),
+    ("p.toml", 'caps = "ignore"\n', 'caps must be "clamp" or "refuse"'),
+    ("p.toml", 'namespace = "a"\nnamespace_prefix = "b"\n', "not both"),
+    ("p.toml", "max_size = \n", "not valid TOML"),
+    ("p.json", '{"max_size": 3,}', "not valid JSON"),
+    ("p.json", '["docs"]', "the top level must be a table"),
+    ("p.yaml", "max_size: 3\n", "a policy file ends in .toml or .json"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "message"), BAD_POLICIES)
+def test_a_bad_policy_file_is_refused_with_exit_2(tmp_path: Path, name: str, text: str, message: str) -> None:
+    (tmp_path / name).write_text(text)
+    err = io.StringIO()
+    assert main(["mcp", "--policy", str(tmp_path / name)], stderr=err) == 2
+    assert message in err.getvalue() and str(tmp_path / name) in err.getvalue()
+
+
+def test_a_missing_policy_file_is_refused_with_exit_2(tmp_path: Path) -> None:
+    err = io.StringIO()
+    assert main(["mcp", "--policy", str(tmp_path / "nope.toml")], stderr=err) == 2
+    assert "cannot read the policy file" in err.getvalue()
+    err = io.StringIO()
+    assert main(["mcp", "--policy", ""], stderr=err) == 2
+    assert "a policy file ends in .toml or .json" in err.getvalue()
+
+
+@needs_sdk
+@pytest.mark.parametrize("bind", ["0.0.0.0:8765", "192.0.2.7:8765", "example.com:8765", "[::]:8765"])
+def test_http_refuses_a_non_loopback_address_unless_told(bind: str) -> None:
+    from xerj_tools.integrations.mcp import parse_bind
+
+    err = io.StringIO()
+    assert main(["mcp", "--http", bind], stderr=err) == 2
+    assert "not a loopback address" in err.getvalue() and "--allow-remote" in err.getvalue()
+    host = bind.rpartition(":")[0].strip("[]")
+    assert parse_bind(bind, allow_remote=True) == (host, 8765)
+
+
+@needs_sdk
+@pytest.mark.parametrize(("bind", "expected"), [
+    ("127.0.0.1:8765", ("127.0.0.1", 8765)), ("8765", ("127.0.0.1", 8765)), (":0", ("127.0.0.1", 0)),
+    ("localhost:80", ("localhost", 80)), ("[::1]:8765", ("::1", 8765)), ("127.0.0.2:1", ("127.0.0.2", 1)),
+])
+def test_http_binds_loopback_by_default(bind: str, expected: tuple[str, int]) -> None:
+    from xerj_tools.integrations.mcp import parse_bind
+
+    assert parse_bind(bind) == expected
+
+
+@needs_sdk
+@pytest.mark.parametrize("bind", ["127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000", ""])
+def test_http_needs_a_port(bind: str) -> None:
+    err = io.StringIO()
+    assert main(["mcp", "--http", bind], stderr=err) == 2
+    assert "--http takes HOST:PORT" in err.getvalue()
+
+
+def test_without_the_sdk_the_command_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
+    err = io.StringIO()
+    assert main(["mcp"], stderr=err) == 2
+    assert "install xerj-tools[mcp]" in err.getvalue()
