@@ -225,21 +225,24 @@ def test_overload_is_retried_behind_the_client(server: Connected, xerj: XerjStan
 
 
 @needs_sdk
-def test_a_cancelled_call_is_dropped_and_the_server_answers_the_next(server: Connected, xerj: XerjStandIn) -> None:
+def test_calls_run_concurrently_and_a_cancelled_one_is_dropped(server: Connected, xerj: XerjStandIn) -> None:
     xerj.fail_next(Fault(delay=300, match="/tickets/_search"))  # held until the stand-in stops
     answered: list[Any] = []
 
-    async def cancel_one(client: Any) -> None:
+    async def cancel_one(client: Any) -> Any:
         async def call() -> None:
             answered.append(await client.call_tool("xerj_search", {"index": "tickets", "query": {"match_all": {}}}))
 
         task = asyncio.ensure_future(call())
-        await until(lambda: xerj.requests)  # the call reached XERJ
+        await until(lambda: xerj.requests)  # the call reached XERJ, which holds it
+        other = await client.call_tool("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1})
+        assert not task.done()  # answered while the first call was still in flight
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+        return other
 
-    server.run(cancel_one)
-    assert answered == []
+    other = server.run(cancel_one)
+    assert other.is_error is False and answered == []
     error, payload = server.call("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1})
     assert error is False and payload["ok"] is True
     # The server dropped the call when the client cancelled it (it says so in its log).
