@@ -21,7 +21,7 @@ import pytest
 
 from xerj_tools import Policy
 from xerj_tools._cli import main
-from xerj_tools.testing import Fault, XerjStandIn
+from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
 HAVE_SDK = importlib.util.find_spec("mcp") is not None
 needs_sdk = pytest.mark.skipif(
@@ -247,6 +247,39 @@ def test_calls_run_concurrently_and_a_cancelled_one_is_dropped(server: Connected
     assert error is False and payload["ok"] is True
     # The server dropped the call when the client cancelled it (it says so in its log).
     server.run(lambda _: until(lambda: "'xerj_search' mcp-" in server.log() and "cancelled by the client" in server.log()))
+
+
+@needs_sdk
+@pytest.mark.skipif(importlib.util.find_spec("agents") is None, reason="openai-agents is not installed (pip install openai-agents)")
+def test_openai_agents_runs_the_tools_through_mcp_server_stdio(stand_in: XerjStandIn, xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # nothing leaves 127.0.0.1
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+    from agents.mcp import MCPServerStdio
+    from openai import AsyncOpenAI
+
+    script = [Turn(tool_calls=[("xerj_search", {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": "2"}),
+                               ("xerj_search", {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": -1})]),
+              Turn(text="Checkout was slow because the cart service saturated.")]
+    with ScriptedModel(script) as model:
+        async def main() -> Any:
+            params: Any = {"command": sys.executable, "args": ["-m", "xerj_tools", "mcp"],
+                           "env": server_env(stand_in, XERJ_API_KEY=KEY)}
+            async with MCPServerStdio(params=params, name="xerj", cache_tools_list=True,
+                                      client_session_timeout_seconds=60) as server, \
+                    AsyncOpenAI(base_url=model.base_url, api_key="scripted") as client:
+                llm = OpenAIChatCompletionsModel(model="scripted", openai_client=client)
+                agent = Agent(name="analyst", instructions="Answer from XERJ.", mcp_servers=[server], model=llm)
+                return await Runner.run(agent, "Why was checkout slow?", run_config=RunConfig(tracing_disabled=True))
+
+        result = asyncio.run(main())
+    assert result.final_output == "Checkout was slow because the cart service saturated."
+    offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
+    assert offered == {t["function"]["name"] for t in json.loads(TOOLS_JSON.read_text())}
+    answers = [json.loads(m["content"] if isinstance(m["content"], str) else m["content"][0]["text"])
+               for m in model.requests[1]["messages"] if m["role"] == "tool"]
+    assert answers[0]["ok"] is True and answers[0]["repairs"] == ['$.size: "2" → 2']
+    assert answers[1]["ok"] is False and answers[1]["error"]["code"] == "invalid_arguments"
+    assert [r.body["size"] for r in xerj.requests] == [2]
 
 
 POLICY_TOML = """\
