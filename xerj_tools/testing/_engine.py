@@ -1,18 +1,17 @@
 """An in-memory imitation of XERJ's search and memory semantics, for the stand-in server.
 
-It answers with XERJ's shapes, status codes and error bodies (see the contract notes cited in
-each function), over a tiny corpus. Its ranking is deliberately simple: it is a stand-in for
-tests and the demo, not a search engine.
+It answers with XERJ's shapes, status codes and error bodies over a tiny corpus; each rule
+cites the XERJ source it copies (paths at commit e6e8e6a, listed in ``CONTRACT.md``). Its
+ranking is deliberately simple: it is a stand-in for tests and the demo, not a search engine.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import math
 import re
-import time
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from ._corpus import CORPUS, SEMANTIC_FIELDS
 Result = tuple[int, dict[str, Any]]
 DIMS = 384
 _WORD = re.compile(r"\w+")
-# The allow-list of top-level `_search` keys of the older engine (contract §2.1).
+# The top-level `_search` keys XERJ accepts (es_compat.rs:2284-2318); a newer node adds `rerank`.
 SEARCH_KEYS = frozenset(
     [
         "query",
@@ -61,7 +60,6 @@ SEARCH_KEYS = frozenset(
     ]
 )
 _QUESTION_CLAUSES = ("match", "match_phrase", "multi_match", "semantic", "simple_query_string")
-_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,199}$")
 
 
 class QueryError(Exception):
@@ -77,7 +75,14 @@ class QueryError(Exception):
 
 
 def _parse_error(reason: str) -> QueryError:
+    # A query-parser error is `InvalidQuery` rendered from `QueryError::Parse`, whose Display adds
+    # "parse error: " (xerj-query/src/error.rs:9; api error.rs:124-132, 239-266).
     return QueryError(400, "search_phase_execution_exception", f"parse error: {reason}")
+
+
+def invalid_query(reason: str) -> QueryError:
+    """An engine-raised `InvalidQuery` (index.rs): the same type, without the parser's prefix."""
+    return QueryError(400, "search_phase_execution_exception", reason)
 
 
 def tokens(text: Any) -> list[str]:
@@ -96,11 +101,12 @@ def embed(text: str) -> list[float]:
 
 def cosine_score(a: list[float], b: list[float]) -> float | None:
     if len(a) != len(b):
-        return None  # XERJ silently skips a vector of another length (contract §5)
+        return None  # a vector of another length is skipped, not an error (index.rs:4831, 5526)
     na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(x * x for x in b))
     if na == 0 or nb == 0:
         return 0.5
-    return (1 + sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)) / 2  # (1+cos)/2
+    # `_score` = (1 + cos) / 2 (index.rs:17185, 17212-17226).
+    return (1 + sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)) / 2
 
 
 @dataclass
@@ -113,7 +119,8 @@ class Index:
         stored = dict(source)
         for f in self.semantic_fields:
             if isinstance(stored.get(f), str):
-                stored[f"{f}_vector"] = embed(stored[f])  # vectors live in _source (contract §3.4)
+                # The companion vector is written into `_source` (index.rs:5077, 5277, 5289).
+                stored[f"{f}_vector"] = embed(stored[f])
         self.docs[doc_id] = stored
 
 
@@ -143,8 +150,8 @@ def _text_score(source: Mapping[str, Any], fieldname: str, text: Any) -> float:
 
 
 def _single(clause: Mapping[str, Any]) -> tuple[str, Any]:
-    if len(clause) != 1:
-        raise _parse_error(f"a query clause must have exactly one key, got {sorted(clause)}")
+    if not isinstance(clause, Mapping) or not clause:
+        raise _parse_error("a field clause must be a non-empty object")
     return next(iter(clause.items()))
 
 
@@ -164,13 +171,21 @@ def _range_ok(values: list[Any], spec: Mapping[str, Any]) -> bool:
     return False
 
 
-def score(clause: Any, source: Mapping[str, Any]) -> float | None:
-    """None: no match. Otherwise the (toy) relevance score of `source` for `clause`."""
+def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | None:
+    """None: no match. Otherwise the (toy) relevance score of `source` for `clause`.
+
+    The shape checks are the parser's (parser.rs:236-337): an object, `{}` is match_all, exactly
+    one key, and an unknown type is refused by name.
+    """
     if not isinstance(clause, Mapping):
-        raise _parse_error("query must be an object")
+        raise _parse_error("query must be a JSON object")
     if not clause:
         return 1.0
-    kind, body = _single(clause)
+    if len(clause) != 1:
+        raise _parse_error(
+            f"query object must have exactly one key, found {len(clause)}: {', '.join(clause)}"
+        )
+    kind, body = next(iter(clause.items()))
     if kind == "match_all":
         return 1.0
     if kind in ("match", "match_phrase"):
@@ -197,36 +212,76 @@ def score(clause: Any, source: Mapping[str, Any]) -> float | None:
         return 1.0 if _range_ok(_field_values(source, fieldname), spec) else None
     if kind == "exists":
         return 1.0 if _field_values(source, body.get("field", "")) else None
+    if kind == "ids":
+        return _ids(body, doc_id)
     if kind == "bool":
-        return _bool(body, source)
-    raise _parse_error(f"unknown query type [{kind}]")
+        return _bool(body, source, doc_id)
+    if kind in _KNOWN_ELSEWHERE:
+        raise _parse_error(f"the stand-in does not implement `{kind}` inside this query")
+    # ParseError::UnknownQueryType (xerj-query/src/error.rs:45-46; parser.rs:334).
+    raise _parse_error(
+        f"unknown query type `{kind}` — see https://xerj.io/docs/query-dsl for supported types"
+    )
+
+
+# Types XERJ parses (parser.rs:265-333) that this stand-in does not score: refused plainly
+# rather than reported as unknown, which would misstate XERJ.
+_KNOWN_ELSEWHERE = frozenset(
+    "match_none combined_fields prefix wildcard query_string constant_score boosting dis_max "
+    "fuzzy regexp match_phrase_prefix geo_distance geo_bounding_box function_score nested "
+    "has_child has_parent more_like_this percolate pinned span_term span_near span_or span_not "
+    "span_first span_containing span_within geo_polygon geo_shape match_bool_prefix terms_set "
+    "intervals script_score distance_feature rank_feature type wrapper knn semantic hybrid".split()
+)
+
+
+def _ids(body: Any, doc_id: str) -> float | None:
+    # parser.rs:1021-1055: `values` holds strings or numbers; the score is `boost` (default 1.0).
+    if not isinstance(body, Mapping):
+        raise _parse_error("`ids` must be an object")
+    values = body.get("values")
+    if not isinstance(values, list):
+        raise _parse_error("`ids.values` must be an array")
+    wanted = set()
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise _parse_error("`ids.values` must contain strings or numbers")
+        wanted.add(v if isinstance(v, str) else json.dumps(v))
+    boost = body.get("boost", 1.0)
+    return float(boost) if doc_id in wanted else None
 
 
 def _clauses(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value] if value is not None else []
 
 
-def _bool(body: Mapping[str, Any], source: Mapping[str, Any]) -> float | None:
+def _bool(body: Mapping[str, Any], source: Mapping[str, Any], doc_id: str) -> float | None:
     total = 0.0
     for clause in _clauses(body.get("must")):
-        s = score(clause, source)
+        s = score(clause, source, doc_id)
         if s is None:
             return None
         total += s
     for clause in _clauses(body.get("filter")):
-        if score(clause, source) is None:
+        if score(clause, source, doc_id) is None:
             return None
     for clause in _clauses(body.get("must_not")):
-        if score(clause, source) is not None:
+        if score(clause, source, doc_id) is not None:
             return None
-    should = [s for c in _clauses(body.get("should")) if (s := score(c, source)) is not None]
+    should = [
+        s for c in _clauses(body.get("should")) if (s := score(c, source, doc_id)) is not None
+    ]
     if body.get("should") and not should and not body.get("must") and not body.get("filter"):
         return None
     return total + sum(should) or 1.0
 
 
 def question(query: Any) -> str | None:
-    """The rerank question XERJ reads from a query, or None (contract §7)."""
+    """The rerank question a newer XERJ reads from a query, or None.
+
+    rerank_stage.rs `infer_query` (at 11b0cd0): a single-key match / match_phrase /
+    multi_match / semantic / simple_query_string; anything else needs `rerank.query`.
+    """
     if not isinstance(query, Mapping) or len(query) != 1:
         return None
     kind, body = next(iter(query.items()))
@@ -271,47 +326,6 @@ def new_engine_indices() -> dict[str, Index]:
             index.add(str(doc.pop("_id")), doc)
         indices[name] = index
     return indices
-
-
-@dataclass
-class Memory:
-    id: str
-    text: str
-    metadata: Any
-    vector: list[float] | None
-    embedding: list[float]
-    stored_at: int
-
-
-def memory_error(status: int, reason: str) -> Result:
-    # Memory endpoints use their own error shape, without root_cause (contract §2.2, §8).
-    return status, {"error": {"type": "memory_error", "reason": reason}, "status": status}
-
-
-def namespace_error(ns: str) -> str | None:
-    if not ns:
-        return "namespace must not be empty"
-    for ch in ns:
-        if not (ch.islower() or ch.isdigit() or ch in "_-.") or not ch.isascii():
-            return f"namespace contains illegal character '{ch}' (allowed: a-z 0-9 _ - .)"
-    if not _NAMESPACE.match(ns):
-        return "namespace must start with a-z or 0-9 and be at most 200 characters"
-    if ".." in ns:
-        return "namespace must not contain '..'"
-    return None
-
-
-def new_memory(body: Mapping[str, Any]) -> Memory:
-    text = str(body.get("text", ""))
-    vector = body.get("vector")
-    return Memory(
-        id=str(body.get("id") or uuid.uuid4()),
-        text=text,
-        metadata=body.get("metadata"),
-        vector=[float(v) for v in vector] if isinstance(vector, list) else None,
-        embedding=embed(text),
-        stored_at=int(time.time() * 1000),
-    )
 
 
 def top(items: Iterable[tuple[float, Any]], k: int) -> list[tuple[float, Any]]:

@@ -1,11 +1,14 @@
-"""The stand-in's endpoints: `_search` (query, knn, semantic, hybrid, rerank) and agent memory."""
+"""The stand-in's `_search`: query, knn, semantic, hybrid and rerank, with XERJ's rules.
+
+Citations are XERJ paths at commit e6e8e6a (``engine/crates/…``); ``CONTRACT.md`` lists them.
+"""
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
+from ._aggs import run_aggs
 from ._engine import (
     SEARCH_KEYS,
     Index,
@@ -14,40 +17,64 @@ from ._engine import (
     _parse_error,
     cosine_score,
     embed,
-    question,
+    invalid_query,
     score,
     source_filter,
-    tokens,
     top,
 )
+from ._rerank import RerankMode, rerank
+from ._wire import (
+    BodyError,
+    check_content_type,
+    first_unknown_key,
+    optional_json,
+    serde_struct,
+)
 
-RerankMode = Literal["ok", "degraded", "unconfigured", "disabled", "provider_error", "unsupported"]
-_RERANK_KEYS = {
-    "provider",
-    "model",
-    "window",
-    "min_score",
-    "query",
-    "fields",
-    "instructions",
-    "timeout_ms",
-    "max_doc_chars",
-    "batch",
-    "max_concurrency",
+__all__ = ["RerankMode", "search", "search_request"]
+
+# The typed fields of `EsSearchBody` (es_compat.rs:2133-2236) that serde can refuse; every
+# other key is an `Option<Value>`. `size` and `from` are `usize` with defaults, so `null`, a
+# negative number or a float is a 400 parse_exception.
+_BODY_FIELDS = {
+    "size": "usize",
+    "from": "usize",
+    "explain": "bool",
+    "profile": "bool",
+    "track_scores": "bool?",
+    "min_score": "f32?",
+    "seq_no_primary_term": "bool?",
+    "version": "bool?",
+    "timeout": "string?",
 }
 
 
-def _uint(body: Mapping[str, Any], key: str, default: int) -> int:
-    value = body.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        # serde `usize`: null, negatives and floats are a parse_exception (contract §2.1)
-        raise QueryError(
-            400,
-            "parse_exception",
-            f"malformed JSON in request body: invalid value for `{key}`",
-            root_cause=False,
-        )
-    return value
+def search_request(
+    indices: Mapping[str, Index],
+    expr: str,
+    raw: bytes,
+    content_type: str | None,
+    *,
+    rerank_mode: RerankMode,
+) -> Result:
+    """``POST /{index}/_search`` from the raw body, through XERJ's `EsSearchJson` extractor.
+
+    es_compat.rs:2780-2818: an empty body is match_all; a non-JSON Content-Type is a 415; the
+    first top-level key off the allow-list is a 400 `parsing_exception` (found before the typed
+    parse); then serde's own refusals.
+    """
+    allowed = SEARCH_KEYS if rerank_mode == "unsupported" else SEARCH_KEYS | {"rerank"}
+    try:
+        if raw:
+            check_content_type(content_type)
+        if raw and (unknown := first_unknown_key(raw, allowed)) is not None:
+            return 400, unknown
+        body = optional_json(raw, content_type)
+        if body is not None:
+            serde_struct("EsSearchBody", body, raw, fields=_BODY_FIELDS)
+    except BodyError as exc:
+        return exc.status, exc.body()
+    return search(indices, expr, body or {}, rerank_mode=rerank_mode)
 
 
 def _sort_key(value: Any) -> tuple[int, float, str]:
@@ -56,23 +83,45 @@ def _sort_key(value: Any) -> tuple[int, float, str]:
     return (1, 0.0, "" if value is None else str(value))
 
 
+def _glob(pattern: str, name: str) -> bool:
+    """`glob_match_simple` (es_compat.rs:16552-16563): `*`, `prefix*`, `*suffix`, or literal."""
+    if pattern == "*":
+        return True
+    if pattern.endswith("*"):
+        return name.startswith(pattern[:-1])
+    if pattern.startswith("*"):
+        return name.endswith(pattern[1:])
+    return pattern == name
+
+
 def _resolve(indices: Mapping[str, Index], expr: str) -> list[Index]:
-    chosen: list[Index] = []
-    for part in expr.split(","):
+    """The indices a selector names (es_compat.rs:5620-5652, 7366-7387).
+
+    Every index is listed for `*`/`_all`, memory namespaces' ``.xerj-memory-*`` included
+    (engine.rs:1036-1048). A selector with a wildcard anywhere skips a missing name (the
+    `allow_no_indices` default); otherwise a missing name is a decorated 404 (error.rs:181-232).
+    """
+    parts = [p.strip() for p in expr.split(",")]
+    tolerant = any(p in ("_all", "*") or "*" in p for p in parts)
+    names: list[str] = []
+    for part in parts:
         if part in ("_all", "*") or "*" in part:
-            pattern = "*" if part == "_all" else part
-            chosen += [ix for name, ix in indices.items() if fnmatch.fnmatchcase(name, pattern)]
-        elif part in indices:
-            chosen.append(indices[part])
+            found = [n for n in sorted(indices) if _glob("*" if part == "_all" else part, n)]
         else:
-            reason = f"no such index [{part}]"
+            found = [part]
+        names += [n for n in found if n not in names]
+    chosen: list[Index] = []
+    for name in names:
+        if name in indices:
+            chosen.append(indices[name])
+        elif not tolerant:
             error = {
                 "type": "index_not_found_exception",
-                "reason": reason,
+                "reason": f"no such index [{name}]",
                 "resource.type": "index_or_alias",
-                "resource.id": part,
+                "resource.id": name,
                 "index_uuid": "_na_",
-                "index": part,
+                "index": name,
             }
             raise _NotFound({"error": {"root_cause": [dict(error)], **error}, "status": 404})
     return chosen
@@ -84,79 +133,108 @@ class _NotFound(Exception):
         self.body = body
 
 
-def _knn(index: Index, spec: Mapping[str, Any]) -> list[tuple[float, str]]:
+def _knn_k(spec: Mapping[str, Any]) -> int:
+    # `k`, else `num_candidates`, else 10 (parser.rs:2258-2267; es_compat.rs:5792-5804).
+    for key in ("k", "num_candidates"):
+        value = spec.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return 10
+
+
+def _knn(index: Index, spec: Any, extra_filter: Any = None) -> list[tuple[float, str]]:
+    """Exact kNN over a vector field (parser.rs:2251-2322): the top `k` by (1 + cos) / 2."""
+    if not isinstance(spec, Mapping):
+        raise _parse_error("`knn` must be an object")
+    fieldname = spec.get("field")
+    if not isinstance(fieldname, str):
+        raise _parse_error("`field` must be a non-empty string")
     vector = spec.get("query_vector", spec.get("vector"))
-    if not isinstance(vector, list) or not vector:
+    if not isinstance(vector, list):
         raise _parse_error("`knn` requires `query_vector` (or `vector`) as a float array")
-    k = spec.get("k", spec.get("num_candidates", 10))
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in vector):
+        raise _parse_error("`knn.query_vector` must contain numbers")
+    filters = spec.get("filter")
+    filters = filters if isinstance(filters, list) else [] if filters is None else [filters]
+    filters += [] if extra_filter is None else [extra_filter]
     hits = []
     for doc_id, src in index.docs.items():
-        stored = src.get(spec.get("field", ""))
-        if not isinstance(stored, list):
-            continue
-        if spec.get("filter") is not None and any(
-            score(f, src) is None
-            for f in (spec["filter"] if isinstance(spec["filter"], list) else [spec["filter"]])
-        ):
+        stored = src.get(fieldname)
+        if not isinstance(stored, list) or any(score(f, src, doc_id) is None for f in filters):
             continue
         s = cosine_score([float(x) for x in vector], stored)
         if s is not None:
             hits.append((s, doc_id))
-    return top(hits, int(k))
+    return top(hits, _knn_k(spec))
 
 
-def _semantic(index: Index, spec: Mapping[str, Any]) -> list[tuple[float, str]]:
-    fieldname, text = spec.get("field"), spec.get("query")
-    if not isinstance(fieldname, str) or not isinstance(text, str) or not fieldname or not text:
-        raise _parse_error("`field` and `query` must be non-empty strings")
-    if fieldname not in index.semantic_fields:
-        raise _parse_error(
-            "semantic query requires either a `semantic_text` field (auto-embedded with "
-            "the built-in lexical embedder) or an active embedding backend"
+def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
+    """`semantic` (parser.rs:2324-2348; index.rs:4940-5035)."""
+    if not isinstance(spec, Mapping):
+        raise _parse_error("`semantic` must be an object")
+    for key in ("field", "query"):
+        if not isinstance(spec.get(key), str):
+            raise _parse_error(f"`{key}` must be a non-empty string")
+    if spec["field"] not in index.semantic_fields:
+        # Raised by the engine, not the parser: no "parse error: " prefix (index.rs:5015-5023).
+        raise invalid_query(
+            "semantic query requires either a `semantic_text` field (auto-embedded with the "
+            'built-in lexical embedder) or an active embedding backend (`embedding.mode = "neural"`; '
+            '`"proxy"` with `embedding.default_endpoint` set to an OpenAI-compatible endpoint; or '
+            '`"onnx-experimental"` in an ONNX-enabled build with explicit model and tokenizer '
+            "paths)."
         )
-    return _knn(
-        index,
-        {
-            "field": f"{fieldname}_vector",
-            "query_vector": embed(text),
-            "k": spec.get("k", 10),
-            "filter": spec.get("filter"),
-        },
-    )
+    k = spec.get("k")
+    k = k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else 10
+    knn = {"field": f"{spec['field']}_vector", "query_vector": embed(spec["query"]), "k": k}
+    return _knn(index, knn, spec.get("filter"))
 
 
-def _hybrid(index: Index, spec: Mapping[str, Any]) -> list[tuple[float, str]]:
+def _hybrid(index: Index, spec: Any, depth: int) -> list[tuple[float, str]]:
+    """`hybrid` (parser.rs:2350-2410; index.rs:5326-5420, fuse_rrf/fuse_linear 17490-17580)."""
+    if not isinstance(spec, Mapping):
+        raise _parse_error("`hybrid` must be an object")
     queries = spec.get("queries")
     if not isinstance(queries, list):
         raise _parse_error("`hybrid.queries` must be an array")
-    if not queries:
+    subs = []
+    for i, sub in enumerate(queries):
+        if not isinstance(sub, Mapping):
+            raise _parse_error(f"`hybrid.queries[{i}]` must be an object")
+        if "query" not in sub:
+            raise _parse_error(f"`hybrid.queries[{i}]` missing `query`")
+        weight = sub.get("weight")
+        subs.append((sub["query"], float(weight) if isinstance(weight, (int, float)) else 1.0))
+    if not subs:
         raise _parse_error("`hybrid.queries` must not be empty")
-    fusion = spec.get("fusion", "rrf")
-    kind = fusion.get("type", "rrf") if isinstance(fusion, Mapping) else fusion
-    k = fusion.get("k", 60) if isinstance(fusion, Mapping) else 60
+    fusion = spec.get("fusion")
+    kind, k = "rrf", 60
+    if isinstance(fusion, str):
+        kind = fusion
+    elif isinstance(fusion, Mapping):
+        kind = str(fusion["type"]) if isinstance(fusion.get("type"), str) else "rrf"
+        k = fusion["k"] if isinstance(fusion.get("k"), int) and fusion["k"] >= 0 else 60
+    elif fusion is not None:
+        raise _parse_error("`hybrid.fusion` must be a string or object")
     if kind == "learned":
         raise _parse_error("hybrid fusion learned is not yet supported; use rrf or linear")
     if kind not in ("rrf", "linear"):
         raise _parse_error(f"unknown hybrid fusion strategy `{kind}`")
     fused: dict[str, float] = {}
-    for i, sub in enumerate(queries):
-        if not isinstance(sub, Mapping) or "query" not in sub:
-            raise _parse_error(f"`hybrid.queries[{i}]` missing `query`")
-        weight = float(sub.get("weight", 1.0))
-        ranked = _ranked(index, sub["query"])[:50]
+    for query, weight in subs:
+        ranked = _ranked(index, query, depth)[:depth]  # each arm fetches max(50, from + size)
         scores = [s for s, _ in ranked]
         lo, hi = (min(scores), max(scores)) if scores else (0.0, 0.0)
         for rank, (s, doc_id) in enumerate(ranked, start=1):
-            part = (
-                weight / (k + rank)
-                if kind == "rrf"
-                else weight * ((s - lo) / (hi - lo) if hi > lo else 1.0)
-            )
+            if kind == "rrf":
+                part = weight / (k + rank)
+            else:  # min-max per arm; a constant arm contributes 0
+                part = weight * ((s - lo) / (hi - lo) if hi > lo else 0.0)
             fused[doc_id] = fused.get(doc_id, 0.0) + part
     return top(((s, d) for d, s in fused.items()), len(fused))
 
 
-def _ranked(index: Index, query: Any) -> list[tuple[float, str]]:
+def _ranked(index: Index, query: Any, depth: int) -> list[tuple[float, str]]:
     if isinstance(query, Mapping) and len(query) == 1:
         kind, spec = next(iter(query.items()))
         if kind == "semantic":
@@ -164,138 +242,30 @@ def _ranked(index: Index, query: Any) -> list[tuple[float, str]]:
         if kind == "knn":
             return _knn(index, spec)
         if kind == "hybrid":
-            return _hybrid(index, spec)
+            return _hybrid(index, spec, depth)
+        must = spec.get("must") if kind == "bool" and isinstance(spec, Mapping) else None
+        if (
+            isinstance(must, list)
+            and len(must) == 1
+            and isinstance(must[0], Mapping)
+            and set(must[0]) == {"knn"}
+            and set(spec) <= {"must", "filter"}
+        ):
+            # kNN under a pre-filter, as memory recall builds it (memory_api.rs:511-518).
+            filters = spec.get("filter")
+            return _knn(index, must[0]["knn"], {"bool": {"filter": filters or []}})
     hits = [
-        (s, doc_id) for doc_id, src in index.docs.items() if (s := score(query, src)) is not None
+        (s, doc_id)
+        for doc_id, src in index.docs.items()
+        if (s := score(query, src, doc_id)) is not None
     ]
     return top(hits, len(hits))
-
-
-def _avg(n: list[float]) -> float | None:
-    return sum(n) / len(n) if n else None
-
-
-_METRICS: dict[str, Callable[[list[float]], Any]] = {
-    "avg": _avg,
-    "min": lambda n: min(n, default=None),
-    "max": lambda n: max(n, default=None),
-    "sum": sum,
-    "value_count": len,
-}
-
-
-def _aggs(aggs: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, spec in aggs.items():
-        kind, body = next(iter(spec.items()))
-        values = [
-            v
-            for s in sources
-            for v in ([s.get(body.get("field"))] if body.get("field") in s else [])
-        ]
-        if kind == "terms":
-            counts: dict[Any, int] = {}
-            for v in values:
-                counts[v] = counts.get(v, 0) + 1
-            ordered = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
-            size = int(body.get("size", 10))
-            out[name] = {
-                "doc_count_error_upper_bound": 0,
-                "sum_other_doc_count": sum(c for _, c in ordered[size:]),
-                "buckets": [{"key": k, "doc_count": c} for k, c in ordered[:size]],
-            }
-        elif kind in ("avg", "min", "max", "sum", "value_count"):
-            nums = [v for v in values if isinstance(v, (int, float))]
-            fn = _METRICS[kind]
-            out[name] = {"value": fn(nums)}
-        else:
-            raise _parse_error(f"unknown aggregation type [{kind}]")
-    return out
-
-
-def _rerank(
-    mode: RerankMode,
-    block: Any,
-    body: Mapping[str, Any],
-    ranked: list[tuple[float, str, Index]],
-    size: int,
-    start: int,
-) -> tuple[list[tuple[float | None, str, Index]], dict[str, Any]]:
-    if not isinstance(block, Mapping):
-        raise QueryError(400, "illegal_argument_exception", "`rerank` must be an object")
-    for key in block:
-        if key not in _RERANK_KEYS:
-            raise QueryError(
-                400,
-                "illegal_argument_exception",
-                f"unknown `rerank` field `{key}`; supported: {', '.join(sorted(_RERANK_KEYS))}",
-            )
-    if mode == "unconfigured":
-        raise QueryError(
-            503,
-            "rerank_exception",
-            "no rerank API key is configured on this server: set "
-            "`api_key` under `[rerank]` in the config file, or the TYPESAFE_API_KEY environment "
-            "variable, and restart",
-        )
-    if mode == "disabled":
-        raise QueryError(
-            403, "rerank_exception", "rerank is disabled on this server ([rerank] enabled=false)"
-        )
-    if mode == "provider_error":
-        raise QueryError(502, "rerank_exception", "rerank provider unreachable after 3 attempts")
-    text = block.get("query") or question(body.get("query"))
-    if not text:
-        raise QueryError(
-            400, "illegal_argument_exception", "`rerank.query` is required for this query"
-        )
-    window = int(block.get("window", 30))
-    if "sort" in body or size == 0 or start + size > window:
-        raise QueryError(
-            400, "illegal_argument_exception", "rerank refused: sort, size 0 or from+size > window"
-        )
-    if mode == "degraded":
-        info = {
-            "applied": False,
-            "reason": "rerank deadline exceeded after 301ms",
-            "provider": "jev",
-            "score_kind": "engine",
-            "query": text,
-            "took_ms": 301,
-        }
-        return [(s, d, ix) for s, d, ix in ranked], info
-    words = set(tokens(text))
-    judged = []
-    for _, doc_id, ix in ranked[:window]:
-        doc_words = set(
-            tokens(
-                " ".join(str(v) for k, v in ix.docs[doc_id].items() if not k.endswith("_vector"))
-            )
-        )
-        judged.append((round(len(words & doc_words) / (len(words) or 1), 4), doc_id, ix))
-    min_score = float(block.get("min_score", 0.0))
-    kept = [h for h in sorted(judged, key=lambda h: -h[0]) if h[0] >= min_score]
-    info = {
-        "applied": True,
-        "provider": "jev",
-        "model": "jev-latest",
-        "score_kind": "probability",
-        "window": window,
-        "judged": len(judged),
-        "unjudged": 0,
-        "skipped_no_text": 0,
-        "pruned_below_min_score": len(judged) - len(kept),
-        "dropped_unjudged": 0,
-        "partial_failures": 0,
-        "query": text,
-        "took_ms": 3,
-    }
-    return [(s, d, ix) for s, d, ix in kept], info
 
 
 def search(
     indices: Mapping[str, Index], expr: str, body: Mapping[str, Any], *, rerank_mode: RerankMode
 ) -> Result:
+    """A parsed `_search` body against `indices` → (status, body)."""
     try:
         return _search(indices, expr, body, rerank_mode)
     except QueryError as exc:
@@ -304,82 +274,101 @@ def search(
         return 404, exc.body
 
 
+def _total(tth: Any, total: int) -> dict[str, Any] | None:
+    """`hits.total` (parser.rs:190-206; es_compat.rs:5524-5531, 10356-10440)."""
+    if tth is None:
+        tth = 10_000  # absent → counted up to 10000, then `gte`
+    if tth is False or (type(tth) is int and tth == 0):
+        return None  # omitted, not approximated
+    cap = tth if type(tth) is int and tth > 0 else None
+    if cap is not None and total > cap:
+        return {"value": cap, "relation": "gte"}
+    return {"value": total, "relation": "eq"}
+
+
 def _search(
     indices: Mapping[str, Index], expr: str, body: Mapping[str, Any], rerank_mode: RerankMode
 ) -> Result:
-    allowed = SEARCH_KEYS if rerank_mode == "unsupported" else SEARCH_KEYS | {"rerank"}
-    for key in body:
-        if key not in allowed:
-            reason = f"Unknown key for a START_OBJECT in [{key}]."
-            error = {"type": "parsing_exception", "reason": reason, "line": 1, "col": 1}
-            return 400, {"error": {"root_cause": [dict(error)], **error}, "status": 400}
-    size, start = _uint(body, "size", 10), _uint(body, "from", 0)
-    if start + size > 10_000:
-        raise _parse_error(f"from + size must be <= 10000 (got {start + size})")
-    query = body.get("query", {})
+    size = body.get("size", 10)
+    start = body.get("from", 0)
+    knn = body.get("knn")
+    if isinstance(knn, list):
+        if not knn:
+            reason = "[knn] must not be empty"  # es_compat.rs:5770-5785
+            raise QueryError(400, "illegal_argument_exception", reason)
+        if len(knn) > 1:
+            raise _parse_error("the stand-in does not implement multi-clause `knn`")
+        knn = knn[0]
+    # A pure kNN search asks the engine for max(size, k) (es_compat.rs:5880-5885).
+    window = max(size, _knn_k(knn)) if isinstance(knn, Mapping) else size
+    if start + window > 10_000:
+        raise _parse_error(f"from + size must be <= 10000 (got {start + window})")  # parser.rs:151
+    query = body.get("query") or {}
     aggs = body.get("aggs", body.get("aggregations"))
-    if aggs and isinstance(query, Mapping) and "hybrid" in query:
-        raise _parse_error(
+    if aggs is not None and isinstance(query, Mapping) and "hybrid" in query:
+        raise invalid_query(  # index.rs:5337-5343: the engine's error, no parser prefix
             "aggregations are not supported with hybrid/fusion queries; "
             "run the aggregation as a separate non-hybrid search"
         )
+    rerank_block = body.get("rerank")  # `"rerank": null` is no rerank (rerank_stage.rs)
+    depth = max(50, start + size)
     ranked: list[tuple[float, str, Index]] = []
-    knn_hits = 0
     for index in _resolve(indices, expr):
-        if "knn" in body:
-            found = _knn(index, body["knn"])
-            knn_hits += len(found)
-        else:
-            found = _ranked(index, query)
+        found = _knn(index, knn) if knn is not None else _ranked(index, query, depth)
         ranked += [(s, d, index) for s, d in found]
     ranked.sort(key=lambda h: -h[0])
     sort = body.get("sort")
+    sort_field = None
     if sort:
         spec = sort[0] if isinstance(sort, list) else sort
-        fieldname, order = (spec, "asc") if isinstance(spec, str) else next(iter(spec.items()))
+        sort_field, order = (spec, "asc") if isinstance(spec, str) else next(iter(spec.items()))
         order = order.get("order", "asc") if isinstance(order, Mapping) else order
-        ranked.sort(
-            key=lambda h: _sort_key(h[2].docs[h[1]].get(fieldname)), reverse=order == "desc"
-        )
+        if sort_field == "_score":
+            sort_field = None  # a pure `_score` sort is no sort
+        else:
+            ranked.sort(
+                key=lambda h: _sort_key(h[2].docs[h[1]].get(sort_field)), reverse=order == "desc"
+            )
     total = len(ranked)
     rerank_info = None
-    scored: list[tuple[float | None, str, Index]] = list(ranked)
-    if body.get("rerank") is not None:
-        scored, rerank_info = _rerank(rerank_mode, body["rerank"], body, ranked, size, start)
-    page = scored[start : start + size]
-    if "knn" in body:
-        page = scored[: min(size, knn_hits)]
+    max_score: float | None
+    page: list[tuple[float | None, str, Index]]
+    if rerank_block is not None and rerank_mode != "unsupported":
+        page, rerank_info, max_score = rerank(rerank_mode, rerank_block, body, ranked, size, start)
+    elif knn is not None:
+        # Pure kNN: hits and `hits.total` are the k nearest, capped by `size`
+        # (es_compat.rs:5829-5848, 7960-7968).
+        page = list(ranked[start : start + window][: min(_knn_k(knn), size)])
+        total = len(page)
+        max_score = page[0][0] if page else None
+    else:
+        page = list(ranked[start : start + size])
+        max_score = page[0][0] if page and sort_field is None else None
     hits = []
     for s, doc_id, index in page:
-        hit: dict[str, Any] = {"_index": index.name, "_id": doc_id, "_score": None if sort else s}
+        hit: dict[str, Any] = {
+            "_index": index.name,
+            "_id": doc_id,
+            "_score": None if sort_field else s,
+        }
         filtered = source_filter(index.docs[doc_id], body.get("_source"))
         if filtered is not None:
             hit["_source"] = filtered
-        if sort:
-            hit["sort"] = [index.docs[doc_id].get(fieldname)]
+        if sort_field:
+            hit["sort"] = [index.docs[doc_id].get(sort_field)]
         hits.append(hit)
-    out: dict[str, Any] = {}
-    if rerank_info is not None:
-        out["_rerank"] = rerank_info
-    out.update(
-        {
-            "took": 1,
-            "timed_out": False,
-            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
-        }
-    )
-    tth = body.get("track_total_hits", 10_000)
+    out: dict[str, Any] = {"_rerank": rerank_info} if rerank_info is not None else {}
+    out.update({"took": 1, "timed_out": False})
+    tth = body.get("track_total_hits")
+    if size == 0 and tth is True and aggs is None:
+        out["terminated_early"] = False  # es_compat.rs:10474-10497
+    out["_shards"] = {"total": 1, "successful": 1, "skipped": 0, "failed": 0}
     hits_block: dict[str, Any] = {}
-    if tth not in (False, 0):
-        cap = 10_000 if tth is None else (None if tth is True or tth == -1 else int(tth))
-        relation = "gte" if cap is not None and total > cap else "eq"
-        hits_block["total"] = {
-            "value": min(total, cap) if cap is not None else total,
-            "relation": relation,
-        }
-    hits_block["max_score"] = hits[0]["_score"] if hits else None
+    if (total_block := _total(tth, total)) is not None:
+        hits_block["total"] = total_block
+    hits_block["max_score"] = max_score
     hits_block["hits"] = hits
     out["hits"] = hits_block
     if aggs:
-        out["aggregations"] = _aggs(aggs, [ix.docs[d] for _, d, ix in ranked])
+        out["aggregations"] = run_aggs(aggs, [ix.docs[d] for _, d, ix in ranked])
     return 200, out

@@ -12,9 +12,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from ._engine import Index, Memory, new_engine_indices
-from ._memory import memory_recall, memory_store
-from ._searcher import RerankMode, search
+from ._engine import Index, new_engine_indices
+from ._memory import (
+    MEMORY_PREFIX,
+    Memory,
+    memory_forget,
+    memory_index,
+    memory_list,
+    memory_recall,
+    memory_store,
+)
+from ._searcher import RerankMode, search_request
+from ._wire import BodyError, optional_json
 
 __all__ = ["Fault", "RecordedRequest", "XerjStandIn"]
 
@@ -106,11 +115,11 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.drop == "before":
             self.close_connection = True
             return
-        status, payload, headers = stand_in._answer(record)
+        status, payload, headers = stand_in._answer(record, raw)
         if fault is not None and fault.drop == "after":
             self.close_connection = True
             return
-        content_type = "application/json"
+        content_type = headers.pop("Content-Type", "application/json")
         if fault is not None and fault.status is not None:
             status, headers, content_type = fault.status, dict(fault.headers), fault.content_type
             payload = fault.body if fault.body is not None else b""
@@ -120,7 +129,8 @@ class _Handler(BaseHTTPRequestHandler):
             else (payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
         )
         self.send_response(status)
-        self.send_header("Content-Type", content_type)
+        if content_type:
+            self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-Elastic-Product", "Elasticsearch")
         for name, value in headers.items():
@@ -262,67 +272,89 @@ class XerjStandIn:
         scheme, _, value = record.headers.get("authorization", "").strip().partition(" ")
         return scheme.lower() in ("apikey", "bearer") and value.strip() == self.api_key
 
-    def _answer(self, record: RecordedRequest) -> tuple[int, Any, dict[str, str]]:
-        segments = record.segments
+    def _answer(self, record: RecordedRequest, raw: bytes = b"") -> tuple[int, Any, dict[str, str]]:
+        """Route as XERJ's ES-compat router does (router.rs:190-705); see CONTRACT.md."""
+        segments, method = record.segments, record.method
         if record.path in ("/health/live", "/health/ready"):
-            return 200, record.path.rsplit("/", 1)[1], {}
+            # Exempt from auth; plain text (auth.rs:23-33; native.rs:605-620).
+            if method != "GET":
+                return 405, b"", {"Content-Type": "", "Allow": "GET,HEAD"}
+            return 200, record.path.rsplit("/", 1)[1], {"Content-Type": _TEXT}
         if not self._authorized(record):
+            # auth.rs:196-222; the middleware wraps every route and the fallback.
             reason = "missing or invalid API key in Authorization header"
             error = {"type": "security_exception", "reason": reason}
             return 401, {"error": {"root_cause": [dict(error)], **error}, "status": 401}, {}
-        if record.body is _MALFORMED:
-            return (
-                400,
-                {
-                    "error": {
-                        "type": "parse_exception",
-                        "reason": "malformed JSON in request body",
-                    },
-                    "status": 400,
-                },
-                {},
-            )
-        body = record.body if record.body is not None else {}
-        payload: Any
+        trailing = record.path != "/" and record.path.endswith("/")
+        route = None if trailing else _route(segments)
+        if route is None:
+            return 404, b"", {"Content-Type": ""}  # no fallback: axum's empty 404
+        name, allowed = route
+        if method not in allowed:
+            return 405, b"", {"Content-Type": "", "Allow": ",".join(allowed)}
+        content_type = record.headers.get("content-type")
         with self._lock:
-            if (
-                record.method in ("GET", "POST")
-                and segments[-1] == "_search"
-                and len(segments) <= 2
-            ):
-                expr = segments[0] if len(segments) == 2 else "_all"
-                status, payload = search(self.indices, expr, body, rerank_mode=self.rerank)
-            elif record.method == "POST" and len(segments) == 2 and segments[0] == "_memory":
-                status, payload = memory_store(self.memories, segments[1], record.body)
-            elif (
-                record.method == "POST"
-                and len(segments) == 3
-                and segments[0] == "_memory"
-                and segments[2] == "_recall"
-            ):
-                status, payload = memory_recall(self.memories, segments[1], record.body)
-            elif record.method == "GET" and record.path == "/_cat/indices":
-                names = sorted(self.indices) + sorted(f".xerj-memory-{ns}" for ns in self.memories)
-                if record.query.get("format") == "json":
-                    status, payload = 200, [{"index": name} for name in names]
-                else:
-                    status, payload = 200, "".join(f"{name}\n" for name in names)
-            elif record.method == "GET" and record.path == "/":
-                status, payload = (
-                    200,
-                    {
-                        "name": "stand-in",
-                        "cluster_name": "xerj",
-                        "version": {"number": "8.13.0"},
-                        "tagline": "You Know, for Search",
-                    },
-                )
-            else:
-                status, payload = (
-                    404,
-                    {
-                        "error": {"type": "not_found", "reason": f"no route for {record.path}"},
-                        "status": 404,
-                    },
-                )
+            status, payload = self._handle_route(name, segments, record, raw, content_type)
         return status, payload, {}
+
+    def _handle_route(
+        self,
+        name: str,
+        segments: list[str],
+        record: RecordedRequest,
+        raw: bytes,
+        content_type: str | None,
+    ) -> tuple[int, Any]:
+        if name == "search":
+            indices = dict(self.indices)
+            for ns, store in self.memories.items():
+                indices[MEMORY_PREFIX + ns] = memory_index(ns, store)
+            expr = segments[0] if len(segments) == 2 else "*"  # es_compat.rs:5238-5244
+            return search_request(indices, expr, raw, content_type, rerank_mode=self.rerank)
+        if name in ("memory", "recall"):
+            try:
+                body = optional_json(raw, content_type)
+            except BodyError as exc:
+                return exc.status, exc.body()
+            if name == "recall":
+                return memory_recall(self.memories, segments[1], body, raw)
+            if record.method == "POST":
+                return memory_store(self.memories, segments[1], body, raw)
+            if record.method == "GET":
+                return memory_list(self.memories, segments[1], record.query)
+            return memory_forget(self.memories, segments[1], None)
+        if name == "forget":
+            return memory_forget(self.memories, segments[1], segments[2])
+        if name == "cat":
+            names = sorted(self.indices) + sorted(MEMORY_PREFIX + ns for ns in self.memories)
+            if record.query.get("format") == "json":
+                return 200, [{"index": name} for name in names]
+            return 200, "".join(f"{name}\n" for name in names)
+        return 200, {  # `GET /`: responses.rs EsInfoResponse (fixed ES version)
+            "name": "stand-in",
+            "cluster_name": "xerj",
+            "cluster_uuid": "xerj-cluster-0000-0000-0000-000000000000",
+            "version": {"number": "8.13.0"},
+            "tagline": "You Know, for Search",
+        }
+
+
+_TEXT = "text/plain; charset=utf-8"
+
+
+def _route(segments: list[str]) -> tuple[str, tuple[str, ...]] | None:
+    """The route a path matches and the methods it takes (router.rs), or None for no route."""
+    n = len(segments)
+    if segments == [""]:
+        return "info", ("GET",)  # router.rs:210
+    if segments == ["_cat", "indices"]:
+        return "cat", ("GET",)  # router.rs:216
+    if n == 2 and segments[0] == "_memory":
+        return "memory", ("POST", "GET", "DELETE")  # router.rs:689-694
+    if n == 3 and segments[0] == "_memory" and segments[2] == "_recall":
+        return "recall", ("POST",)  # router.rs:695
+    if n == 3 and segments[0] == "_memory":
+        return "forget", ("DELETE",)  # router.rs:696
+    if n <= 2 and segments[-1] == "_search" and segments[0] != "":
+        return "search", ("GET", "POST")  # router.rs:301-308
+    return None

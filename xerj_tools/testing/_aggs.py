@@ -1,0 +1,138 @@
+"""The stand-in's aggregations: the ones XERJ's `aggs.rs` dispatches that the tools are likely to ask.
+
+Citations are `engine/crates/xerj-engine/src/aggs.rs` at e6e8e6a (see ``CONTRACT.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["run_aggs"]
+
+
+def _values(sources: list[Mapping[str, Any]], field: str) -> list[Any]:
+    out: list[Any] = []
+    for source in sources:
+        value: Any = source
+        for part in field.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
+        out += value if isinstance(value, list) else [value]
+    return out
+
+
+def _numbers(sources: list[Mapping[str, Any]], field: str) -> list[float]:
+    return [
+        float(v)
+        for v in _values(sources, field)
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
+
+
+def _terms(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
+    counts: dict[Any, int] = {}
+    for v in _values(sources, str(body.get("field", ""))):
+        counts[v] = counts.get(v, 0) + 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    size = body.get("size", 10)
+    # aggs.rs:2534-2544: `size: 0` means every bucket; absent means 10.
+    cap = None if size == 0 else int(size)
+    shown = ordered if cap is None else ordered[:cap]
+    return {
+        "doc_count_error_upper_bound": 0,
+        "sum_other_doc_count": sum(c for _, c in ordered[len(shown) :]),
+        "buckets": [{"key": k, "doc_count": c} for k, c in shown],
+    }
+
+
+def _stats(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
+    # aggs.rs:4852-4894: count/min/max/avg/sum; with no values min/max/avg are null, sum 0.0.
+    nums = _numbers(sources, str(body.get("field", "")))
+    if not nums:
+        return {"count": 0, "min": None, "max": None, "avg": None, "sum": 0.0}
+    total = sum(nums)
+    return {
+        "count": len(nums),
+        "min": min(nums),
+        "max": max(nums),
+        "avg": total / len(nums),
+        "sum": total,
+    }
+
+
+def _histogram(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
+    # aggs.rs:5590-5793: buckets keyed floor((v - offset) / interval); every key between the
+    # lowest and highest is emitted (min_doc_count 0), an integral key is printed as an int.
+    field = body.get("field")
+    if not isinstance(field, str):
+        return {"buckets": []}
+    interval = body.get("interval")
+    if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
+        return {"error": "histogram requires a positive `interval`"}
+    offset = float(body.get("offset", 0.0))
+    min_doc_count = int(body.get("min_doc_count", 0))
+    counts: dict[int, int] = {}
+    for source in sources:
+        for key in {math.floor((n - offset) / interval) for n in _numbers([source], field)}:
+            counts[key] = counts.get(key, 0) + 1
+    keys = (
+        sorted(counts)
+        if min_doc_count > 0 or not counts
+        else list(range(min(counts), max(counts) + 1))
+    )
+    buckets = []
+    for key in keys:
+        if counts.get(key, 0) < min_doc_count:
+            continue
+        actual = key * interval + offset
+        buckets.append(
+            {
+                "key": int(actual) if float(actual).is_integer() else actual,
+                "doc_count": counts.get(key, 0),
+            }
+        )
+    return {"buckets": buckets}
+
+
+def _metric(kind: str, body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> Any:
+    field = str(body.get("field", ""))
+    if kind == "value_count":
+        # aggs.rs:4715-4736: the number of values, not of documents.
+        return {"value": len(_values(sources, field))}
+    nums = _numbers(sources, field)
+    if kind == "sum":
+        return {"value": float(sum(nums))}  # aggs.rs:4766-4788: 0.0 when nothing matched
+    if not nums:
+        return {"value": None}
+    value = {"avg": sum(nums) / len(nums), "min": min(nums), "max": max(nums)}[kind]
+    return {"value": value}
+
+
+def run_aggs(aggs: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """`aggregations` for `aggs` over the matching documents (aggs.rs:2051-2172)."""
+    out: dict[str, Any] = {}
+    for name, spec in aggs.items():
+        if not isinstance(spec, Mapping):
+            out[name] = {"error": "aggregation body must be an object"}
+            continue
+        kinds = [k for k in spec if k not in ("aggs", "aggregations", "meta")]
+        if not kinds:
+            out[name] = {"error": f"no aggregation type found in '{name}'"}
+            continue
+        kind, body = kinds[0], spec[kinds[0]]
+        body = body if isinstance(body, Mapping) else {}
+        if kind == "terms":
+            out[name] = _terms(body, sources)
+        elif kind == "stats":
+            out[name] = _stats(body, sources)
+        elif kind == "histogram":
+            out[name] = _histogram(body, sources)
+        elif kind in ("avg", "min", "max", "sum", "value_count"):
+            out[name] = _metric(kind, body, sources)
+        else:
+            # aggs.rs:2172: an unknown type is not a 400; its slot carries the error, under 200.
+            out[name] = {"error": f"unsupported aggregation type '{kind}'"}
+    return out
