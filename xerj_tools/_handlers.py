@@ -13,7 +13,7 @@ __all__ = ["HANDLERS", "Handler", "HttpRequest", "RequestKind", "VECTOR_EXCLUDES
 RequestKind = Literal["search", "memory_store", "memory_recall", "listing", "other"]
 
 # XERJ keeps each semantic_text field's 384-float embedding (and its chunk embeddings) inside
-# `_source` (contract §3.4, "token trap"); searches leave them out unless the model names fields.
+# `_source` (xerj-engine/src/index.rs:5077, 5277, 5289); searches leave them out unless the model names fields.
 VECTOR_EXCLUDES = ("*_vector", "*_vector_chunks")
 
 
@@ -80,7 +80,7 @@ def _source(value: Any) -> Any:
 
 
 def search(args: Mapping[str, Any]) -> HttpRequest:
-    """`xerj_search` → ``POST /{index}/_search``; `source` is sent as `_source` (contract §12)."""
+    """`xerj_search` → ``POST /{index}/_search``; `source` is sent as `_source` (es_compat.rs:2144)."""
     body: dict[str, Any] = {"query": args.get("query") or {}}
     _copy(args, body, "size", "from", "sort", "aggs", "track_total_hits")
     body["_source"] = _source(args.get("source"))
@@ -90,7 +90,7 @@ def search(args: Mapping[str, Any]) -> HttpRequest:
 
 
 def semantic_search(args: Mapping[str, Any]) -> HttpRequest:
-    """`xerj_semantic_search`: the `filter` goes inside the `semantic` clause (contract §4)."""
+    """`xerj_semantic_search`: the `filter` goes inside the `semantic` clause (parser.rs:2324-2348)."""
     clause: dict[str, Any] = {"field": args["field"], "query": args["query"]}
     _copy(args, clause, "k", "filter")
     body: dict[str, Any] = {"query": {"semantic": clause}}
@@ -100,7 +100,7 @@ def semantic_search(args: Mapping[str, Any]) -> HttpRequest:
 
 
 def vector_search(args: Mapping[str, Any]) -> HttpRequest:
-    """`xerj_vector_search`: a top-level `knn` clause (contract §5)."""
+    """`xerj_vector_search`: a top-level `knn` clause (es_compat.rs:5811-5827)."""
     knn: dict[str, Any] = {"field": args["field"], "query_vector": list(args["query_vector"])}
     _copy(args, knn, "k", "num_candidates", "filter")
     body: dict[str, Any] = {"knn": knn}
@@ -110,7 +110,7 @@ def vector_search(args: Mapping[str, Any]) -> HttpRequest:
 
 
 def hybrid_search(args: Mapping[str, Any]) -> HttpRequest:
-    """`xerj_hybrid_search`: `rrf_k` becomes ``fusion: {"type": "rrf", "k": N}`` (contract §6)."""
+    """`xerj_hybrid_search`: `rrf_k` becomes ``fusion: {"type": "rrf", "k": N}`` (parser.rs:2392-2397)."""
     hybrid: dict[str, Any] = {"queries": [dict(q) for q in args["queries"]]}
     if args.get("rrf_k") is not None:
         hybrid["fusion"] = {"type": args.get("fusion") or "rrf", "k": _integral(args["rrf_k"])}
@@ -131,7 +131,7 @@ def new_memory_id() -> str:
 def memory_store(
     args: Mapping[str, Any], *, new_id: Callable[[], str] = new_memory_id
 ) -> HttpRequest:
-    """`xerj_memory_store` → ``POST /_memory/{namespace}`` (contract §8).
+    """`xerj_memory_store` → ``POST /_memory/{namespace}`` (memory_api.rs:299-382).
 
     The memory id is chosen here, before the first attempt, when the model gave none: XERJ
     overwrites an existing id, so a retried store can never create a second memory.
@@ -143,7 +143,7 @@ def memory_store(
 
 
 def memory_recall(args: Mapping[str, Any]) -> HttpRequest:
-    """`xerj_memory_recall` → ``POST /_memory/{namespace}/_recall`` (contract §9).
+    """`xerj_memory_recall` → ``POST /_memory/{namespace}/_recall`` (memory_api.rs:429-573).
 
     The description says `vector` takes precedence over `query`/`semantic`; the engine answers
     400 when both are sent. So a vector is sent alone, and the model is told the query was unused.
@@ -161,7 +161,8 @@ def memory_recall(args: Mapping[str, Any]) -> HttpRequest:
     return HttpRequest("POST", path, body, kind="memory_recall", notes=notes)
 
 
-# `_cat/indices` answers text unless asked for JSON (contract §13); only the names are needed.
+# Only the names are needed. XERJ's `_cat/indices` takes no query parameters and always answers
+# text/plain (es_compat.rs:393-488), so `format=json` is not honoured there (issue #10, item 1).
 LIST_INDICES = HttpRequest(
     "GET", "/_cat/indices", None, kind="listing", params={"format": "json", "h": "index"}
 )

@@ -15,17 +15,18 @@ from ._validation import Check, Problem
 
 __all__ = ["MAX_RESULT_WINDOW", "XERJ_CHECKS"]
 
-# XERJ's parser refuses `from + size > 10000` (contract §3.2); knn and semantic `k` feed
-# `size = max(size, k)`, so the same bound applies to them (contract §5).
+# XERJ's parser refuses `from + size > 10000` (xerj-query/src/parser.rs:151-158); a kNN `k`
+# feeds `size = max(size, k)` (xerj-api/src/es_compat.rs:5899), so the same bound applies to it.
 MAX_RESULT_WINDOW = 10_000
 _RERANK_KEYS = {
     "provider", "model", "window", "min_score", "query", "fields", "instructions",
     "timeout_ms", "max_doc_chars", "batch", "max_concurrency",
 }  # fmt: skip
-# The engine's providers (contract §7). The tool description also offers "cohere", but no
+# The engine's providers (xerj-rerank/src/lib.rs and xerj-api/src/rerank_stage.rs
+# `status_document`, at 11b0cd0). The tool description also offers "cohere", but no
 # engine version has that provider and XERJ answers 400: the engine wins.
 _RERANK_PROVIDERS = ("jev", "typesafe", "local", "none", "disabled")
-# Clauses from which XERJ reads the rerank question itself (contract §7).
+# Clauses from which XERJ reads the rerank question itself (rerank_stage.rs `infer_query`).
 _QUESTION_CLAUSES = {"match", "match_phrase", "multi_match", "semantic", "simple_query_string"}
 
 

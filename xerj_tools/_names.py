@@ -59,7 +59,7 @@ def index_problem(value: Any, path: str = "$.index") -> Problem | None:
 
 
 def namespace_problem(value: Any, path: str = "$.namespace") -> Problem | None:
-    """Why `value` cannot be a memory namespace (XERJ's rule, contract §8), or None."""
+    """Why `value` cannot be a memory namespace (memory_api.rs:101-124), or None."""
     if not isinstance(value, str):
         return None
     if not _NAMESPACE.match(value):

@@ -53,7 +53,10 @@ class RetryPolicy:
 
 
 def rerank_refusal(request: HttpRequest, reply: Reply) -> str | None:
-    """Why XERJ refused to rerank, or None. Such a refusal is never retried (contract §3.3, §7).
+    """Why XERJ refused to rerank, or None. Such a refusal is never retried.
+
+    The statuses are `status_for` in rerank_stage.rs (at 11b0cd0); an older node's 400 is the
+    unknown-key refusal of es_compat.rs:2497-2513.
 
     503 `rerank_exception`: no provider key on the node; 403: the operator disabled it; 502: the
     provider failed; 400 naming ``[rerank]``: an older node that does not know the key at all.

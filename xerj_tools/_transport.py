@@ -49,7 +49,7 @@ def _check_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigurationError("a XERJ URL must look like http://host:9200 or https://host:9200")
     if parts.username or parts.password:
-        # XERJ accepts no Basic auth (contract §1.2), and a URL travels into logs.
+        # XERJ accepts only ApiKey or Bearer (auth.rs:185-194), and a URL travels into logs.
         raise ConfigurationError("put credentials in api_key=, not in the XERJ URL")
     return url.rstrip("/")
 

@@ -299,7 +299,7 @@ def _search(
         if len(knn) > 1:
             raise _parse_error("the stand-in does not implement multi-clause `knn`")
         knn = knn[0]
-    # A pure kNN search asks the engine for max(size, k) (es_compat.rs:5880-5885).
+    # A pure kNN search asks the engine for max(size, k) (es_compat.rs:5899).
     window = max(size, _knn_k(knn)) if isinstance(knn, Mapping) else size
     if start + window > 10_000:
         raise _parse_error(f"from + size must be <= 10000 (got {start + window})")  # parser.rs:151
