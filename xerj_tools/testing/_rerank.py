@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ._engine import Index, QueryError, question, tokens
 
-__all__ = ["RerankMode", "rerank"]
+__all__ = ["RerankMode", "prepare", "rerank"]
 
 RerankMode = Literal["ok", "degraded", "unconfigured", "disabled", "provider_error", "unsupported"]
 # `RerankConfig::from_json`'s KNOWN, in its order (xerj-rerank lib.rs).
@@ -72,8 +72,11 @@ def _config_from_json(block: Any) -> tuple[int, float | None]:
     return window, None if min_score is None else float(min_score)
 
 
-def _prepare(block: Mapping[str, Any], body: Mapping[str, Any], size: int, start: int) -> str:
-    """`RerankPlan::prepare`'s refusals, in its order; returns the question to judge."""
+def prepare(block: Any, body: Mapping[str, Any], size: int, start: int) -> str:
+    """`RerankPlan::prepare`'s refusals, in its order; returns the question to judge.
+
+    It runs before the engine does, so its 400s come before any search error.
+    """
     window, _ = _config_from_json(block)
     if "sort" in body and body["sort"] is not None:
         raise _refused(
@@ -132,8 +135,8 @@ def _provider(mode: RerankMode) -> None:
 
 def rerank(
     mode: RerankMode,
-    block: Any,
-    body: Mapping[str, Any],
+    block: Mapping[str, Any],
+    text: str,
     ranked: list[tuple[float, str, Index]],
     size: int,
     start: int,
@@ -144,7 +147,6 @@ def rerank(
     the page is cut from the reranked window in `finish`, after `max_score` is taken from
     its first hit (rerank_stage.rs `apply`, `finish`).
     """
-    text = _prepare(block, body, size, start)
     window, min_score = _config_from_json(block)
     candidates = ranked[:window]
     _provider(mode)

@@ -22,7 +22,7 @@ from ._engine import (
     source_filter,
     top,
 )
-from ._rerank import RerankMode, rerank
+from ._rerank import RerankMode, prepare, rerank
 from ._wire import (
     BodyError,
     check_content_type,
@@ -33,7 +33,7 @@ from ._wire import (
 
 __all__ = ["RerankMode", "search", "search_request"]
 
-# The typed fields of `EsSearchBody` (es_compat.rs:2133-2236) that serde can refuse; every
+# The typed fields of `EsSearchBody` (es_compat.rs:2133-2232) that serde can refuse; every
 # other key is an `Option<Value>`. `size` and `from` are `usize` with defaults, so `null`, a
 # negative number or a float is a 400 parse_exception.
 _BODY_FIELDS = {
@@ -59,7 +59,7 @@ def search_request(
 ) -> Result:
     """``POST /{index}/_search`` from the raw body, through XERJ's `EsSearchJson` extractor.
 
-    es_compat.rs:2780-2818: an empty body is match_all; a non-JSON Content-Type is a 415; the
+    es_compat.rs:2727-2810: an empty body is match_all; a non-JSON Content-Type is a 415; the
     first top-level key off the allow-list is a 400 `parsing_exception` (found before the typed
     parse); then serde's own refusals.
     """
@@ -311,6 +311,9 @@ def _search(
             "run the aggregation as a separate non-hybrid search"
         )
     rerank_block = body.get("rerank")  # `"rerank": null` is no rerank (rerank_stage.rs)
+    question = ""
+    if rerank_block is not None and rerank_mode != "unsupported":
+        question = prepare(rerank_block, body, size, start)
     depth = max(50, start + size)
     ranked: list[tuple[float, str, Index]] = []
     for index in _resolve(indices, expr):
@@ -334,7 +337,9 @@ def _search(
     max_score: float | None
     page: list[tuple[float | None, str, Index]]
     if rerank_block is not None and rerank_mode != "unsupported":
-        page, rerank_info, max_score = rerank(rerank_mode, rerank_block, body, ranked, size, start)
+        page, rerank_info, max_score = rerank(
+            rerank_mode, rerank_block, question, ranked, size, start
+        )
     elif knn is not None:
         # Pure kNN: hits and `hits.total` are the k nearest, capped by `size`
         # (es_compat.rs:5829-5848, 7960-7968).
@@ -361,7 +366,7 @@ def _search(
     out.update({"took": 1, "timed_out": False})
     tth = body.get("track_total_hits")
     if size == 0 and tth is True and aggs is None:
-        out["terminated_early"] = False  # es_compat.rs:10474-10497
+        out["terminated_early"] = False  # es_compat.rs:10476-10497
     out["_shards"] = {"total": 1, "successful": 1, "skipped": 0, "failed": 0}
     hits_block: dict[str, Any] = {}
     if (total_block := _total(tth, total)) is not None:

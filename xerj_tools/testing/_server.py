@@ -172,6 +172,9 @@ class XerjStandIn:
     `rerank` picks how the node treats a ``rerank`` block: ``"ok"`` (a judge runs), ``"degraded"``
     (200 with ``applied: false``), ``"unconfigured"`` (503), ``"disabled"`` (403),
     ``"provider_error"`` (502) or ``"unsupported"`` (an older node: 400 for the unknown key).
+
+    Each behaviour cites the XERJ source it copies; ``xerj_tools/testing/CONTRACT.md`` is the
+    table of them, and ``tests/test_contract.py`` checks them here and on a real node.
     """
 
     def __init__(

@@ -53,7 +53,7 @@ class TopLevel:
 
 
 class _Scanner:
-    """A port of XERJ's `SearchKeyScanner` (es_compat.rs:2323-2442): position-tracking, lenient."""
+    """A port of XERJ's `SearchKeyScanner` (es_compat.rs:2326-2442): position-tracking, lenient."""
 
     def __init__(self, raw: bytes) -> None:
         self.b, self.i, self.line, self.col = raw, 0, 1, 1
@@ -160,9 +160,9 @@ _TOKENS = {0x22: "VALUE_STRING", 0x7B: "START_OBJECT", 0x5B: "START_ARRAY", 0x74
 
 
 def first_unknown_key(raw: bytes, allowed: frozenset[str]) -> dict[str, Any] | None:
-    """ES's 400 for the first top-level `_search` key off the allow-list (es_compat.rs:2465-2513).
+    """ES's 400 for the first top-level `_search` key off the allow-list (es_compat.rs:2462-2513).
 
-    The scan runs before the typed parse (es_compat.rs:2799-2810), so an unknown key wins over
+    The scan runs before the typed parse (es_compat.rs:2800-2810), so an unknown key wins over
     a malformed value after it.
     """
     s = _Scanner(raw)
