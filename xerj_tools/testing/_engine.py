@@ -8,7 +8,6 @@ ranking is deliberately simple: it is a stand-in for tests and the demo, not a s
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import math
 import re
@@ -89,14 +88,39 @@ def tokens(text: Any) -> list[str]:
     return _WORD.findall(str(text).lower()) if text is not None else []
 
 
+def _fnv1a64(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def _add_feature(acc: list[float], token: bytes, weight: float) -> None:
+    h = _fnv1a64(token)
+    acc[h % len(acc)] += weight if (h >> 63) & 1 == 0 else -weight
+
+
 def embed(text: str) -> list[float]:
-    """A feature-hash embedding, like XERJ's built-in lexical embedder (384 dims)."""
-    vec = [0.0] * DIMS
-    for tok in tokens(text):
-        h = int.from_bytes(hashlib.blake2b(tok.encode(), digest_size=4).digest(), "big")
-        vec[h % DIMS] += 1.0 if h & 1 << 20 else -1.0
-    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-    return [round(v / norm, 6) for v in vec]
+    """XERJ's built-in lexical embedder, `local_embed` (xerj-ai/src/local.rs:29-107).
+
+    Signed FNV-1a feature hashing of each lower-cased alphanumeric word (weight 1) and of its
+    character trigrams padded with ``#`` (weight 0.35), L2-normalised, 384 dims. Computed in
+    f64 here, f32 there, so the last digits may differ; the order of neighbours does not.
+    """
+    acc = [0.0] * DIMS
+    word = ""
+    for ch in text.lower() + " ":
+        if ch.isalnum():
+            word += ch
+            continue
+        if word:
+            _add_feature(acc, word.encode(), 1.0)
+            padded = f"#{word}#"
+            for i in range(len(padded) - 2):
+                _add_feature(acc, padded[i : i + 3].encode(), 0.35)
+            word = ""
+    norm = math.sqrt(sum(v * v for v in acc))
+    return [round(v / norm, 6) for v in acc] if norm > 0 else acc
 
 
 def cosine_score(a: list[float], b: list[float]) -> float | None:
