@@ -22,6 +22,7 @@ from ._engine import (
     source_filter,
     top,
 )
+from ._ordering import hits_total, sort_specs, sort_value, sorted_hits
 from ._rerank import RerankMode, prepare, rerank
 from ._wire import (
     BodyError,
@@ -75,12 +76,6 @@ def search_request(
     except BodyError as exc:
         return exc.status, exc.body()
     return search(indices, expr, body or {}, rerank_mode=rerank_mode)
-
-
-def _sort_key(value: Any) -> tuple[int, float, str]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (0, float(value), "")
-    return (1, 0.0, "" if value is None else str(value))
 
 
 def _glob(pattern: str, name: str) -> bool:
@@ -274,18 +269,6 @@ def search(
         return 404, exc.body
 
 
-def _total(tth: Any, total: int) -> dict[str, Any] | None:
-    """`hits.total` (parser.rs:190-206; es_compat.rs:5524-5531, 10356-10440)."""
-    if tth is None:
-        tth = 10_000  # absent → counted up to 10000, then `gte`
-    if tth is False or (type(tth) is int and tth == 0):
-        return None  # omitted, not approximated
-    cap = tth if type(tth) is int and tth > 0 else None
-    if cap is not None and total > cap:
-        return {"value": cap, "relation": "gte"}
-    return {"value": total, "relation": "eq"}
-
-
 def _search(
     indices: Mapping[str, Index], expr: str, body: Mapping[str, Any], rerank_mode: RerankMode
 ) -> Result:
@@ -320,18 +303,10 @@ def _search(
         found = _knn(index, knn) if knn is not None else _ranked(index, query, depth)
         ranked += [(s, d, index) for s, d in found]
     ranked.sort(key=lambda h: -h[0])
-    sort = body.get("sort")
-    sort_field = None
-    if sort:
-        spec = sort[0] if isinstance(sort, list) else sort
-        sort_field, order = (spec, "asc") if isinstance(spec, str) else next(iter(spec.items()))
-        order = order.get("order", "asc") if isinstance(order, Mapping) else order
-        if sort_field == "_score":
-            sort_field = None  # a pure `_score` sort is no sort
-        else:
-            ranked.sort(
-                key=lambda h: _sort_key(h[2].docs[h[1]].get(sort_field)), reverse=order == "desc"
-            )
+    specs = sort_specs(body.get("sort"))
+    field_sort = specs not in ([], [("_score", True)])  # a pure `_score` sort is no sort
+    if field_sort:
+        ranked = sorted_hits(ranked, specs)
     total = len(ranked)
     rerank_info = None
     max_score: float | None
@@ -348,19 +323,19 @@ def _search(
         max_score = page[0][0] if page else None
     else:
         page = list(ranked[start : start + size])
-        max_score = page[0][0] if page and sort_field is None else None
+        max_score = page[0][0] if page and not field_sort else None
     hits = []
     for s, doc_id, index in page:
         hit: dict[str, Any] = {
             "_index": index.name,
             "_id": doc_id,
-            "_score": None if sort_field else s,
+            "_score": None if field_sort else s,
         }
         filtered = source_filter(index.docs[doc_id], body.get("_source"))
         if filtered is not None:
             hit["_source"] = filtered
-        if sort_field:
-            hit["sort"] = [index.docs[doc_id].get(sort_field)]
+        if field_sort:
+            hit["sort"] = [sort_value((s or 0.0, doc_id, index), n, d) for n, d in specs]
         hits.append(hit)
     out: dict[str, Any] = {"_rerank": rerank_info} if rerank_info is not None else {}
     out.update({"took": 1, "timed_out": False})
@@ -369,7 +344,7 @@ def _search(
         out["terminated_early"] = False  # es_compat.rs:10476-10497
     out["_shards"] = {"total": 1, "successful": 1, "skipped": 0, "failed": 0}
     hits_block: dict[str, Any] = {}
-    if (total_block := _total(tth, total)) is not None:
+    if (total_block := hits_total(tth, total)) is not None:
         hits_block["total"] = total_block
     hits_block["max_score"] = max_score
     hits_block["hits"] = hits
