@@ -58,7 +58,6 @@ SEARCH_KEYS = frozenset(
         "ext",
     ]
 )
-_QUESTION_CLAUSES = ("match", "match_phrase", "multi_match", "semantic", "simple_query_string")
 
 
 class QueryError(Exception):
@@ -303,18 +302,21 @@ def _bool(body: Mapping[str, Any], source: Mapping[str, Any], doc_id: str) -> fl
 def question(query: Any) -> str | None:
     """The rerank question a newer XERJ reads from a query, or None.
 
-    rerank_stage.rs `infer_query` (at 11b0cd0): a single-key match / match_phrase /
-    multi_match / semantic / simple_query_string; anything else needs `rerank.query`.
+    rerank_stage.rs `infer_query` (at 11b0cd0): a single-key multi_match / semantic /
+    simple_query_string with a string `query`, or a match / match_phrase whose first field is
+    a string or has a string `query`. Anything else needs `rerank.query`.
     """
     if not isinstance(query, Mapping) or len(query) != 1:
         return None
     kind, body = next(iter(query.items()))
-    if kind not in _QUESTION_CLAUSES or not isinstance(body, Mapping):
-        return None
     if kind in ("multi_match", "semantic", "simple_query_string"):
-        return str(body.get("query", "")) or None
-    _, spec = next(iter(body.items()))
-    return str(spec.get("query") if isinstance(spec, Mapping) else spec)
+        text = body.get("query") if isinstance(body, Mapping) else None
+        return text if isinstance(text, str) else None
+    if kind in ("match", "match_phrase") and isinstance(body, Mapping) and body:
+        spec = next(iter(body.values()))
+        text = spec.get("query") if isinstance(spec, Mapping) else spec
+        return text if isinstance(text, str) else None
+    return None
 
 
 def source_filter(source: Mapping[str, Any], spec: Any) -> dict[str, Any] | None:

@@ -69,6 +69,11 @@ def _config_from_json(block: Any) -> tuple[int, float | None]:
             raise _config("`rerank.min_score` must be a number")
         if not 0.0 <= min_score <= 1.0:
             raise _config("`rerank.min_score` must be between 0 and 1 — it is a probability")
+    if "query" in block:
+        if not isinstance(block["query"], str):
+            raise _config("`rerank.query` must be a string")
+        if not block["query"].strip():
+            raise _config("`rerank.query` must not be empty")
     return window, None if min_score is None else float(min_score)
 
 
@@ -102,7 +107,7 @@ def prepare(block: Any, body: Mapping[str, Any], size: int, start: int) -> str:
             "the window keep the engine's order, so a page cut across the boundary would mix "
             "two rankings. Raise `rerank.window` or page within it"
         )
-    text = block.get("query") or question(body.get("query"))
+    text = block["query"] if "query" in block else question(body.get("query"))
     if not text:
         raise _refused(
             "`rerank.query` is required: the search query is not a shape a single question can "

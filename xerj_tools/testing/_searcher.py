@@ -299,7 +299,8 @@ def _search(
         question = prepare(rerank_block, body, size, start)
     depth = max(50, start + size)
     ranked: list[tuple[float, str, Index]] = []
-    for index in _resolve(indices, expr):
+    chosen = _resolve(indices, expr)
+    for index in chosen:
         found = _knn(index, knn) if knn is not None else _ranked(index, query, depth)
         ranked += [(s, d, index) for s, d in found]
     ranked.sort(key=lambda h: -h[0])
@@ -323,7 +324,11 @@ def _search(
         max_score = page[0][0] if page else None
     else:
         page = list(ranked[start : start + size])
-        max_score = page[0][0] if page and not field_sort else None
+        # `max_score` (es_compat.rs:8064-8119): null under a field sort; past `from` it is the
+        # population's maximum, not the page head (except hybrid, whose engine reports none).
+        hybrid = isinstance(query, Mapping) and "hybrid" in query
+        head = ranked[:1] if start > 0 and size > 0 and not hybrid else page[:1]
+        max_score = head[0][0] if head and not field_sort else None
     hits = []
     for s, doc_id, index in page:
         hit: dict[str, Any] = {
@@ -342,7 +347,8 @@ def _search(
     tth = body.get("track_total_hits")
     if size == 0 and tth is True and aggs is None:
         out["terminated_early"] = False  # es_compat.rs:10476-10497
-    out["_shards"] = {"total": 1, "successful": 1, "skipped": 0, "failed": 0}
+    shards = max(1, len(chosen))  # one shard per index searched (es_compat.rs:10378-10403)
+    out["_shards"] = {"total": shards, "successful": shards, "skipped": 0, "failed": 0}
     hits_block: dict[str, Any] = {}
     if (total_block := hits_total(tth, total)) is not None:
         hits_block["total"] = total_block

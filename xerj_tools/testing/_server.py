@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import uuid
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -132,7 +133,9 @@ class _Handler(BaseHTTPRequestHandler):
         if content_type:
             self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("X-Elastic-Product", "Elasticsearch")
+        self.send_header("X-Elastic-Product", "Elasticsearch")  # router.rs:721-733
+        self.send_header("Warning", '299 Elasticsearch-8.13.0 ""')
+        self.send_header("X-Request-Id", str(uuid.uuid4()))  # router.rs:812-820
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
