@@ -297,7 +297,8 @@ class XerjStandIn:
             return 404, b"", {"Content-Type": ""}  # no fallback: axum's empty 404
         name, allowed = route
         if method not in allowed:
-            return 405, b"", {"Content-Type": "", "Allow": ",".join(allowed)}
+            methods = sorted({*allowed, "HEAD"} if "GET" in allowed else set(allowed))
+            return 405, b"", {"Content-Type": "", "Allow": ",".join(methods)}
         content_type = record.headers.get("content-type")
         with self._lock:
             status, payload = self._handle_route(name, segments, record, raw, content_type)
