@@ -8,10 +8,12 @@ loop adds no retries of its own, so attempts never multiply.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from . import _tracing
 from ._calls import ToolCall
 from ._core import DispatchCore, ToolResult
 from ._exceptions import ConfigurationError, MaxTurnsExceeded
@@ -82,6 +84,11 @@ class _Run:
         self.last_text = ""
         registry = dispatcher.registry
         self.tools = registry.chat_tools() if api == "chat" else registry.responses_tools()
+        self.trace = _tracing.NO_TURN
+
+    def begin(self, turn: int) -> None:
+        """A turn starts: its span, when something traces."""
+        self.trace = _tracing.turn(turn, self.model, self.api)
 
     def request(self, stream: bool) -> dict[str, Any]:
         key = "messages" if self.api == "chat" else "input"
@@ -96,7 +103,8 @@ class _Run:
         return request
 
     def create(self, client: Any) -> Any:
-        return client.chat.completions.create if self.api == "chat" else client.responses.create
+        create = client.chat.completions.create if self.api == "chat" else client.responses.create
+        return self.trace.wrap(create)
 
     def step(self, response: Any) -> Step:
         return chat_step(response) if self.api == "chat" else responses_step(response)
@@ -128,6 +136,7 @@ class _Run:
         self, calls: Sequence[ToolCall], ready: dict[str, ToolResult], sink: list[Any]
     ) -> None:
         """After an interruption: answer every call of the turn, then the exception goes on."""
+        self.trace.end(error=sys.exc_info()[1])
         answers = interrupted_answers(calls, ready, sink)
         core = self.core
         self.transcript.extend(
@@ -153,6 +162,7 @@ class _Run:
 
     def close(self, turn: int, step: Step) -> list[AgentEvent]:
         """The turn is over; a turn without usable calls also ends the run."""
+        self.trace.end(step.finish, len(step.calls))
         events: list[AgentEvent] = [TurnFinished(turn, step.finish)]
         if not step.calls or step.finish in _CUT_OFF:
             events.append(self.end(final_outcome(step.finish), turn))
@@ -208,6 +218,7 @@ def stream_agent(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns, create_kwargs
     )
     for turn in range(1, run.max_turns + 1):
+        run.begin(turn)
         if stream:
             assembler = run.assembler()
             for chunk in run.create(client)(**run.request(True)):
@@ -228,7 +239,8 @@ def stream_agent(
                     if answer is not None:
                         ready[call.call_id] = answer
                 todo = [c for c in step.calls if c.call_id not in ready]
-                done = {r.call.call_id: r for r in dispatcher.run_many(todo, transcript=sink)}
+                with run.trace.use():
+                    done = {r.call.call_id: r for r in dispatcher.run_many(todo, transcript=sink)}
             except BaseException:
                 run.fill(step.calls, ready, sink)
                 raise
@@ -294,6 +306,7 @@ async def astream_agent(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns, create_kwargs
     )
     for turn in range(1, run.max_turns + 1):
+        run.begin(turn)
         if stream:
             assembler = run.assembler()
             async for chunk in await run.create(client)(**run.request(True)):
@@ -317,7 +330,10 @@ async def astream_agent(
                     if answer is not None:
                         ready[call.call_id] = answer
                 todo = [c for c in step.calls if c.call_id not in ready]
-                done = {r.call.call_id: r for r in await dispatcher.run_many(todo, transcript=sink)}
+                with run.trace.use():
+                    done = {
+                        r.call.call_id: r for r in await dispatcher.run_many(todo, transcript=sink)
+                    }
             except BaseException:
                 run.fill(step.calls, ready, sink)
                 raise

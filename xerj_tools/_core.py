@@ -30,6 +30,7 @@ from ._outcome import Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
 from ._retry import rerank_refusal
+from ._tracing import record, rerank_fallback
 
 __all__ = ["DispatchCore", "ToolResult"]
 
@@ -200,6 +201,7 @@ class DispatchCore:
             if not self.rerank_fallback:
                 return error_payload(tool, EngineError(remembered, code="rerank_unavailable"))
             note = {"applied": False, "reason": remembered, "fallback": FALLBACK}
+            rerank_fallback(None)
             request = request.without_rerank()
         outcome, attempts = yield request
         if isinstance(outcome, Reply) and (reason := rerank_refusal(request, outcome)) is not None:
@@ -207,6 +209,7 @@ class DispatchCore:
             if not self.rerank_fallback:
                 return error_payload(tool, engine_error(outcome, request), attempts=attempts)
             note = {"applied": False, "reason": reason, "fallback": FALLBACK}
+            rerank_fallback(outcome.status)
             request = request.without_rerank()
             outcome, attempts = yield request
         payload = self.finish(tool, request, outcome, attempts, note)
@@ -289,6 +292,7 @@ class DispatchCore:
     ) -> ToolResult:
         payload, content = self._shape(call.name, payload, prepared)
         result = ToolResult(call, payload, content, attempts, self.clock() - started)
+        record(result)
         if logger.isEnabledFor(logging.DEBUG):
             outcome = "ok" if result.ok else result.code
             logger.debug(
