@@ -18,18 +18,17 @@ import pytest
 pytest.importorskip("opentelemetry.sdk", reason="tracing tests need the `otel` and `test` extras "
                     "(opentelemetry-api and opentelemetry-sdk)")
 
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
-from opentelemetry.util._once import Once  # noqa: E402
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.util._once import Once
 
-from xerj_tools import AsyncDispatcher, Dispatcher, arun_agent, run_agent  # noqa: E402
-from xerj_tools import _tracing  # noqa: E402
-from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn  # noqa: E402
+from xerj_tools import AsyncDispatcher, Dispatcher, _tracing, arun_agent, run_agent
+from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
-from conftest import Runner, SleepRecorder, chat_call  # noqa: E402
+from conftest import Runner, SleepRecorder, chat_call
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 RECALL = {"namespace": "agent", "query": "tea"}
