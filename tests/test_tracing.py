@@ -25,7 +25,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
-from xerj_tools import AsyncDispatcher, Dispatcher, _tracing, arun_agent, run_agent
+from xerj_tools import (
+    AsyncDispatcher,
+    Dispatcher,
+    TextDelta,
+    _tracing,
+    arun_agent,
+    astream_agent,
+    run_agent,
+    stream_agent,
+)
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import Runner, SleepRecorder, chat_call
@@ -272,3 +281,26 @@ def test_opentelemetry_is_never_imported_by_dispatch(xerj: XerjStandIn) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_run_abandoned_mid_stream_ends_its_turn(exporter: InMemorySpanExporter, mode: str,
+                                                  xerj: XerjStandIn) -> None:
+    script = [Turn(text="A long answer, streamed in pieces.")]
+    with ScriptedModel(script) as model:
+        if mode == "sync":
+            with openai.OpenAI(base_url=model.base_url, api_key="s", max_retries=0) as client, \
+                    Dispatcher(url=xerj.url) as dispatcher:
+                events = stream_agent(client, model="m", messages="hi", dispatcher=dispatcher)
+                assert isinstance(next(events), TextDelta)
+                events.close()  # the caller stops reading after the first piece
+        else:
+            async def go() -> None:
+                async with openai.AsyncOpenAI(base_url=model.base_url, api_key="s", max_retries=0) as client, \
+                        AsyncDispatcher(url=xerj.url) as dispatcher:
+                    events = astream_agent(client, model="m", messages="hi", dispatcher=dispatcher)
+                    assert isinstance(await events.__anext__(), TextDelta)
+                    await events.aclose()
+
+            asyncio.run(go())
+    [turn] = named(exporter.get_finished_spans(), "agent turn")
+    assert (turn.attributes or {})["error.type"] == "GeneratorExit"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType, TracebackType
@@ -366,14 +366,33 @@ class Turn:
             except BaseException as exc:
                 self.end(error=exc)
                 raise
-            return self._awaited(out) if isinstance(out, Awaitable) else out
+            if isinstance(out, Awaitable):
+                return self._awaited(out)
+            return self._chunks(out) if isinstance(out, Iterator) else out
 
         return traced
 
-    async def _awaited(self, pending: Awaitable[_T]) -> _T:
+    async def _awaited(self, pending: Awaitable[Any]) -> Any:
         try:
             with self.use():
-                return await pending
+                out = await pending
+        except BaseException as exc:
+            self.end(error=exc)
+            raise
+        return self._achunks(out) if isinstance(out, AsyncIterator) else out
+
+    def _chunks(self, stream: Iterator[_T]) -> Iterator[_T]:
+        """A streamed answer that breaks (or is abandoned) mid-way ends the turn too."""
+        try:
+            yield from stream
+        except BaseException as exc:
+            self.end(error=exc)
+            raise
+
+    async def _achunks(self, stream: AsyncIterator[_T]) -> AsyncIterator[_T]:
+        try:
+            async for chunk in stream:
+                yield chunk
         except BaseException as exc:
             self.end(error=exc)
             raise
