@@ -304,3 +304,19 @@ def test_a_run_abandoned_mid_stream_ends_its_turn(exporter: InMemorySpanExporter
             asyncio.run(go())
     [turn] = named(exporter.get_finished_spans(), "agent turn")
     assert (turn.attributes or {})["error.type"] == "GeneratorExit"
+
+
+def test_calls_answered_without_running_have_spans_too(exporter: InMemorySpanExporter, mode: str,
+                                                       runner: Runner, xerj: XerjStandIn) -> None:
+    results = runner.run_many([chat_call("xerj_search", SEARCH, "first"), chat_call("xerj_search", SEARCH, "copy")])
+    assert [r.ok for r in results] == [True, True]
+    first, copy = sorted(calls(exporter), key=lambda s: (s.attributes or {})["gen_ai.tool.call.id"])[::-1]
+    assert (copy.attributes or {})["xerj_tools.copy_of"] == "first" and (copy.attributes or {})["xerj_tools.attempts"] == 0
+    assert attempts_of(exporter, copy) == [] and len(attempts_of(exporter, first)) == 1
+    exporter.clear()
+    script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_memory_recall", RECALL)]), Turn(text="Done.")]
+    run_loop(mode, script, xerj, on_tool_call=lambda call: call.name != "xerj_memory_recall")
+    [turn, _] = sorted(named(exporter.get_finished_spans(), "agent turn"), key=lambda s: s.start_time or 0)
+    denied = next(s for s in calls(exporter) if s.name == "execute_tool xerj_memory_recall")
+    assert (denied.attributes or {})["error.type"] == "denied" and denied.status.status_code == StatusCode.ERROR
+    assert denied.parent is not None and denied.parent.span_id == turn.context.span_id

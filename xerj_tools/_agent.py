@@ -121,28 +121,33 @@ class _Run:
             reason = (
                 f"this exact call was already made {times} times in this run; its result is above"
             )
-            return self.core.answer(call, "repeated_call", reason)
+            return self.answer(call, "repeated_call", reason)
         return None
+
+    def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
+        with self.trace.use():  # its span, if any, belongs to the turn
+            return self.core.answer(call, code, reason)
 
     def deny(self, call: ToolCall, verdict: Any) -> ToolResult | None:
         reason = deny_reason(verdict)
-        return None if reason is None else self.core.answer(call, "denied", reason)
+        return None if reason is None else self.answer(call, "denied", reason)
 
     def cut_off(self, step: Step) -> list[ToolResult]:
         reason = incomplete_reason(step.finish)
-        return [self.core.answer(c, "incomplete_call", reason) for c in step.calls]
+        return [self.answer(c, "incomplete_call", reason) for c in step.calls]
 
     def fill(
         self, calls: Sequence[ToolCall], ready: dict[str, ToolResult], sink: list[Any]
     ) -> None:
         """After an interruption: answer every call of the turn, then the exception goes on."""
-        self.trace.end(error=sys.exc_info()[1])
         answers = interrupted_answers(calls, ready, sink)
         core = self.core
-        self.transcript.extend(
-            a if a is not None else core.cancelled(c, core.clock()).message
-            for c, a in zip(calls, answers, strict=True)
-        )
+        with self.trace.use():
+            self.transcript.extend(
+                a if a is not None else core.cancelled(c, core.clock()).message
+                for c, a in zip(calls, answers, strict=True)
+            )
+        self.trace.end(error=sys.exc_info()[1])
 
     def finish(self, results: Sequence[ToolResult]) -> None:
         self.transcript.extend(r.message for r in results)

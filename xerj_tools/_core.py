@@ -321,4 +321,6 @@ class DispatchCore:
         payload = {**first.payload, "notes": [*first.payload.get("notes", []), note]}
         budget = self.budgets.get(call.name, self.budget)
         payload = fit_payload(payload, budget) if first.ok else fit_error(payload, budget)
-        return ToolResult(call, payload, dumps(payload), 0, self.clock() - started)
+        result = ToolResult(call, payload, dumps(payload), 0, self.clock() - started)
+        record(result, copy_of=first.call.call_id)
+        return result

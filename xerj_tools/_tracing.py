@@ -44,7 +44,7 @@ def _api() -> ModuleType | None:
     return sys.modules.get("opentelemetry.trace")
 
 
-_tracers: dict[int, Any] = {}
+_cached: list[Any] = [None, None]  # [provider, its tracer]; holding the provider keeps it unique
 
 
 def _tracer() -> tuple[ModuleType, Any] | None:
@@ -55,13 +55,11 @@ def _tracer() -> tuple[ModuleType, Any] | None:
     provider = api.get_tracer_provider()
     if isinstance(provider, (api.ProxyTracerProvider, api.NoOpTracerProvider)):
         return None  # OpenTelemetry is loaded but nothing records: stay out of the way
-    tracer = _tracers.get(id(provider))
-    if tracer is None:
+    if _cached[0] is not provider:
         from . import __version__
 
-        _tracers.clear()  # one provider at a time; a replaced one is forgotten
-        tracer = _tracers[id(provider)] = provider.get_tracer(_SCOPE, __version__)
-    return api, tracer
+        _cached[:] = [provider, provider.get_tracer(_SCOPE, __version__)]
+    return api, _cached[1]
 
 
 def _fail(api: ModuleType, span: Any, error_type: str) -> None:
@@ -145,16 +143,7 @@ class _ToolCallScope:
         state = _Call(self._call, None)
         if traced is not None:
             api, tracer = traced
-            self._span = state.span = tracer.start_span(
-                f"execute_tool {state.tool}",
-                kind=api.SpanKind.INTERNAL,
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": state.tool,
-                    "gen_ai.tool.call.id": state.call_id,
-                    "gen_ai.tool.type": "function",
-                },
-            )
+            self._span = state.span = _start_call(api, tracer, state)
             self._use = _use(api, self._span)
             self._use.__enter__()
         self._token = _CALL.set(state)
@@ -171,6 +160,19 @@ class _ToolCallScope:
             self._span.end()
 
 
+def _start_call(api: ModuleType, tracer: Any, state: _Call) -> Any:
+    return tracer.start_span(
+        f"execute_tool {state.tool}",
+        kind=api.SpanKind.INTERNAL,
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": state.tool,
+            "gen_ai.tool.call.id": state.call_id,
+            "gen_ai.tool.type": "function",
+        },
+    )
+
+
 def tool_call(call: ToolCall) -> _ToolCallScope:
     """Around one call's run: its span, and the context the other hooks report to."""
     return _ToolCallScope(call)
@@ -182,14 +184,28 @@ def _use(api: ModuleType, span: Any) -> Any:
     )
 
 
-def record(result: ToolResult) -> None:
-    """The call's outcome on its span: attempts, and the error code as ``error.type``."""
+def record(result: ToolResult, copy_of: str | None = None) -> None:
+    """The call's outcome on its span: attempts, and the error code as ``error.type``.
+
+    A call answered without running (denied, repeated, cut off, cancelled, or a copy of an
+    identical call in the same turn) gets a span of its own that starts and ends here.
+    """
     state = _CALL.get()
-    if state is None or state.span is None or state.call is not result.call:
-        return
-    state.span.set_attribute("xerj_tools.attempts", result.attempts)
+    span = state.span if state is not None and state.call is result.call else None
+    if span is None:
+        if state is not None and state.call is result.call:
+            return  # the call runs, but nothing traces
+        traced = _tracer()
+        if traced is None:
+            return
+        span = _start_call(traced[0], traced[1], _Call(result.call, None))
+        if copy_of is not None:
+            span.set_attribute("xerj_tools.copy_of", copy_of[:_NAME_LIMIT])
+    span.set_attribute("xerj_tools.attempts", result.attempts)
     if not result.ok and (api := _api()) is not None:
-        _fail(api, state.span, result.code or "_OTHER")
+        _fail(api, span, result.code or "_OTHER")
+    if state is None or state.call is not result.call:
+        span.end()
 
 
 # --- attempts, waits, nodes ----------------------------------------------------------------
