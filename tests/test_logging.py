@@ -100,3 +100,20 @@ def test_no_argument_result_or_key_in_any_log_record(caplog: pytest.LogCaptureFi
             assert word not in line, (record.name, line)
     for record in ours(caplog):
         assert secret_index not in record.getMessage() and "agent" not in record.getMessage()
+
+
+def test_a_failing_handler_is_logged_without_its_message(caplog: pytest.LogCaptureFixture) -> None:
+    def leaky(arguments: Any) -> Any:
+        raise ValueError(f"cannot search {arguments['query']}")  # a message quoting the arguments
+
+    caplog.set_level(logging.DEBUG, logger="xerj_tools")
+    from xerj_tools import Dispatcher
+
+    with Dispatcher(url="http://127.0.0.1:9", handlers={"xerj_semantic_search": leaky}) as dispatcher:
+        result = dispatcher.run(chat_call("xerj_semantic_search", {"index": "docs", "field": "body",
+                                                                   "query": "zebra-quartz-7781"}))
+    assert result.code == "handler_error"
+    [error] = ours(caplog, logging.ERROR)
+    line = logging.Formatter().format(error)
+    assert "handler for xerj_semantic_search raised ValueError at " in line and "test_logging.py:" in line
+    assert "zebra-quartz-7781" not in line

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -183,7 +184,12 @@ class DispatchCore:
         except ToolCallError as exc:  # a custom handler may refuse a call in the model's terms
             return exc
         except Exception as exc:
-            logger.exception("handler for %s failed", call.name)
+            # Where it was raised, not its message: a message may quote the arguments.
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            logger.error(
+                "handler for %s raised %s at %s:%s",
+                call.name, type(exc).__name__, where.filename, where.lineno,
+            )  # fmt: skip
             return ToolCallError(f"the handler raised {type(exc).__name__}", code="handler_error")
         if notes:
             request = replace(request, notes=(*request.notes, *notes))
