@@ -257,7 +257,7 @@ def test_no_argument_result_url_or_key_in_any_span(exporter: InMemorySpanExporte
 def test_without_a_tracer_provider_nothing_is_traced(xerj: XerjStandIn) -> None:
     _reset_global_provider()  # OpenTelemetry imported, but no provider: the API's proxy
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-    assert _tracing._tracer() is None
+    assert _tracing.active_tracer() is None
     with Dispatcher(url=xerj.url) as dispatcher:
         assert dispatcher.run(chat_call("xerj_search", SEARCH)).ok
 
@@ -265,7 +265,7 @@ def test_without_a_tracer_provider_nothing_is_traced(xerj: XerjStandIn) -> None:
 def test_without_opentelemetry_nothing_is_traced(monkeypatch: pytest.MonkeyPatch, exporter: InMemorySpanExporter,
                                                  xerj: XerjStandIn) -> None:
     monkeypatch.delitem(sys.modules, "opentelemetry.trace")  # as if the application never loaded it
-    assert _tracing._tracer() is None
+    assert _tracing.active_tracer() is None
     with Dispatcher(url=xerj.url) as dispatcher:
         assert dispatcher.run(chat_call("xerj_search", SEARCH)).ok
     assert exporter.get_finished_spans() == ()

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _tracing
+from . import _trace_turns
 from ._calls import ToolCall
 from ._core import DispatchCore, ToolResult
 from ._exceptions import ConfigurationError, MaxTurnsExceeded
@@ -84,11 +84,11 @@ class _Run:
         self.last_text = ""
         registry = dispatcher.registry
         self.tools = registry.chat_tools() if api == "chat" else registry.responses_tools()
-        self.trace = _tracing.NO_TURN
+        self.trace = _trace_turns.NO_TURN
 
     def begin(self, turn: int) -> None:
         """A turn starts: its span, when something traces."""
-        self.trace = _tracing.turn(turn, self.model, self.api)
+        self.trace = _trace_turns.turn(turn, self.model, self.api)
 
     def request(self, stream: bool) -> dict[str, Any]:
         key = "messages" if self.api == "chat" else "input"

@@ -7,18 +7,17 @@ dictionary look-up. Log lines go to the ``xerj_tools`` logger whether or not any
 
 Neither spans nor log lines carry a call's arguments, its result, a URL path or query (which
 hold index and namespace names) or a credential: only tool names, call ids, node addresses,
-status codes, error codes, counts and waits. docs/observability.md lists every name.
+status codes, error codes, counts and waits. docs/observability.md lists every name. The agent
+loop's turn spans are in `_trace_turns`.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._outcome import Failure, Outcome, Reply
@@ -30,13 +29,12 @@ if TYPE_CHECKING:
     from ._core import ToolResult
     from ._handlers import HttpRequest
 
-__all__ = ["attempt", "backoff", "node_rested", "record", "rerank_fallback", "tool_call", "turn"]
+__all__ = ["attempt", "backoff", "node_rested", "record", "rerank_fallback", "tool_call"]
 
 logger = logging.getLogger("xerj_tools")
 
 _SCOPE = "xerj_tools"
-_NAME_LIMIT = 64  # a tool name the model made up can be anything; OpenAI caps real ones at 64
-_T = TypeVar("_T")
+NAME_LIMIT = 64  # a tool name the model made up can be anything; OpenAI caps real ones at 64
 
 
 def _api() -> ModuleType | None:
@@ -47,7 +45,7 @@ def _api() -> ModuleType | None:
 _cached: list[Any] = [None, None]  # [provider, its tracer]; holding the provider keeps it unique
 
 
-def _tracer() -> tuple[ModuleType, Any] | None:
+def active_tracer() -> tuple[ModuleType, Any] | None:
     """The API module and our tracer, or None when no tracer provider is configured."""
     api = _api()
     if api is None:
@@ -62,7 +60,7 @@ def _tracer() -> tuple[ModuleType, Any] | None:
     return api, _cached[1]
 
 
-def _fail(api: ModuleType, span: Any, error_type: str) -> None:
+def mark_failed(api: ModuleType, span: Any, error_type: str) -> None:
     # The status carries no description: exception texts and engine reasons stay out of traces.
     span.set_attribute("error.type", error_type)
     span.set_status(api.StatusCode.ERROR)
@@ -103,8 +101,8 @@ class _Call:
 
     def __init__(self, call: ToolCall, span: Any) -> None:
         self.call = call
-        self.tool = (call.name or "?")[:_NAME_LIMIT]
-        self.call_id = call.call_id[:_NAME_LIMIT]
+        self.tool = (call.name or "?")[:NAME_LIMIT]
+        self.call_id = call.call_id[:NAME_LIMIT]
         self.span = span
         self.request: object = None
         self.attempt = 0
@@ -132,19 +130,21 @@ _CALL: ContextVar[_Call | None] = ContextVar("xerj_tools_call", default=None)
 class _ToolCallScope:
     """``execute_tool {tool}``, current while the call runs (GenAI semantic conventions)."""
 
-    __slots__ = ("_call", "_span", "_token", "_use")
+    __slots__ = ("_api", "_call", "_span", "_token", "_use")
 
     def __init__(self, call: ToolCall) -> None:
         self._call = call
+        self._api: ModuleType | None = None
+        self._span: Any = None
+        self._use: Any = None
 
     def __enter__(self) -> None:
-        traced = _tracer()
-        self._span = self._use = None
+        traced = active_tracer()
         state = _Call(self._call, None)
         if traced is not None:
-            api, tracer = traced
-            self._span = state.span = _start_call(api, tracer, state)
-            self._use = _use(api, self._span)
+            self._api, tracer = traced
+            self._span = state.span = _start_call(self._api, tracer, state)
+            self._use = use_span(self._api, self._span)
             self._use.__enter__()
         self._token = _CALL.set(state)
 
@@ -152,10 +152,9 @@ class _ToolCallScope:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         _CALL.reset(self._token)
-        if self._span is not None and self._use is not None:
-            api = _api()
-            if kind is not None and api is not None:
-                _fail(api, self._span, kind.__qualname__)
+        if self._api is not None:
+            if kind is not None:
+                mark_failed(self._api, self._span, kind.__qualname__)
             self._use.__exit__(kind, exc, tb)
             self._span.end()
 
@@ -178,7 +177,7 @@ def tool_call(call: ToolCall) -> _ToolCallScope:
     return _ToolCallScope(call)
 
 
-def _use(api: ModuleType, span: Any) -> Any:
+def use_span(api: ModuleType, span: Any) -> Any:
     return api.use_span(
         span, end_on_exit=False, record_exception=False, set_status_on_exception=False
     )
@@ -191,21 +190,24 @@ def record(result: ToolResult, copy_of: str | None = None) -> None:
     identical call in the same turn) gets a span of its own that starts and ends here.
     """
     state = _CALL.get()
-    span = state.span if state is not None and state.call is result.call else None
-    if span is None:
-        if state is not None and state.call is result.call:
-            return  # the call runs, but nothing traces
-        traced = _tracer()
-        if traced is None:
-            return
-        span = _start_call(traced[0], traced[1], _Call(result.call, None))
-        if copy_of is not None:
-            span.set_attribute("xerj_tools.copy_of", copy_of[:_NAME_LIMIT])
+    if state is not None and state.call is result.call:
+        if state.span is not None:
+            _outcome(state.span, result)
+        return
+    traced = active_tracer()
+    if traced is None:
+        return
+    span = _start_call(traced[0], traced[1], _Call(result.call, None))
+    if copy_of is not None:
+        span.set_attribute("xerj_tools.copy_of", copy_of[:NAME_LIMIT])
+    _outcome(span, result)
+    span.end()
+
+
+def _outcome(span: Any, result: ToolResult) -> None:
     span.set_attribute("xerj_tools.attempts", result.attempts)
     if not result.ok and (api := _api()) is not None:
-        _fail(api, span, result.code or "_OTHER")
-    if state is None or state.call is not result.call:
-        span.end()
+        mark_failed(api, span, result.code or "_OTHER")
 
 
 # --- attempts, waits, nodes ----------------------------------------------------------------
@@ -244,7 +246,7 @@ class _AttemptScope(_Null):
         self._span = tracer.start_span(
             request.method, kind=api.SpanKind.CLIENT, attributes=attributes
         )
-        self._use = _use(api, self._span)
+        self._use = use_span(api, self._span)
 
     def __enter__(self) -> _AttemptScope:
         self._use.__enter__()
@@ -254,14 +256,14 @@ class _AttemptScope(_Null):
         if isinstance(outcome, Reply):
             self._span.set_attribute("http.response.status_code", outcome.status)
             if outcome.status >= 400:
-                _fail(self._api, self._span, str(outcome.status))
+                mark_failed(self._api, self._span, str(outcome.status))
         else:
-            _fail(self._api, self._span, outcome.kind)
+            mark_failed(self._api, self._span, outcome.kind)
         return outcome
 
     def __exit__(self, *exc_info: Any) -> None:
         if exc_info[0] is not None:
-            _fail(self._api, self._span, exc_info[0].__qualname__)
+            mark_failed(self._api, self._span, exc_info[0].__qualname__)
         self._use.__exit__(*exc_info)
         self._span.end()
 
@@ -272,7 +274,7 @@ def attempt(request: HttpRequest, node: str) -> _Null:
     if state is None:
         return _NULL
     n = state.advance(request, node)
-    traced = _tracer() if state.span is not None else None
+    traced = active_tracer() if state.span is not None else None
     if traced is None:
         return _NULL
     return _AttemptScope(traced[0], traced[1], request, node, n)
@@ -350,100 +352,3 @@ def rerank_fallback(status: int | None) -> None:
         if status is not None:
             attributes["http.response.status_code"] = status
         state.event("xerj_tools.rerank_fallback", attributes)
-
-
-# --- the agent loop's turns ----------------------------------------------------------------
-
-
-class Turn:
-    """One turn of the agent loop as a span; made current only where no ``yield`` intervenes
-    (around the model request and the turn's tool calls), so no context leaks to the caller."""
-
-    def __init__(self, api: ModuleType | None = None, span: Any = None) -> None:
-        self._api, self._span = api, span
-
-    @contextmanager
-    def use(self) -> Iterator[None]:
-        if self._span is None or self._api is None:
-            yield
-            return
-        with _use(self._api, self._span):
-            yield
-
-    def wrap(self, create: Callable[..., _T]) -> Callable[..., _T]:
-        """`create` (the model request) run with the turn current; a failure ends the turn."""
-        if self._span is None:
-            return create
-
-        def traced(*args: Any, **kwargs: Any) -> Any:
-            try:
-                with self.use():
-                    out = create(*args, **kwargs)
-            except BaseException as exc:
-                self.end(error=exc)
-                raise
-            if isinstance(out, Awaitable):
-                return self._awaited(out)
-            return self._chunks(out) if isinstance(out, Iterator) else out
-
-        return traced
-
-    async def _awaited(self, pending: Awaitable[Any]) -> Any:
-        try:
-            with self.use():
-                out = await pending
-        except BaseException as exc:
-            self.end(error=exc)
-            raise
-        return self._achunks(out) if isinstance(out, AsyncIterator) else out
-
-    def _chunks(self, stream: Iterator[_T]) -> Iterator[_T]:
-        """A streamed answer that breaks (or is abandoned) mid-way ends the turn too."""
-        try:
-            yield from stream
-        except BaseException as exc:
-            self.end(error=exc)
-            raise
-
-    async def _achunks(self, stream: AsyncIterator[_T]) -> AsyncIterator[_T]:
-        try:
-            async for chunk in stream:
-                yield chunk
-        except BaseException as exc:
-            self.end(error=exc)
-            raise
-
-    def end(
-        self, finish: str | None = None, calls: int = 0, error: BaseException | None = None
-    ) -> None:
-        span, self._span = self._span, None  # ends once
-        if span is None or self._api is None:
-            return
-        if error is not None:
-            _fail(self._api, span, type(error).__qualname__)
-        else:
-            span.set_attribute("xerj_tools.tool_calls", calls)
-            if finish is not None:
-                span.set_attribute("gen_ai.response.finish_reasons", [finish])
-        span.end()
-
-
-NO_TURN = Turn()
-
-
-def turn(number: int, model: str, api_name: str) -> Turn:
-    """Start turn `number` of an agent run (under whatever span is current)."""
-    traced = _tracer()
-    if traced is None:
-        return NO_TURN
-    api, tracer = traced
-    span = tracer.start_span(
-        "agent turn",
-        kind=api.SpanKind.INTERNAL,
-        attributes={
-            "xerj_tools.turn": number,
-            "xerj_tools.api": api_name,
-            "gen_ai.request.model": model[:_NAME_LIMIT],
-        },
-    )
-    return Turn(api, span)
