@@ -14,6 +14,7 @@ loop's turn spans are in `_trace_turns`.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from contextvars import ContextVar
 from types import ModuleType, TracebackType
@@ -229,6 +230,21 @@ class _Null:
 _NULL = _Null()
 
 
+# The built-in handlers' paths, with the model's index and namespace names taken out (the
+# HTTP conventions' `url.template`); a path of another shape gets no template.
+_TEMPLATES = {
+    "search": (re.compile(r"/[^/]+/_search"), "/{index}/_search"),
+    "memory_store": (re.compile(r"/_memory/[^/]+"), "/_memory/{namespace}"),
+    "memory_recall": (re.compile(r"/_memory/[^/]+/_recall"), "/_memory/{namespace}/_recall"),
+    "listing": (re.compile(r"/_cat/indices"), "/_cat/indices"),
+}
+
+
+def url_template(request: HttpRequest) -> str | None:
+    known = _TEMPLATES.get(request.kind)
+    return known[1] if known is not None and known[0].fullmatch(request.path) else None
+
+
 class _AttemptScope(_Null):
     """One HTTP attempt as a CLIENT span (HTTP client semantic conventions), named by method."""
 
@@ -242,10 +258,12 @@ class _AttemptScope(_Null):
         }
         if n > 1:
             attributes["http.request.resend_count"] = n - 1
+        name = request.method
+        if (template := url_template(request)) is not None:
+            attributes["url.template"] = template
+            name = f"{name} {template}"
         self._api = api
-        self._span = tracer.start_span(
-            request.method, kind=api.SpanKind.CLIENT, attributes=attributes
-        )
+        self._span = tracer.start_span(name, kind=api.SpanKind.CLIENT, attributes=attributes)
         self._use = use_span(api, self._span)
 
     def __enter__(self) -> _AttemptScope:
