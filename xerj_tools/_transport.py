@@ -144,17 +144,17 @@ class NodePool:
         if len(self._nodes) == 1:
             return
         with self._lock:
-            if isinstance(outcome, Failure) and outcome.kind in ("unreachable", "timeout"):
-                failures = self._failures.get(node, 0) + 1
-                self._failures[node] = failures
-                rest = min(self._max, self._cooldown * 2 ** (failures - 1))
-                self._dead_until[node] = self._clock() + rest
-            else:
-                if isinstance(outcome, Reply):
-                    self._failures.pop(node, None)
-                    self._dead_until.pop(node, None)
+            if isinstance(outcome, Reply):
+                self._failures.pop(node, None)
+                self._dead_until.pop(node, None)
                 return
-        node_rested(node, rest, failures, outcome)
+            if outcome.kind not in ("unreachable", "timeout"):
+                return
+            failures = self._failures.get(node, 0) + 1
+            self._failures[node] = failures
+            rest = min(self._max, self._cooldown * 2 ** (failures - 1))
+            self._dead_until[node] = self._clock() + rest
+        node_rested(node, rest, failures, outcome)  # logged outside the lock
 
 
 @dataclass(frozen=True)
