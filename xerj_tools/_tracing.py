@@ -3,7 +3,7 @@
 Spans exist only when the application has set up OpenTelemetry: this module never imports it.
 It looks for ``opentelemetry.trace`` among the loaded modules and asks it for the global tracer
 provider; when the module is not loaded, or no provider was set, no span is made and a hook
-costs a few look-ups (a microsecond or so per call). Log lines go to the ``xerj_tools`` logger
+costs a few look-ups (a few microseconds per call). Log lines go to the ``xerj_tools`` logger
 whether or not anything traces.
 
 Neither spans nor log lines carry a call's arguments, its result, a URL path or query (which
