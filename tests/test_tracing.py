@@ -200,18 +200,18 @@ def run_loop(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -
         return asyncio.run(go())
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_agent_loop_adds_a_span_per_turn(exporter: InMemorySpanExporter, mode: str, stream: bool,
+@pytest.mark.parametrize(("api", "stream"), [("chat", False), ("chat", True), ("responses", True)])
+def test_agent_loop_adds_a_span_per_turn(exporter: InMemorySpanExporter, mode: str, api: str, stream: bool,
                                          xerj: XerjStandIn) -> None:
     script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_memory_recall", RECALL)]), Turn(text="Done.")]
-    result = run_loop(mode, script, xerj, stream=stream)
+    result = run_loop(mode, script, xerj, stream=stream, api=api)
     assert result.completed
     turns = sorted(named(exporter.get_finished_spans(), "agent turn"),
                    key=lambda s: (s.attributes or {})["xerj_tools.turn"])
     assert [dict(t.attributes or {}) for t in turns] == [
-        {"xerj_tools.turn": 1, "xerj_tools.api": "chat", "gen_ai.request.model": "m",
+        {"xerj_tools.turn": 1, "xerj_tools.api": api, "gen_ai.request.model": "m",
          "gen_ai.response.finish_reasons": ("tool_calls",), "xerj_tools.tool_calls": 2},
-        {"xerj_tools.turn": 2, "xerj_tools.api": "chat", "gen_ai.request.model": "m",
+        {"xerj_tools.turn": 2, "xerj_tools.api": api, "gen_ai.request.model": "m",
          "gen_ai.response.finish_reasons": ("stop",), "xerj_tools.tool_calls": 0},
     ]
     tool_spans = calls(exporter)
