@@ -333,3 +333,25 @@ def test_url_templates_take_the_models_names_out() -> None:
     # A custom handler's path of another shape has no template: the span is named by the method.
     assert _tracing.url_template(HttpRequest("POST", "/docs/_count", {}, kind="search")) is None
     assert _tracing.url_template(HttpRequest("GET", "/docs/_doc/1", None)) is None
+
+
+def test_a_cancelled_call_ends_its_spans_with_the_cancellation(exporter: InMemorySpanExporter,
+                                                               xerj: XerjStandIn) -> None:
+    from xerj_tools.testing import Fault
+
+    xerj.fail_next(Fault(delay=30, match="_search"))  # answered only when the stand-in stops
+
+    async def go() -> None:
+        async with AsyncDispatcher(url=xerj.url) as dispatcher:
+            task = asyncio.ensure_future(dispatcher.run(chat_call("xerj_search", SEARCH)))
+            while not xerj.requests:  # the attempt is on the wire
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(go())
+    [call] = calls(exporter)
+    [attempt] = attempts_of(exporter, call)
+    assert (call.attributes or {})["error.type"] == "CancelledError" == (attempt.attributes or {})["error.type"]
+    assert call.status.status_code == StatusCode.ERROR and not call.status.description
