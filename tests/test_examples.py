@@ -17,6 +17,8 @@ EXPECTED = {
     "long_term_memory.py": ["Conversation 2", "\"total\":1", "on call for checkout"],
     "offline_validation.py": ["repaired $.query.size → $.size", "(exit status 1)"],
     "streaming.py": ["[calling xerj_search", "[xerj_semantic_search: ok]", "[completed after 2 turns]"],
+    "tracing.py": ["put to rest", "failing over", "  agent turn {'xerj_tools.turn': 1}",
+                   "    execute_tool xerj_search", "· xerj_tools.failover", "'error.type': 'unreachable'"],
 }
 
 

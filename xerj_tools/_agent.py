@@ -8,10 +8,12 @@ loop adds no retries of its own, so attempts never multiply.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from . import _trace_turns
 from ._calls import ToolCall
 from ._core import DispatchCore, ToolResult
 from ._exceptions import ConfigurationError, MaxTurnsExceeded
@@ -82,6 +84,11 @@ class _Run:
         self.last_text = ""
         registry = dispatcher.registry
         self.tools = registry.chat_tools() if api == "chat" else registry.responses_tools()
+        self.trace = _trace_turns.NO_TURN
+
+    def begin(self, turn: int) -> None:
+        """A turn starts: its span, when something traces."""
+        self.trace = _trace_turns.turn(turn, self.model, self.api)
 
     def request(self, stream: bool) -> dict[str, Any]:
         key = "messages" if self.api == "chat" else "input"
@@ -96,7 +103,8 @@ class _Run:
         return request
 
     def create(self, client: Any) -> Any:
-        return client.chat.completions.create if self.api == "chat" else client.responses.create
+        create = client.chat.completions.create if self.api == "chat" else client.responses.create
+        return self.trace.wrap(create)
 
     def step(self, response: Any) -> Step:
         return chat_step(response) if self.api == "chat" else responses_step(response)
@@ -113,16 +121,20 @@ class _Run:
             reason = (
                 f"this exact call was already made {times} times in this run; its result is above"
             )
-            return self.core.answer(call, "repeated_call", reason)
+            return self.answer(call, "repeated_call", reason)
         return None
+
+    def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
+        with self.trace.use():  # its span, if any, belongs to the turn
+            return self.core.answer(call, code, reason)
 
     def deny(self, call: ToolCall, verdict: Any) -> ToolResult | None:
         reason = deny_reason(verdict)
-        return None if reason is None else self.core.answer(call, "denied", reason)
+        return None if reason is None else self.answer(call, "denied", reason)
 
     def cut_off(self, step: Step) -> list[ToolResult]:
         reason = incomplete_reason(step.finish)
-        return [self.core.answer(c, "incomplete_call", reason) for c in step.calls]
+        return [self.answer(c, "incomplete_call", reason) for c in step.calls]
 
     def fill(
         self, calls: Sequence[ToolCall], ready: dict[str, ToolResult], sink: list[Any]
@@ -130,10 +142,12 @@ class _Run:
         """After an interruption: answer every call of the turn, then the exception goes on."""
         answers = interrupted_answers(calls, ready, sink)
         core = self.core
-        self.transcript.extend(
-            a if a is not None else core.cancelled(c, core.clock()).message
-            for c, a in zip(calls, answers, strict=True)
-        )
+        with self.trace.use():
+            self.transcript.extend(
+                a if a is not None else core.cancelled(c, core.clock()).message
+                for c, a in zip(calls, answers, strict=True)
+            )
+        self.trace.end(error=sys.exc_info()[1])
 
     def finish(self, results: Sequence[ToolResult]) -> None:
         self.transcript.extend(r.message for r in results)
@@ -153,6 +167,7 @@ class _Run:
 
     def close(self, turn: int, step: Step) -> list[AgentEvent]:
         """The turn is over; a turn without usable calls also ends the run."""
+        self.trace.end(step.finish, len(step.calls))
         events: list[AgentEvent] = [TurnFinished(turn, step.finish)]
         if not step.calls or step.finish in _CUT_OFF:
             events.append(self.end(final_outcome(step.finish), turn))
@@ -208,6 +223,7 @@ def stream_agent(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns, create_kwargs
     )
     for turn in range(1, run.max_turns + 1):
+        run.begin(turn)
         if stream:
             assembler = run.assembler()
             for chunk in run.create(client)(**run.request(True)):
@@ -228,7 +244,8 @@ def stream_agent(
                     if answer is not None:
                         ready[call.call_id] = answer
                 todo = [c for c in step.calls if c.call_id not in ready]
-                done = {r.call.call_id: r for r in dispatcher.run_many(todo, transcript=sink)}
+                with run.trace.use():
+                    done = {r.call.call_id: r for r in dispatcher.run_many(todo, transcript=sink)}
             except BaseException:
                 run.fill(step.calls, ready, sink)
                 raise
@@ -294,6 +311,7 @@ async def astream_agent(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns, create_kwargs
     )
     for turn in range(1, run.max_turns + 1):
+        run.begin(turn)
         if stream:
             assembler = run.assembler()
             async for chunk in await run.create(client)(**run.request(True)):
@@ -317,7 +335,10 @@ async def astream_agent(
                     if answer is not None:
                         ready[call.call_id] = answer
                 todo = [c for c in step.calls if c.call_id not in ready]
-                done = {r.call.call_id: r for r in await dispatcher.run_many(todo, transcript=sink)}
+                with run.trace.use():
+                    done = {
+                        r.call.call_id: r for r in await dispatcher.run_many(todo, transcript=sink)
+                    }
             except BaseException:
                 run.fill(step.calls, ready, sink)
                 raise

@@ -20,6 +20,7 @@ from ._outcome import Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry
 from ._retry import RetryPolicy, async_retrying, should_retry
+from ._tracing import tool_call as tool_call_scope
 from ._transport import AsyncTransport
 
 __all__ = ["AsyncDispatcher"]
@@ -72,12 +73,13 @@ class AsyncDispatcher(_Base):
 
     async def _complete(self, begun: _Begun) -> ToolResult:
         tool_call, prepared, started = begun
-        if isinstance(prepared, ToolCallError):
-            return self._core.refusal(tool_call, prepared, started)
-        payload, attempts = await self._drive(
-            self._core.flow(tool_call.name, prepared, self._endpoint.label)
-        )
-        return self._core.result(tool_call, payload, attempts, started, prepared)
+        with tool_call_scope(tool_call):
+            if isinstance(prepared, ToolCallError):
+                return self._core.refusal(tool_call, prepared, started)
+            payload, attempts = await self._drive(
+                self._core.flow(tool_call.name, prepared, self._endpoint.label)
+            )
+            return self._core.result(tool_call, payload, attempts, started, prepared)
 
     async def dispatch(self, call: Any) -> ToolMessage:
         return (await self.run(call)).message

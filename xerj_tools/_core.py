@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,6 +31,7 @@ from ._outcome import Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
 from ._retry import rerank_refusal
+from ._tracing import record, rerank_fallback
 
 __all__ = ["DispatchCore", "ToolResult"]
 
@@ -182,7 +184,12 @@ class DispatchCore:
         except ToolCallError as exc:  # a custom handler may refuse a call in the model's terms
             return exc
         except Exception as exc:
-            logger.exception("handler for %s failed", call.name)
+            # Where it was raised, not its message: a message may quote the arguments.
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            logger.error(
+                "handler for %s raised %s at %s:%s",
+                call.name, type(exc).__name__, where.filename, where.lineno,
+            )  # fmt: skip
             return ToolCallError(f"the handler raised {type(exc).__name__}", code="handler_error")
         if notes:
             request = replace(request, notes=(*request.notes, *notes))
@@ -200,6 +207,7 @@ class DispatchCore:
             if not self.rerank_fallback:
                 return error_payload(tool, EngineError(remembered, code="rerank_unavailable"))
             note = {"applied": False, "reason": remembered, "fallback": FALLBACK}
+            rerank_fallback(None)
             request = request.without_rerank()
         outcome, attempts = yield request
         if isinstance(outcome, Reply) and (reason := rerank_refusal(request, outcome)) is not None:
@@ -207,6 +215,7 @@ class DispatchCore:
             if not self.rerank_fallback:
                 return error_payload(tool, engine_error(outcome, request), attempts=attempts)
             note = {"applied": False, "reason": reason, "fallback": FALLBACK}
+            rerank_fallback(outcome.status)
             request = request.without_rerank()
             outcome, attempts = yield request
         payload = self.finish(tool, request, outcome, attempts, note)
@@ -289,6 +298,7 @@ class DispatchCore:
     ) -> ToolResult:
         payload, content = self._shape(call.name, payload, prepared)
         result = ToolResult(call, payload, content, attempts, self.clock() - started)
+        record(result)
         if logger.isEnabledFor(logging.DEBUG):
             outcome = "ok" if result.ok else result.code
             logger.debug(
@@ -317,4 +327,6 @@ class DispatchCore:
         payload = {**first.payload, "notes": [*first.payload.get("notes", []), note]}
         budget = self.budgets.get(call.name, self.budget)
         payload = fit_payload(payload, budget) if first.ok else fit_error(payload, budget)
-        return ToolResult(call, payload, dumps(payload), 0, self.clock() - started)
+        result = ToolResult(call, payload, dumps(payload), 0, self.clock() - started)
+        record(result, copy_of=first.call.call_id)
+        return result

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextvars import copy_context
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ from ._outcome import Failure, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry, load_registry
 from ._retry import RetryPolicy, retrying, should_retry
+from ._tracing import tool_call as tool_call_scope
 from ._transport import Endpoint, SyncTransport, TransportSettings
 
 __all__ = ["Dispatcher"]
@@ -198,11 +200,12 @@ class Dispatcher(_Base):
 
     def _complete(self, begun: _Begun, cancel: threading.Event | None = None) -> ToolResult:
         tool_call, prepared, started = begun
-        if isinstance(prepared, ToolCallError):
-            return self._core.refusal(tool_call, prepared, started)
-        flow = self._core.flow(tool_call.name, prepared, self._endpoint.label)
-        payload, attempts = self._drive(flow, cancel)
-        return self._core.result(tool_call, payload, attempts, started, prepared)
+        with tool_call_scope(tool_call):
+            if isinstance(prepared, ToolCallError):
+                return self._core.refusal(tool_call, prepared, started)
+            flow = self._core.flow(tool_call.name, prepared, self._endpoint.label)
+            payload, attempts = self._drive(flow, cancel)
+            return self._core.result(tool_call, payload, attempts, started, prepared)
 
     def dispatch(self, call: Any) -> ToolMessage:
         """Run one call; return the tool message that answers it."""
@@ -227,7 +230,11 @@ class Dispatcher(_Base):
                     self._pool = ThreadPoolExecutor(
                         self._max_workers, thread_name_prefix="xerj-tools"
                     )
-                futures = [self._pool.submit(self._complete, begun[i], cancel) for i in unique]
+                # Each call runs in a copy of this context: its span's parent is the caller's.
+                futures = [
+                    self._pool.submit(copy_context().run, self._complete, begun[i], cancel)
+                    for i in unique
+                ]
                 pending: set[Future[ToolResult]] = set(futures)
                 while pending:
                     # Timed waits, so that a KeyboardInterrupt reaches this thread at once.

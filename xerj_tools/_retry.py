@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._handlers import HttpRequest
 from ._outcome import Failure, Outcome, Reply
+from ._tracing import backoff
 
 if TYPE_CHECKING:  # tenacity is imported when a dispatcher first retries, not by offline validation
     import tenacity
@@ -132,6 +133,7 @@ def _settings(request: HttpRequest, policy: RetryPolicy) -> dict[str, Any]:
         "retry": tenacity.retry_if_result(lambda outcome: should_retry(request, outcome, policy)),
         # When attempts run out, the last outcome is the answer; it becomes the tool message.
         "retry_error_callback": lambda state: state.outcome.result() if state.outcome else None,
+        "before_sleep": backoff,  # a WARNING and a span event per wait
         "reraise": True,
     }
 

@@ -20,6 +20,7 @@ import httpx
 from ._exceptions import ConfigurationError
 from ._handlers import HttpRequest
 from ._outcome import Failure, Outcome, Reply
+from ._tracing import attempt, node_rested
 
 __all__ = ["DEFAULT_URL", "Endpoint", "NodePool", "TransportSettings"]
 
@@ -143,14 +144,17 @@ class NodePool:
         if len(self._nodes) == 1:
             return
         with self._lock:
-            if isinstance(outcome, Failure) and outcome.kind in ("unreachable", "timeout"):
-                failures = self._failures.get(node, 0) + 1
-                self._failures[node] = failures
-                rest = min(self._max, self._cooldown * 2 ** (failures - 1))
-                self._dead_until[node] = self._clock() + rest
-            elif isinstance(outcome, Reply):
+            if isinstance(outcome, Reply):
                 self._failures.pop(node, None)
                 self._dead_until.pop(node, None)
+                return
+            if outcome.kind not in ("unreachable", "timeout"):
+                return
+            failures = self._failures.get(node, 0) + 1
+            self._failures[node] = failures
+            rest = min(self._max, self._cooldown * 2 ** (failures - 1))
+            self._dead_until[node] = self._clock() + rest
+        node_rested(node, rest, failures, outcome)  # logged outside the lock
 
 
 @dataclass(frozen=True)
@@ -232,7 +236,8 @@ class SyncTransport:
 
     def send(self, request: HttpRequest) -> Outcome:
         node = self.nodes.pick()
-        outcome = self._attempt(request, node)
+        with attempt(request, node) as traced:
+            outcome = traced.done(self._attempt(request, node))
         self.nodes.report(node, outcome)
         return outcome
 
@@ -282,7 +287,8 @@ class AsyncTransport:
 
     async def send(self, request: HttpRequest) -> Outcome:
         node = self.nodes.pick()
-        outcome = await self._attempt(request, node)
+        with attempt(request, node) as traced:
+            outcome = traced.done(await self._attempt(request, node))
         self.nodes.report(node, outcome)
         return outcome
 
