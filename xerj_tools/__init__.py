@@ -42,6 +42,7 @@ from ._turns import (
     ToolStats,
     TurnFinished,
 )
+from ._usage import TokenUsage
 from ._validation import Problem, ValidationResult
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ __all__ = [
     "RetryPolicy",
     "RunFinished",
     "TextDelta",
+    "TokenUsage",
     "ToolCall",
     "ToolCallError",
     "ToolCallStarted",

@@ -38,6 +38,7 @@ from ._turns import (
     record,
     responses_step,
 )
+from ._usage import TokenUsage
 
 if TYPE_CHECKING:
     from ._async_dispatch import AsyncDispatcher
@@ -80,6 +81,7 @@ class _Run:
         self.max_turns, self.max_repeats, self.on_max_turns = max_turns, max_repeats, on_max_turns
         self.kwargs = create_kwargs
         self.stats: dict[str, ToolStats] = {}
+        self.usage = TokenUsage()
         self.seen: Counter[str] = Counter()
         self.last_text = ""
         registry = dispatcher.registry
@@ -157,6 +159,7 @@ class _Run:
     def take(self, step: Step) -> list[AgentEvent]:
         """The model answered: record its turn; calls cut off mid-way are answered at once."""
         self.last_text = step.text or self.last_text
+        self.usage += step.usage or TokenUsage()
         self.transcript.extend(step.items)
         events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
         if step.calls and step.finish in _CUT_OFF:
@@ -174,7 +177,9 @@ class _Run:
         return events
 
     def end(self, outcome: Any, turns: int) -> RunFinished:
-        result = AgentResult(outcome, self.last_text, self.transcript, turns, self.stats)
+        result = AgentResult(
+            outcome, self.last_text, self.transcript, turns, self.stats, self.usage
+        )
         if outcome == "max_turns" and self.on_max_turns == "raise":
             raise MaxTurnsExceeded(result)
         return RunFinished(result)

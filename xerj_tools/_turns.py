@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._calls import ToolCall
+from ._usage import TokenUsage, read_usage
 
 __all__ = [
     "AgentEvent",
@@ -50,6 +51,7 @@ class Step:
     calls: list[ToolCall]
     items: list[dict[str, Any]]
     finish: str
+    usage: TokenUsage | None = None
 
 
 def chat_step(completion: Any) -> Step:
@@ -76,7 +78,8 @@ def chat_step(completion: Any) -> Step:
     item: dict[str, Any] = {"role": "assistant", "content": text or None}
     if wire:
         item["tool_calls"] = wire
-    return Step(text, calls, [item], str(_get(choice, "finish_reason") or "stop"))
+    finish = str(_get(choice, "finish_reason") or "stop")
+    return Step(text, calls, [item], finish, read_usage(completion))
 
 
 def responses_step(response: Any) -> Step:
@@ -122,7 +125,7 @@ def responses_step(response: Any) -> Step:
         )
     else:
         finish = "tool_calls" if calls else "stop"
-    return Step("".join(texts), calls, items, finish)
+    return Step("".join(texts), calls, items, finish, read_usage(response))
 
 
 @dataclass
@@ -132,9 +135,11 @@ class ChatAssembler:
     text: list[str] = field(default_factory=list)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     finish: str = ""  # stays empty when the stream ends without a finish_reason
+    usage: TokenUsage | None = None  # sent last, when asked for with stream_options
 
     def feed(self, chunk: Any) -> str | None:
         """Take one chunk; return its text delta, if any."""
+        self.usage = read_usage(chunk) or self.usage
         choices = _get(chunk, "choices") or []
         if not choices:
             return None  # the usage chunk
@@ -173,7 +178,9 @@ class ChatAssembler:
         }
         # A stream that stopped without a finish_reason cut the turn off: its calls are not whole.
         finish = self.finish or ("length" if self.calls else "stop")
-        return chat_step({"choices": [{"message": message, "finish_reason": finish}]})
+        step = chat_step({"choices": [{"message": message, "finish_reason": finish}]})
+        step.usage = self.usage
+        return step
 
 
 @dataclass
@@ -228,6 +235,7 @@ class ResponsesAssembler:
                     "status": _get(self.final, "status"),
                     "output": assembled,
                     "incomplete_details": _get(self.final, "incomplete_details"),
+                    "usage": _get(self.final, "usage"),
                 }
             )
         text = "".join(self.text)
@@ -267,13 +275,15 @@ class ToolStats:
 
 @dataclass
 class AgentResult:
-    """The end of a run: why it ended, the final text, the whole transcript and the figures."""
+    """The end of a run: why it ended, the final text, the whole transcript and the figures:
+    per tool (`tool_stats`) and the model's tokens summed over the run (`usage`)."""
 
     outcome: Outcome
     output_text: str
     transcript: list[Any]
     turns: int
     tool_stats: dict[str, ToolStats]
+    usage: TokenUsage = field(default_factory=TokenUsage)
 
     @property
     def completed(self) -> bool:

@@ -60,12 +60,15 @@ def _chat_completion(turn: Turn, calls: list[tuple[str, str, str]], model: str) 
         "created": 1764633600,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        "usage": dict(_CHAT_USAGE),
     }
 
 
+_CHAT_USAGE = {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+
+
 def _chat_chunks(
-    turn: Turn, calls: list[tuple[str, str, str]], model: str
+    turn: Turn, calls: list[tuple[str, str, str]], model: str, usage: bool = False
 ) -> Iterator[dict[str, Any]]:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -97,6 +100,8 @@ def _chat_chunks(
         for piece in _pieces(raw):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, turn.finish_reason or ("tool_calls" if calls else "stop"))
+    if usage:  # asked for with stream_options.include_usage: one last chunk, without choices
+        yield {**chunk({}), "choices": [], "usage": dict(_CHAT_USAGE)}
 
 
 def _response_items(turn: Turn, calls: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
@@ -218,7 +223,9 @@ class _Handler(BaseHTTPRequestHandler):
         name = str(body.get("model", "scripted"))
         if path.endswith("/chat/completions"):
             if body.get("stream"):
-                self._sse(({"data": c} for c in _chat_chunks(turn, calls, name)), done=True)
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                chunks = _chat_chunks(turn, calls, name, usage)
+                self._sse(({"data": c} for c in chunks), done=True)
             else:
                 self._json(200, _chat_completion(turn, calls, name))
         elif body.get("stream"):
