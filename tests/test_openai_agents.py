@@ -1,0 +1,148 @@
+"""openai-agents end to end: its real `Runner.run` and chat-completions model, driven by the
+scripted model, with the tools of `function_tools` running against the XERJ stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="openai-agents is not installed: pip install 'xerj-tools[openai-agents]'")
+
+import openai
+from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+from agents.tool_context import ToolContext
+from agents.usage import Usage
+
+from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
+from xerj_tools.integrations.openai_agents import function_tools
+from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
+
+SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
+
+
+def run(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -> tuple[Any, ScriptedModel]:
+    """One `Runner.run` with a sync or async dispatcher; returns (run result, scripted model)."""
+    async def go(model: ScriptedModel) -> Any:
+        client = openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0)
+        if mode == "async":
+            dispatcher: Any = AsyncDispatcher(url=xerj.url, **options)
+        else:
+            dispatcher = Dispatcher(url=xerj.url, **options)
+        try:
+            agent = Agent(name="search", instructions="Search XERJ.", tools=function_tools(dispatcher),
+                          model=OpenAIChatCompletionsModel(model="scripted", openai_client=client))
+            return await Runner.run(agent, "Why did checkout break?", max_turns=5,
+                                    run_config=RunConfig(tracing_disabled=True))
+        finally:
+            await dispatcher.aclose() if mode == "async" else dispatcher.close()
+            await client.close()
+
+    with ScriptedModel(script) as model:
+        return asyncio.run(go(model)), model
+
+
+def answers(model: ScriptedModel, request: int = 1) -> dict[str, dict[str, Any]]:
+    """Tool answers by call id, as the model was sent them in request number `request`."""
+    messages = model.requests[request]["messages"]
+    return {m["tool_call_id"]: json.loads(m["content"]) for m in messages if m["role"] == "tool"}
+
+
+def test_the_tools_keep_their_schemas_unstrict() -> None:
+    with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
+        tools = function_tools(dispatcher)
+        expected = {t["function"]["name"]: t["function"]["parameters"] for t in dispatcher.registry.chat_tools()}
+    assert {t.name: t.params_json_schema for t in tools} == expected
+    search = next(t for t in tools if t.name == "xerj_search")
+    assert search.strict_json_schema is False
+    assert search.params_json_schema["required"] == ["index", "query"]
+    assert "additionalProperties" not in search.params_json_schema["properties"]["query"]
+
+
+def test_names_pick_tools_and_unknown_names_raise() -> None:
+    with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
+        assert [t.name for t in function_tools(dispatcher, names=["xerj_memory_recall"])] == ["xerj_memory_recall"]
+        with pytest.raises(ConfigurationError, match="xerj_serch"):
+            function_tools(dispatcher, names=["xerj_serch"])
+
+
+def test_valid_malformed_and_repaired_calls_are_answered(mode: str, xerj: XerjStandIn,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    hops: list[Any] = []
+    to_thread = asyncio.to_thread
+
+    def counted(function: Any, *args: Any) -> Any:
+        hops.append(function)
+        return to_thread(function, *args)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    script = [Turn(tool_calls=[("xerj_search", SEARCH),
+                               ("xerj_search", '{"index": "docs", "query": {"match": '),
+                               ("xerj_search", {"index": "docs", "query": {"match_all": {}, "size": 1}})]),
+              Turn(text="A bad index template broke checkout.")]
+    result, model = run(mode, script, xerj)
+    ours = [f for f in hops if getattr(f, "__self__", None).__class__ is Dispatcher]
+    assert len(ours) == (0 if mode == "async" else 2)  # the calls sent; an async dispatcher never hops
+    assert result.final_output == "A bad index template broke checkout."
+    # the tools went out as published, not rewritten to strict
+    sent = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
+    assert sent["xerj_search"].get("strict") is not True
+    assert sent["xerj_search"]["parameters"]["required"] == ["index", "query"]
+    got = answers(model)
+    assert list(got) == ["call_1", "call_2", "call_3"]
+    assert got["call_1"]["ok"] is True and got["call_1"]["hits"]
+    assert got["call_2"]["ok"] is False and got["call_2"]["error"]["code"] == "invalid_json"
+    assert got["call_3"]["ok"] is True and got["call_3"]["repairs"]  # size moved out of query
+    assert [r.path for r in xerj.requests] == ["/docs/_search", "/docs/_search"]
+
+
+def test_identical_calls_in_flight_together_are_sent_once(mode: str, xerj: XerjStandIn) -> None:
+    # The first search is held at the stand-in, so that its twin surely arrives while it is in flight.
+    xerj.fail_next(Fault(delay=0.5, match="_search"))
+    script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_search", SEARCH),
+                               ("xerj_memory_recall", {"namespace": "agent", "query": "tea"})]),
+              Turn(tool_calls=[("xerj_search", SEARCH)]),
+              Turn(text="Done.")]
+    result, model = run(mode, script, xerj)
+    assert result.final_output == "Done."
+    assert [r.path for r in xerj.requests].count("/docs/_search") == 2  # once per turn
+    got = answers(model)
+    assert got["call_1"]["ok"] is True and "notes" not in got["call_1"]
+    assert got["call_2"]["hits"] == got["call_1"]["hits"]
+    assert "identical to call call_1 in this turn" in got["call_2"]["notes"][-1]
+    assert "notes" not in answers(model, 2)["call_4"]  # the next turn asks again
+
+
+def test_an_engine_failure_reaches_the_model(mode: str, xerj: XerjStandIn) -> None:
+    xerj.fail_next(500)
+    script = [Turn(tool_calls=[("xerj_search", SEARCH)]), Turn(text="XERJ is failing.")]
+    result, model = run(mode, script, xerj, retry=RetryPolicy(max_attempts=1))
+    assert result.final_output == "XERJ is failing."
+    error = answers(model)["call_1"]
+    assert error["ok"] is False and error["error"]["code"] == "server_error" and error["error"]["status"] == 500
+
+
+def test_a_call_cancelled_while_its_twin_waits_still_answers_the_twin(xerj: XerjStandIn) -> None:
+    xerj.fail_next(Fault(delay=0.3, match="_search"))
+    usage = Usage()  # one run's
+
+    def context(call_id: str) -> ToolContext[Any]:
+        return ToolContext(context=None, usage=usage, tool_name="xerj_search", tool_call_id=call_id,
+                           tool_arguments=json.dumps(SEARCH))
+
+    async def go() -> tuple[dict[str, Any], bool]:
+        async with AsyncDispatcher(url=xerj.url) as dispatcher:
+            invoke = function_tools(dispatcher, names=["xerj_search"])[0].on_invoke_tool
+            first = asyncio.ensure_future(invoke(context("a"), json.dumps(SEARCH)))
+            await asyncio.sleep(0)
+            twin = asyncio.ensure_future(invoke(context("b"), json.dumps(SEARCH)))
+            await asyncio.sleep(0)
+            first.cancel()
+            answer = json.loads(await twin)
+            return answer, first.cancelled()
+
+    answer, cancelled = asyncio.run(go())
+    assert cancelled and answer["ok"] is True and answer["hits"]
+    assert len(xerj.requests) == 1

@@ -1,0 +1,145 @@
+"""openai-agents: the registry's tools as `FunctionTool`s that run through a xerj-tools dispatcher.
+
+    from agents import Agent, Runner
+    from xerj_tools import AsyncDispatcher
+    from xerj_tools.integrations.openai_agents import function_tools
+
+    async with AsyncDispatcher() as dispatcher:
+        agent = Agent(name="search", tools=function_tools(dispatcher))
+        result = await Runner.run(agent, "Why did checkout break?")
+
+Each tool hands the model's raw argument string to the dispatcher, so malformed JSON, invalid
+arguments, audited repairs and engine failures reach the model as the usual JSON envelope
+instead of an exception or the framework's generic error text. The schemas are sent with
+``strict_json_schema=False``: openai-agents' strict mode rewrites a schema on the way out
+(``agents/strict_schema.py``, ``ensure_strict_json_schema``: every object gets
+``additionalProperties: false`` and every property becomes required), which turns `query` into an
+object that may hold nothing and makes all nine `xerj_search` properties required, so a strict
+model could only send calls the dispatcher then refuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._calls import ToolCall
+from .._core import Prepared, ToolResult
+from .._exceptions import ConfigurationError
+
+try:
+    from agents import FunctionTool
+    from agents.tool_context import ToolContext
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "xerj_tools.integrations.openai_agents needs openai-agents: "
+        "pip install 'xerj-tools[openai-agents]'"
+    ) from exc
+
+if TYPE_CHECKING:
+    from .._async_dispatch import AsyncDispatcher
+    from .._dispatch import Dispatcher, _Begun
+
+__all__ = ["function_tools"]
+
+
+def function_tools(
+    dispatcher: AsyncDispatcher | Dispatcher, *, names: Iterable[str] | None = None
+) -> list[FunctionTool]:
+    """One `FunctionTool` per tool of ``dispatcher.registry`` (or of `names`), for ``Agent(tools=)``.
+
+    An `AsyncDispatcher` runs on the agent's event loop, with no thread hop. A sync `Dispatcher`
+    works too: each call runs on a worker thread (``asyncio.to_thread``), so the loop is never
+    blocked; a cancelled call there stops waiting, but the attempt on the wire runs to its end.
+
+    The runner starts a turn's calls together; identical calls of one run (same tool, same
+    arguments after repair) that are in flight at the same time are sent to XERJ once, and each
+    call id gets its answer, as with ``dispatch_many``. Calls made one after another (for example
+    with ``max_function_tool_concurrency=1``) are each sent.
+    """
+    registry = dispatcher.registry
+    chosen = list(registry.names if names is None else names)
+    unknown = [n for n in chosen if n not in registry]
+    if unknown:
+        raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+    runner = _Runner(dispatcher)
+    functions = {tool["function"]["name"]: tool["function"] for tool in registry.chat_tools()}
+    tools = []
+    for name in chosen:
+        function = functions[name]
+        tools.append(
+            FunctionTool(
+                name=name,
+                description=str(function.get("description", "")),
+                params_json_schema=copy.deepcopy(dict(function["parameters"])),
+                on_invoke_tool=runner.invoker(name),
+                strict_json_schema=False,
+            )
+        )
+    return tools
+
+
+@dataclass
+class _Flight:
+    """A request in flight and how many calls wait for it."""
+
+    task: asyncio.Future[ToolResult]
+    waiters: int = 0
+
+
+class _Runner:
+    """Runs one call through the dispatcher; identical calls in flight share one request."""
+
+    def __init__(self, dispatcher: AsyncDispatcher | Dispatcher) -> None:
+        from .._async_dispatch import AsyncDispatcher
+
+        self._dispatcher = dispatcher
+        self._native = isinstance(dispatcher, AsyncDispatcher)
+        self._flights: dict[tuple[int, str], _Flight] = {}
+
+    def invoker(self, name: str) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
+        async def invoke(context: ToolContext[Any], arguments: str) -> str:
+            call = ToolCall(str(context.tool_call_id), name, arguments, "chat")
+            return (await self.run(call, id(getattr(context, "usage", None)))).content
+
+        return invoke
+
+    def _complete(self, begun: _Begun) -> Awaitable[ToolResult]:
+        dispatcher: Any = self._dispatcher
+        if self._native:
+            result: Awaitable[ToolResult] = dispatcher._complete(begun)
+            return result
+        return asyncio.to_thread(dispatcher._complete, begun)
+
+    async def run(self, call: ToolCall, scope: int) -> ToolResult:
+        """Run `call`; `scope` tells runs apart (the run's `Usage` object, alive while it runs)."""
+        core = self._dispatcher._core
+        begun = self._dispatcher._begin(call)
+        _, prepared, started = begun
+        if not isinstance(prepared, Prepared):
+            return core.refusal(call, prepared, started)
+        key = (scope, prepared.key)
+        flight = self._flights.get(key)
+        if flight is None:
+            new = flight = _Flight(asyncio.ensure_future(self._complete(begun)))
+            self._flights[key] = new
+            new.task.add_done_callback(lambda _: self._land(key, new))
+        flight.waiters += 1
+        try:
+            result = await asyncio.shield(flight.task)
+        except asyncio.CancelledError:
+            flight.waiters -= 1
+            if flight.waiters == 0 and not flight.task.done():
+                self._land(key, flight)  # nobody waits for it any more
+                flight.task.cancel()
+            raise
+        if result.call.call_id == call.call_id:
+            return result
+        return core.duplicate(call, result, started)
+
+    def _land(self, key: tuple[int, str], flight: _Flight) -> None:
+        if self._flights.get(key) is flight:
+            del self._flights[key]
