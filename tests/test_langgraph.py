@@ -1,0 +1,156 @@
+"""LangGraph end to end: a real StateGraph whose chat model (langchain-openai's `ChatOpenAI`) is
+driven by the scripted model, and whose tool node is `XerjToolNode` over the XERJ stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph", reason="LangGraph is not installed: pip install 'xerj-tools[langgraph]'")
+pytest.importorskip("langchain_openai", reason="the LangGraph tests drive langchain-openai: pip install langchain-openai")
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_openai import ChatOpenAI
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt import tools_condition as prebuilt_condition
+
+from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
+from xerj_tools.integrations.langgraph import XerjToolNode, tools_condition
+from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
+
+SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
+BROKEN = '{"index": "docs", "query": {"match": '
+
+
+def graph(model: ScriptedModel, dispatcher: Any) -> Any:
+    chat = ChatOpenAI(model="scripted", base_url=model.base_url, api_key="scripted",  # type: ignore[arg-type]
+                      max_retries=0).bind_tools(dispatcher.registry.chat_tools())
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [chat.invoke(state["messages"])]}
+
+    async def aagent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await chat.ainvoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    builder.add_node("tools", XerjToolNode(dispatcher))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile()
+
+
+def run(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -> tuple[list[Any], ScriptedModel]:
+    """Run the graph (invoke with a Dispatcher, ainvoke with an AsyncDispatcher); returns
+    (the final messages, the scripted model)."""
+    start = {"messages": [HumanMessage("Why did checkout break?")]}
+    with ScriptedModel(script) as model:
+        if mode == "sync":
+            with Dispatcher(url=xerj.url, **options) as dispatcher:
+                state = graph(model, dispatcher).invoke(start)
+        else:
+            async def go() -> Any:
+                async with AsyncDispatcher(url=xerj.url, **options) as dispatcher:
+                    return await graph(model, dispatcher).ainvoke(start)
+
+            state = asyncio.run(go())
+    return state["messages"], model
+
+
+def tool_messages(messages: list[Any]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+
+
+def test_every_call_is_answered_and_identical_calls_are_sent_once(mode: str, xerj: XerjStandIn) -> None:
+    script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_search", BROKEN), ("xerj_search", SEARCH),
+                               ("xerj_memory_recall", {"namespace": "agent", "query": "tea"})]),
+              Turn(text="A bad index template broke checkout.")]
+    messages, model = run(mode, script, xerj)
+    assert messages[-1].content == "A bad index template broke checkout."
+    asked = messages[1]
+    assert [c["id"] for c in asked.tool_calls] == ["call_1", "call_3", "call_4"]
+    assert [c["id"] for c in asked.invalid_tool_calls] == ["call_2"]  # LangChain could not parse it
+    answers = tool_messages(messages)
+    assert sorted(answers) == ["call_1", "call_2", "call_3", "call_4"]
+    payload = {cid: json.loads(m.content) for cid, m in answers.items()}
+    assert payload["call_1"]["ok"] and payload["call_1"]["hits"] and answers["call_1"].status == "success"
+    assert payload["call_2"]["error"]["code"] == "invalid_json" and answers["call_2"].status == "error"
+    assert "identical to call call_1 in this turn" in payload["call_3"]["notes"][-1]
+    assert answers["call_1"].name == "xerj_search"
+    assert [r.path for r in xerj.requests].count("/docs/_search") == 1
+    # and the model's next request answered every call id it had made
+    sent = model.requests[1]["messages"]
+    assert sorted(m["tool_call_id"] for m in sent if m["role"] == "tool") == ["call_1", "call_2", "call_3", "call_4"]
+
+
+def test_a_turn_of_only_malformed_calls_is_answered(mode: str, xerj: XerjStandIn) -> None:
+    script = [Turn(tool_calls=[("xerj_search", BROKEN)]),
+              Turn(tool_calls=[("xerj_search", SEARCH)]),
+              Turn(text="Done.")]
+    messages, model = run(mode, script, xerj)
+    assert messages[-1].content == "Done." and len(model.requests) == 3
+    assert json.loads(tool_messages(messages)["call_1"].content)["error"]["code"] == "invalid_json"
+    # the prebuilt router would have ended the run here, with call_1 unanswered
+    assert prebuilt_condition({"messages": messages[:2]}) == "__end__"
+    assert tools_condition({"messages": messages[:2]}) == "tools"
+
+
+def test_an_engine_failure_is_an_error_tool_message(mode: str, xerj: XerjStandIn) -> None:
+    xerj.fail_next(500)
+    script = [Turn(tool_calls=[("xerj_search", SEARCH)]), Turn(text="XERJ is failing.")]
+    messages, _ = run(mode, script, xerj, retry=RetryPolicy(max_attempts=1))
+    answer = tool_messages(messages)["call_1"]
+    assert answer.status == "error"
+    assert json.loads(answer.content)["error"] == {**json.loads(answer.content)["error"], "code": "server_error",
+                                                   "status": 500}
+    assert messages[-1].content == "XERJ is failing."
+
+
+AI = AIMessage("", tool_calls=[{"id": "a", "name": "xerj_search", "args": SEARCH}],
+               invalid_tool_calls=[{"id": "b", "name": None, "args": None, "error": "no name", "type": "invalid_tool_call"},
+                                   {"id": None, "name": "xerj_search", "args": "{", "error": "x", "type": "invalid_tool_call"}])
+
+
+def test_list_input_answered_calls_and_calls_without_id(xerj: XerjStandIn) -> None:
+    with Dispatcher(url=xerj.url) as dispatcher:
+        node = XerjToolNode(dispatcher)
+        answers = node.invoke([HumanMessage("q"), AI])
+        assert [(m.tool_call_id, m.status) for m in answers] == [("a", "success"), ("b", "error")]
+        assert json.loads(answers[1].content)["error"]["code"] == "unknown_tool"
+        # a call answered already (say, by a human in the loop) is not run again
+        again = node.invoke({"messages": [AI, ToolMessage("done", tool_call_id="a")]})
+        assert [m.tool_call_id for m in again["messages"]] == ["b"]
+        assert asyncio.run(node.ainvoke([AI]))[0].tool_call_id == "a"  # ainvoke over a sync dispatcher
+        with pytest.raises(ValueError, match="no AIMessage"):
+            node.invoke([HumanMessage("q")])
+    assert [r.path for r in xerj.requests] == ["/docs/_search", "/docs/_search"]
+
+
+def test_an_async_dispatcher_needs_ainvoke() -> None:
+    async def go() -> None:
+        async with AsyncDispatcher(url="http://127.0.0.1:9") as dispatcher:
+            with pytest.raises(ConfigurationError, match="ainvoke"):
+                XerjToolNode(dispatcher).invoke([AI])
+
+    asyncio.run(go())
+
+
+def test_the_prebuilt_tool_node_leaves_malformed_calls_unanswered() -> None:
+    # Why this node exists: the prebuilt one answers `tool_calls` only.
+    def xerj_search(index: str) -> str:
+        """Search."""
+        return "ok"
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("tools", ToolNode([xerj_search]))
+    builder.add_edge(START, "tools")
+    ai = AI.model_copy(update={"tool_calls": [{"id": "a", "name": "xerj_search", "args": {"index": "docs"},
+                                                "type": "tool_call"}]})
+    messages = builder.compile().invoke({"messages": [ai]})["messages"]
+    assert list(tool_messages(messages)) == ["a"]  # "b" is left unanswered
