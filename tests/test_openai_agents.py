@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("agents", reason="openai-agents is not installed: pip install 'xerj-tools[openai-agents]'")
 
 import openai
-from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig, Runner
 from agents.tool_context import ToolContext
 from agents.usage import Usage
 
@@ -23,8 +23,10 @@ from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 
 
-def run(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -> tuple[Any, ScriptedModel]:
-    """One `Runner.run` with a sync or async dispatcher; returns (run result, scripted model)."""
+def run(mode: str, script: list[Turn], xerj: XerjStandIn, api: str = "chat",
+        **options: Any) -> tuple[Any, ScriptedModel]:
+    """One `Runner.run` with a sync or async dispatcher, on the agents SDK's Chat Completions or
+    Responses model; returns (run result, scripted model)."""
     async def go(model: ScriptedModel) -> Any:
         client = openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0)
         if mode == "async":
@@ -32,8 +34,9 @@ def run(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -> tup
         else:
             dispatcher = Dispatcher(url=xerj.url, **options)
         try:
+            kind = OpenAIChatCompletionsModel if api == "chat" else OpenAIResponsesModel
             agent = Agent(name="search", instructions="Search XERJ.", tools=function_tools(dispatcher),
-                          model=OpenAIChatCompletionsModel(model="scripted", openai_client=client))
+                          model=kind(model="scripted", openai_client=client))
             return await Runner.run(agent, "Why did checkout break?", max_turns=5,
                                     run_config=RunConfig(tracing_disabled=True))
         finally:
@@ -46,8 +49,10 @@ def run(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -> tup
 
 def answers(model: ScriptedModel, request: int = 1) -> dict[str, dict[str, Any]]:
     """Tool answers by call id, as the model was sent them in request number `request`."""
-    messages = model.requests[request]["messages"]
-    return {m["tool_call_id"]: json.loads(m["content"]) for m in messages if m["role"] == "tool"}
+    sent = model.requests[request]
+    if "input" in sent:  # the Responses API
+        return {i["call_id"]: json.loads(i["output"]) for i in sent["input"] if i.get("type") == "function_call_output"}
+    return {m["tool_call_id"]: json.loads(m["content"]) for m in sent["messages"] if m["role"] == "tool"}
 
 
 def test_the_tools_keep_their_schemas_unstrict() -> None:
@@ -68,7 +73,8 @@ def test_names_pick_tools_and_unknown_names_raise() -> None:
             function_tools(dispatcher, names=["xerj_serch"])
 
 
-def test_valid_malformed_and_repaired_calls_are_answered(mode: str, xerj: XerjStandIn,
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_valid_malformed_and_repaired_calls_are_answered(mode: str, api: str, xerj: XerjStandIn,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     hops: list[Any] = []
     to_thread = asyncio.to_thread
@@ -82,14 +88,16 @@ def test_valid_malformed_and_repaired_calls_are_answered(mode: str, xerj: XerjSt
                                ("xerj_search", '{"index": "docs", "query": {"match": '),
                                ("xerj_search", {"index": "docs", "query": {"match_all": {}, "size": 1}})]),
               Turn(text="A bad index template broke checkout.")]
-    result, model = run(mode, script, xerj)
+    result, model = run(mode, script, xerj, api)
     ours = [f for f in hops if getattr(f, "__self__", None).__class__ is Dispatcher]
     assert len(ours) == (0 if mode == "async" else 2)  # the calls sent; an async dispatcher never hops
     assert result.final_output == "A bad index template broke checkout."
     # the tools went out as published, not rewritten to strict
-    sent = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
+    tools = model.requests[0]["tools"]
+    sent = {t["function"]["name"]: t["function"] for t in tools} if api == "chat" else {t["name"]: t for t in tools}
     assert sent["xerj_search"].get("strict") is not True
     assert sent["xerj_search"]["parameters"]["required"] == ["index", "query"]
+    assert "additionalProperties" not in sent["xerj_search"]["parameters"]["properties"]["query"]
     got = answers(model)
     assert list(got) == ["call_1", "call_2", "call_3"]
     assert got["call_1"]["ok"] is True and got["call_1"]["hits"]
