@@ -223,7 +223,7 @@ def test_a_missing_index_is_answered_with_the_indices_the_model_may_use(make_run
     assert result.code == "index_not_found" and result.attempts == 1
     assert error["indices"] == ["docs", "tickets"]  # no .xerj-memory-agent: the policy denies it
     assert "indices" in error["hint"]
-    assert [r.path for r in xerj.requests][-2:] == ["/doc/_search", "/_cat/indices"]
+    assert [r.path for r in xerj.requests][-2:] == ["/doc/_search", "/_resolve/index/*"]
     narrow = make_runner(url=xerj.url, policy=Policy(allow_indices=("do*",)))  # "doc" may be tried
     assert narrow.payload("xerj_search", {"index": "doc", "query": {}})["error"]["indices"] == ["docs"]
 
@@ -231,7 +231,7 @@ def test_a_missing_index_is_answered_with_the_indices_the_model_may_use(make_run
 def test_a_failed_listing_leaves_the_plain_message(runner: Any, xerj: XerjStandIn) -> None:
     from xerj_tools.testing import Fault
 
-    xerj.fail_next(Fault(status=500, match="_cat"))
+    xerj.fail_next(Fault(status=500, match="_resolve"), Fault(status=500, match="_cat"))
     error = runner.payload("xerj_search", {"index": "doc", "query": {}})["error"]
     assert error["code"] == "index_not_found" and "indices" not in error
     assert error["hint"].startswith("Check the index name")

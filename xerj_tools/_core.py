@@ -26,7 +26,8 @@ from ._exceptions import (
     UnknownToolError,
 )
 from ._format import dumps, engine_error, error_payload, success_payload
-from ._handlers import HANDLERS, LIST_INDICES, Handler, HttpRequest
+from ._handlers import HANDLERS, Handler, HttpRequest
+from ._listing import LISTING_TTL, IndexListing, list_indices
 from ._outcome import Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
@@ -142,6 +143,7 @@ class DispatchCore:
         self.handlers = table
         self.rerank_fallback = rerank_fallback
         self.rerank_memory = _RerankMemory(rerank_memory_seconds, clock)
+        self.listing = IndexListing(LISTING_TTL, clock)
         self.repair = repair
         self.budget = budget
         self.budgets = dict(budgets or {})
@@ -221,25 +223,15 @@ class DispatchCore:
         payload = self.finish(tool, request, outcome, attempts, note)
         if payload.get("error", {}).get("code") == "index_not_found" and request.kind == "search":
             # The model guessed an index name: tell it which ones exist (those it may search).
-            listing, _ = yield LIST_INDICES
-            if names := self._index_names(listing):
+            names = yield from list_indices(self.listing, node)
+            if names := self._allowed_indices(names):
                 payload["error"]["indices"] = names
                 payload["error"]["hint"] = (
                     "Use one of the indices listed in `indices`, or a pattern."
                 )
         return payload
 
-    def _index_names(self, outcome: Outcome, limit: int = 50) -> list[str]:
-        if (
-            not isinstance(outcome, Reply)
-            or outcome.status != 200
-            or not isinstance(outcome.data, list)
-        ):
-            return []
-        names = sorted(
-            str(row["index"]) for row in outcome.data
-            if isinstance(row, dict) and isinstance(row.get("index"), str)
-        )  # fmt: skip
+    def _allowed_indices(self, names: list[str], limit: int = 50) -> list[str]:
         if self.policy is not None:
             names = [n for n in names if self.policy.allows_index(n)]
         else:

@@ -161,13 +161,6 @@ def memory_recall(args: Mapping[str, Any]) -> HttpRequest:
     return HttpRequest("POST", path, body, kind="memory_recall", notes=notes)
 
 
-# Only the names are needed. XERJ's `_cat/indices` takes no query parameters and always answers
-# text/plain (es_compat.rs:393-488), so `format=json` is not honoured there (issue #10, item 1).
-LIST_INDICES = HttpRequest(
-    "GET", "/_cat/indices", None, kind="listing", params={"format": "json", "h": "index"}
-)
-
-
 HANDLERS: dict[str, Handler] = {
     "xerj_search": search,
     "xerj_semantic_search": semantic_search,

@@ -93,6 +93,8 @@ def retry_after_seconds(reply: Reply, now: Callable[[], float] = time.time) -> f
 
 def should_retry(request: HttpRequest, outcome: Outcome, policy: RetryPolicy) -> bool:
     """Whether `outcome` of `request` is worth another attempt under `policy`."""
+    if request.kind == "listing":
+        return False  # the index list only decorates an error message; not worth a wait
     if isinstance(outcome, Failure):
         if outcome.kind in ("too_large", "protocol", "cancelled"):
             return False

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ._engine import Index, new_engine_indices
+from ._listing import cat_indices, listed_indices, resolve_index
 from ._memory import (
     MEMORY_PREFIX,
     Memory,
@@ -302,7 +303,7 @@ class XerjStandIn:
         content_type = record.headers.get("content-type")
         with self._lock:
             status, payload = self._handle_route(name, segments, record, raw, content_type)
-        return status, payload, {}
+        return status, payload, ({"Content-Type": _TEXT} if name == "cat" else {})
 
     def _handle_route(
         self,
@@ -332,11 +333,10 @@ class XerjStandIn:
             return memory_forget(self.memories, segments[1], None)
         if name == "forget":
             return memory_forget(self.memories, segments[1], segments[2])
-        if name == "cat":
-            names = sorted(self.indices) + sorted(MEMORY_PREFIX + ns for ns in self.memories)
-            if record.query.get("format") == "json":
-                return 200, [{"index": name} for name in names]
-            return 200, "".join(f"{name}\n" for name in names)
+        if name == "cat":  # always text, whatever the query string says: see _listing.py
+            return 200, cat_indices(listed_indices(self.indices, self.memories))
+        if name == "resolve":
+            return 200, resolve_index(listed_indices(self.indices, self.memories), segments[2])
         return 200, {  # `GET /`: responses.rs EsInfoResponse (fixed ES version)
             "name": "stand-in",
             "cluster_name": "xerj",
@@ -356,6 +356,8 @@ def _route(segments: list[str]) -> tuple[str, tuple[str, ...]] | None:
         return "info", ("GET",)  # router.rs:210
     if segments == ["_cat", "indices"]:
         return "cat", ("GET",)  # router.rs:216
+    if n == 3 and segments[:2] == ["_resolve", "index"]:
+        return "resolve", ("GET",)  # router.rs:353
     if n == 2 and segments[0] == "_memory":
         return "memory", ("POST", "GET", "DELETE")  # router.rs:689-694
     if n == 3 and segments[0] == "_memory" and segments[2] == "_recall":

@@ -1,0 +1,108 @@
+"""The index list an `index_not_found` answer carries: which request, how to read it, a cache.
+
+XERJ (1.0.0-rc.4, engine/crates/xerj-api/src) serves two listings:
+
+- ``GET /_resolve/index/*`` (router.rs:353, es_compat.rs:15816-15863) answers JSON
+  ``{"indices": [{"name", "attributes"}], "aliases": [{"name", "indices"}], "data_streams": []}``
+  from the engine's in-memory index map. It is asked first.
+- ``GET /_cat/indices`` (router.rs:216, es_compat.rs:393-488) takes no query parameters:
+  ``format=json`` is ignored and the answer is always ``text/plain`` lines
+  ``green open <name> <uuid> 1 0 <docs> 0 <size> <size> <size>`` (es_compat.rs:447-486). It
+  sums every index's data directory on disk for the size columns (es_compat.rs:448-457), so it
+  is only the fallback, for a node without ``_resolve``. Its third column is the name, as
+  XERJ's own client reads it (xerj-autoindex/src/esclient.rs:212-241).
+
+Either listing is kept for `LISTING_TTL` seconds per cluster, so a model that keeps guessing
+names costs one listing, not one per typo. The listing is a courtesy of the error message: it
+is never retried, and when both requests fail the message goes without it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator
+from typing import Any
+
+from ._handlers import HttpRequest
+from ._outcome import Outcome, Reply
+
+__all__ = ["CAT_INDICES", "LISTING_TTL", "RESOLVE_ALL", "IndexListing", "list_indices"]
+
+LISTING_TTL = 30.0
+"""Seconds a cluster's index list is reused; an index created meanwhile shows up after that."""
+
+RESOLVE_ALL = HttpRequest("GET", "/_resolve/index/*", None, kind="listing")
+CAT_INDICES = HttpRequest("GET", "/_cat/indices", None, kind="listing")
+
+
+def _names(values: Any) -> list[str]:
+    if not isinstance(values, list):
+        return []
+    return [
+        row["name"] for row in values if isinstance(row, dict) and isinstance(row.get("name"), str)
+    ]
+
+
+def names_from_resolve(outcome: Outcome) -> list[str] | None:
+    """Index and alias names from a ``_resolve/index`` answer, or None when it is not one."""
+    if not isinstance(outcome, Reply) or outcome.status != 200:
+        return None
+    data = outcome.data
+    if not isinstance(data, dict) or not isinstance(data.get("indices"), list):
+        return None
+    return sorted({*_names(data["indices"]), *_names(data.get("aliases"))})
+
+
+def names_from_cat(outcome: Outcome) -> list[str] | None:
+    """Index names from a ``_cat/indices`` text table (column 3), or None when it is not one."""
+    if not isinstance(outcome, Reply) or outcome.status != 200:
+        return None
+    if isinstance(outcome.data, (dict, list)):
+        return None  # not XERJ's table (a proxy's error page in JSON, say)
+    text = outcome.body.decode("utf-8", "replace")
+    names = set()
+    for line in text.splitlines():
+        columns = line.split()
+        if len(columns) >= 3:
+            names.add(columns[2])
+    return sorted(names)
+
+
+class IndexListing:
+    """Per cluster: the index names last listed, forgotten after `ttl` seconds."""
+
+    def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
+        self._ttl, self._clock = ttl, clock
+        self._entries: dict[str, tuple[float, list[str]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cluster: str) -> list[str] | None:
+        with self._lock:
+            entry = self._entries.get(cluster)
+            if entry is None or self._clock() - entry[0] >= self._ttl:
+                self._entries.pop(cluster, None)
+                return None
+            return list(entry[1])
+
+    def put(self, cluster: str, names: list[str]) -> None:
+        if self._ttl > 0:
+            with self._lock:
+                self._entries[cluster] = (self._clock(), list(names))
+
+
+def list_indices(
+    cache: IndexListing, cluster: str
+) -> Generator[HttpRequest, tuple[Outcome, int], list[str]]:
+    """Yield the listing requests still needed; return the names (empty when none could be read)."""
+    names = cache.get(cluster)
+    if names is not None:
+        return names
+    outcome, _ = yield RESOLVE_ALL
+    names = names_from_resolve(outcome)
+    if names is None:
+        outcome, _ = yield CAT_INDICES
+        names = names_from_cat(outcome)
+    if names is None:
+        return []
+    cache.put(cluster, names)
+    return names
