@@ -85,7 +85,7 @@ def test_total_time_budget_stops_before_a_long_wait(make_runner: Any, xerj: Xerj
     assert result.attempts == 1 and sleeps.waits == [] and result.code == "rate_limited"
 
 
-@pytest.mark.parametrize("status", [503, 403, 502])
+@pytest.mark.parametrize("status", [503, 403, 502, 501, 500])
 def test_rerank_refusal_is_sent_once_then_repeated_without_rerank(
     runner: Runner, xerj: XerjStandIn, sleeps: SleepRecorder, status: int
 ) -> None:
@@ -132,6 +132,35 @@ def test_refusal_is_remembered_per_node_for_a_while(make_runner: Any, xerj: Xerj
     xerj.rerank = "ok"
     third = runner.run(_call(RERANKED))
     assert "rerank" in xerj.requests[3].body and third.payload["rerank"]["applied"] is True
+
+
+@pytest.mark.parametrize(("status", "remembered"), [(503, True), (403, True), (501, True), (502, False), (500, False)])
+def test_only_configuration_refusals_are_remembered(make_runner: Any, xerj: XerjStandIn, status: int,
+                                                    remembered: bool) -> None:
+    # rerank_stage.rs `status_for` @ 11b0cd0: 403/501/503 are how the node is set up; a 502
+    # (the provider failed) or a 500 (the local model failed) is a fault of that one call.
+    runner = make_runner(url=xerj.url, rerank_memory_seconds=300)
+    xerj.fail_next(rerank_error(status))
+    first = runner.run(_call(RERANKED))
+    assert first.ok and first.payload["rerank"]["applied"] is False
+    second = runner.run(_call(RERANKED))
+    sent_rerank = [("rerank" in r.body) for r in xerj.requests]
+    if remembered:
+        assert sent_rerank == [True, False, False] and "not asked again" in second.payload["rerank"]["reason"]
+    else:
+        assert sent_rerank == [True, False, True] and second.payload["rerank"]["applied"] is True
+
+
+@pytest.mark.parametrize("status", [500, 501])
+def test_a_local_judge_fault_is_not_told_to_the_model_as_a_retryable_server_error(
+    make_runner: Any, xerj: XerjStandIn, status: int
+) -> None:
+    runner = make_runner(url=xerj.url, rerank_fallback=False)
+    xerj.fail_next(rerank_error(status))
+    result = runner.run(_call(RERANKED))
+    error = result.payload["error"]
+    assert result.code == "rerank_unavailable" and error["retryable"] is False and len(xerj.requests) == 1
+    assert "without `rerank`" in error["hint"]
 
 
 def test_memory_store_retried_after_a_dropped_connection_stores_once(
@@ -205,7 +234,8 @@ def test_should_retry_decisions() -> None:
 
 def test_rerank_refusal_recognises_the_older_node() -> None:
     old = b'{"error":{"type":"parsing_exception","reason":"Unknown key for a START_OBJECT in [rerank]."},"status":400}'
-    assert rerank_refusal(RR_REQ, _reply(400, old)) is not None
+    refusal = rerank_refusal(RR_REQ, _reply(400, old))
+    assert refusal is not None and refusal.lasting
     assert rerank_refusal(RR_REQ, _reply(400, b'{"error":{"type":"x","reason":"other"}}')) is None
 
 

@@ -212,11 +212,12 @@ class DispatchCore:
             rerank_fallback(None)
             request = request.without_rerank()
         outcome, attempts = yield request
-        if isinstance(outcome, Reply) and (reason := rerank_refusal(request, outcome)) is not None:
-            self.rerank_memory.remember(node, reason)
+        if isinstance(outcome, Reply) and (refusal := rerank_refusal(request, outcome)) is not None:
+            if refusal.lasting:  # the node's configuration; a transient fault is not remembered
+                self.rerank_memory.remember(node, refusal.reason)
             if not self.rerank_fallback:
                 return error_payload(tool, engine_error(outcome, request), attempts=attempts)
-            note = {"applied": False, "reason": reason, "fallback": FALLBACK}
+            note = {"applied": False, "reason": refusal.reason, "fallback": FALLBACK}
             rerank_fallback(outcome.status)
             request = request.without_rerank()
             outcome, attempts = yield request
