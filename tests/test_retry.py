@@ -174,6 +174,37 @@ def test_memory_store_retried_after_a_dropped_connection_stores_once(
     assert result.payload["id"] == ids.pop()
 
 
+def test_a_store_retried_with_dedup_reports_its_own_first_write_as_stored(
+    runner: Runner, xerj: XerjStandIn, sleeps: SleepRecorder
+) -> None:
+    xerj.fail_next(Fault(drop="after"))  # the first attempt stores, its answer is lost
+    result = runner.run(_call({"namespace": "agent", "text": "likes green tea", "dedup": True}, "xerj_memory_store"))
+    payload = result.payload
+    assert result.ok and result.attempts == 2 and len(xerj.memories["agent"]) == 1
+    assert payload["created"] is True and "deduplicated" not in payload and "score" not in payload
+    assert payload["id"] == xerj.requests[0].body["id"] and payload["notes"][0].startswith("stored")
+    # A store that finds another memory is still reported as deduplicated, not stored.
+    again = runner.run(_call({"namespace": "agent", "text": "likes green tea", "dedup": True}, "xerj_memory_store"))
+    assert again.payload["deduplicated"] is True and again.payload["created"] is False
+    assert again.payload["id"] == payload["id"] and "notes" not in again.payload
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_an_index_block_is_not_a_credential_problem_and_is_not_retried(
+    runner: Runner, xerj: XerjStandIn, sleeps: SleepRecorder, status: int
+) -> None:
+    # XERJ: IndexBlocked is 403 cluster_block_exception, 429 for a full disk (api error.rs:113-122)
+    reason = "index [docs] is blocked for read operations"
+    body = {"error": {"root_cause": [{"type": "cluster_block_exception", "reason": reason, "index": "docs"}],
+                      "type": "cluster_block_exception", "reason": reason}, "status": status}
+    xerj.fail_next(Fault(status=status, body=body))
+    result = runner.run(_call(SEARCH))
+    error = result.payload["error"]
+    assert result.code == "forbidden" and result.attempts == 1 and sleeps.waits == []
+    assert "'docs' is blocked for read operations" in error["hint"] and "credential" in error["hint"]
+    assert "credentials are not the problem" in error["hint"] and error["retryable"] is False
+
+
 def test_dropped_connection_before_an_answer_is_retried(runner: Runner, xerj: XerjStandIn) -> None:
     xerj.fail_next(Fault(drop="before"), Fault(drop="before"))
     result = runner.run(_call(SEARCH))

@@ -121,3 +121,26 @@ def test_the_dry_run_and_tool_results_carry_no_key(monkeypatch: pytest.MonkeyPat
     assert main(["call", "xerj_search", json.dumps({"index": "docs", "query": {}}), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert SENTINEL not in out and "<redacted>" in out
+
+
+@pytest.mark.parametrize("path", ["/docs/../_memory/agent", "/./_search", "/docs/%2e%2e/_cluster", "/docs/.%2E/x", "/x/."])
+def test_a_dot_segment_never_reaches_httpx(xerj: XerjStandIn, path: str) -> None:
+    # httpx resolves `.` and `..` before sending (`/docs/../x` goes out as `/x`): a handler whose
+    # argument became such a segment is refused before anything is sent.
+    from xerj_tools import HttpRequest
+
+    with Dispatcher(url=xerj.url, handlers={"xerj_search": lambda args: HttpRequest("POST", path, {})}) as dispatcher:
+        result = dispatcher.run(chat_call("xerj_search", {"index": "docs", "query": {}}))
+    assert result.code == "invalid_arguments" and "relative path" in result.payload["error"]["reason"]
+    assert xerj.requests == []
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+def test_the_built_in_handlers_refuse_a_dot_name(name: str) -> None:
+    from xerj_tools import HANDLERS, ArgumentsError
+
+    for tool, args in (("xerj_search", {"index": name}), ("xerj_memory_store", {"namespace": name}),
+                       ("xerj_memory_recall", {"namespace": name, "query": "q"})):
+        with pytest.raises(ArgumentsError) as info:
+            HANDLERS[tool](args)
+        assert info.value.problems[0].path in ("$.index", "$.namespace")

@@ -72,6 +72,14 @@ LIMITS: list[tuple[str, dict[str, Any], str, str]] = [
     ("xerj_memory_recall", {"namespace": "n", "query": "q", "recency_weight": 2}, "$.recency_weight", "0 to 1"),
     ("xerj_memory_recall", {"namespace": "n", "query": "q", "k": 0}, "$.k", "between 1"),
     ("xerj_memory_recall", {"namespace": "n"}, "$", "query"),
+    # XERJ reads `_source: []` as "every field", embeddings included (es_compat.rs:4570-4576)
+    ("xerj_search", {"index": "docs", "query": Q, "source": []}, "$.source", "at least one field"),
+    # recall fetches max(4k, 50) with recency_weight, within from + size <= 10000 (memory_api.rs:486-501)
+    ("xerj_memory_recall", {"namespace": "n", "query": "q", "k": 2501, "recency_weight": 0.3}, "$.k", "2500"),
+    ("xerj_memory_recall", {"namespace": "n", "query": "q", "k": 10000, "recency_weight": 0}, "$.k", "recency_weight"),
+    # `$` matches before a final newline; the rule is a full match (memory_api.rs:101-124)
+    ("xerj_memory_store", {"namespace": "agent\n", "text": "t"}, "$.namespace", "a-z"),
+    ("xerj_memory_recall", {"namespace": "agent\n", "query": "q"}, "$.namespace", "a-z"),
 ]
 
 
@@ -99,6 +107,8 @@ def test_stated_limit_is_rejected_with_its_path(tool: str, arguments: dict[str, 
         ("xerj_search", {"index": "docs", "query": Q, "rerank": {"window": 300, "min_score": 0}}),
         ("xerj_memory_store", {"namespace": "tenant-7.agent_1", "text": "", "vector": [0.5]}),
         ("xerj_memory_recall", {"namespace": "n", "vector": [0.1], "semantic": True}),
+        ("xerj_memory_recall", {"namespace": "n", "query": "q", "k": 2500, "recency_weight": 0.5}),
+        ("xerj_memory_recall", {"namespace": "n", "query": "q", "k": 10000}),
         ("xerj_hybrid_search", {"index": "d", "queries": [{"query": Q, "weight": 0.5}], "rrf_k": 10, "fusion": "rrf"}),
     ],
 )

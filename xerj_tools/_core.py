@@ -25,8 +25,8 @@ from ._exceptions import (
     ToolCallError,
     UnknownToolError,
 )
-from ._format import dumps, engine_error, error_payload, success_payload
-from ._handlers import HANDLERS, Handler, HttpRequest
+from ._format import dumps, engine_error, error_payload, own_first_write, success_payload
+from ._handlers import HANDLERS, Handler, HttpRequest, dot_segment
 from ._listing import LISTING_TTL, IndexListing, list_indices
 from ._outcome import Outcome, Reply
 from ._policy import Policy, PolicyDenied
@@ -193,6 +193,13 @@ class DispatchCore:
                 call.name, type(exc).__name__, where.filename, where.lineno,
             )  # fmt: skip
             return ToolCallError(f"the handler raised {type(exc).__name__}", code="handler_error")
+        if (segment := dot_segment(request.path)) is not None:
+            # Whatever handler built it: httpx would resolve the segment away and send the
+            # request elsewhere (see `dot_segment`), so it is refused before it reaches httpx.
+            return ArgumentsError(
+                f"an argument became the path segment {segment!r}, which HTTP reads as a "
+                "relative path; nothing was sent. Use a real name"
+            )
         if notes:
             request = replace(request, notes=(*request.notes, *notes))
         page_from = None
@@ -254,6 +261,8 @@ class DispatchCore:
                 return error_payload(tool, exc, attempts=attempts)
             if "aggregations" in payload:
                 payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
+            if request.kind == "memory_store" and attempts > 1:
+                payload = own_first_write(payload, request)
             return payload
         return error_payload(tool, engine_error(outcome, request), attempts=attempts)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,7 +12,14 @@ from ._handlers import HttpRequest
 from ._outcome import Failure, Reply
 from ._retry import rerank_refusal, retry_after_seconds
 
-__all__ = ["ERROR_CODES", "dumps", "engine_error", "error_payload", "success_payload"]
+__all__ = [
+    "ERROR_CODES",
+    "dumps",
+    "engine_error",
+    "error_payload",
+    "own_first_write",
+    "success_payload",
+]
 
 # code -> (retryable, hint). Codes are a stable interface; the README lists them.
 ERROR_CODES: dict[str, tuple[bool, str]] = {
@@ -124,10 +132,16 @@ def engine_error(outcome: Reply | Failure, request: HttpRequest) -> EngineError:
     status, kind = outcome.status, outcome.error_type
     reason = outcome.error_reason or _body_excerpt(outcome)
     details: dict[str, Any] = {}
+    hint: str | None = None
     if rerank_refusal(request, outcome) is not None:
         code = "rerank_unavailable"
     elif status == 401:
         code = "unauthorized"
+    elif kind == "cluster_block_exception":
+        # An index block, not a credential problem: 403 for a read or write block, 429 for the
+        # disk flood-stage block (api error.rs:113-122, common error.rs:115-117, 257).
+        code = "forbidden"
+        hint = _block_hint(reason)
     elif status == 403:
         code = "forbidden"
     elif status == 404:
@@ -146,7 +160,26 @@ def engine_error(outcome: Reply | Failure, request: HttpRequest) -> EngineError:
         )
     else:
         code = "bad_request"
-    return EngineError(reason, code=code, status=status, type=kind, details=details)
+    return EngineError(reason, code=code, status=status, type=kind, details=details, hint=hint)
+
+
+_BLOCKED = re.compile(r"index \[(?P<index>[^\]]*)\] is blocked for (?P<op>\S+) operations")
+
+
+def _block_hint(reason: str) -> str:
+    # XERJ's reason: "index [<name>] is blocked for <read|write|...> operations"
+    # (common error.rs:115-117).
+    found = _BLOCKED.search(reason)
+    what = (
+        f"index {found['index']!r} is blocked for {found['op'].replace('_', ' ')} operations"
+        if found
+        else "the index is blocked"
+    )
+    return (
+        f"The {what} on the node (an index block set by its operator, or a full disk); "
+        "credentials are not the problem and calling again will not help soon. "
+        "Use another index or namespace, or tell the user."
+    )
 
 
 def _body_excerpt(reply: Reply, limit: int = 200) -> str:
@@ -261,6 +294,25 @@ def _search_payload(
         warnings.append("the search terminated early")
     if warnings:
         out["warnings"] = warnings
+    return out
+
+
+def own_first_write(payload: dict[str, Any], request: HttpRequest) -> dict[str, Any]:
+    """A store that was retried after a lost answer, with ``dedup: true``, finds the first
+    attempt's write as its own near-duplicate: XERJ answers ``created: false, deduplicated:
+    true`` with the id this call chose (memory_api.rs:326-344). That memory is this call's, and
+    it is stored: say so."""
+    if payload.get("deduplicated") is not True or payload.get("id") != (request.body or {}).get(
+        "id"
+    ):
+        return payload
+    out = {k: v for k, v in payload.items() if k not in ("deduplicated", "score")}
+    out["created"] = True
+    out["notes"] = [
+        *out.get("notes", []),
+        "stored: an earlier attempt of this call wrote the memory before its answer was lost; "
+        "the retry found that write (the same id), not another memory",
+    ]
     return out
 
 

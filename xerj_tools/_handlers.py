@@ -6,9 +6,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
-__all__ = ["HANDLERS", "Handler", "HttpRequest", "RequestKind", "VECTOR_EXCLUDES"]
+from ._exceptions import ArgumentsError
+from ._validation import Problem
+
+__all__ = ["HANDLERS", "Handler", "HttpRequest", "RequestKind", "VECTOR_EXCLUDES", "dot_segment"]
 
 RequestKind = Literal["search", "memory_store", "memory_recall", "listing", "other"]
 
@@ -48,14 +51,38 @@ Handler = Callable[[Mapping[str, Any]], HttpRequest]
 """Turns validated arguments into an `HttpRequest`. Pure: no I/O, no clock."""
 
 
-def _segment(value: str, *, keep: str = "") -> str:
+_DOT_SEGMENTS = frozenset({".", ".."})
+
+
+def dot_segment(path: str) -> str | None:
+    """The first segment of `path` that is ``.`` or ``..`` (also percent-encoded), or None.
+
+    httpx resolves such segments before sending (RFC 3986 dot-segment removal: ``/a/../b`` is
+    sent as ``/b``), and a server may decode ``%2e%2e`` into one: either way the request would
+    reach another endpoint than the one built. No XERJ name is ``.`` or ``..``.
+    """
+    for segment in path.split("/"):
+        if unquote(segment) in _DOT_SEGMENTS:
+            return segment
+    return None
+
+
+def _segment(value: str, *, keep: str = "", path: str = "$") -> str:
     # Everything but unreserved characters is percent-encoded, so no value can leave its path
-    # segment; an index list keeps its commas and wildcards.
+    # segment; an index list keeps its commas and wildcards. `.` and `..` are unreserved, so
+    # they are refused here rather than let httpx resolve them away.
+    if value in _DOT_SEGMENTS:
+        raise ArgumentsError(
+            f"{value!r} cannot be a path segment",
+            problems=(
+                Problem(path, f"{value!r} is not a name: it would be read as a relative path"),
+            ),
+        )
     return quote(value, safe=keep)
 
 
 def _search_path(index: str) -> str:
-    return f"/{_segment(index, keep=',*')}/_search"
+    return f"/{_segment(index, keep=',*', path='$.index')}/_search"
 
 
 def _integral(value: Any) -> Any:
@@ -138,7 +165,7 @@ def memory_store(
     """
     body: dict[str, Any] = {"text": args.get("text", ""), "id": args.get("id") or new_id()}
     _copy(args, body, "metadata", "vector", "dedup", "dedup_threshold")
-    path = f"/_memory/{_segment(args['namespace'])}"
+    path = f"/_memory/{_segment(args['namespace'], path='$.namespace')}"
     return HttpRequest("POST", path, body, kind="memory_store")
 
 
@@ -157,7 +184,7 @@ def memory_recall(args: Mapping[str, Any]) -> HttpRequest:
     else:
         _copy(args, body, "query", "semantic")
     _copy(args, body, "k", "filter", "recency_weight")
-    path = f"/_memory/{_segment(args['namespace'])}/_recall"
+    path = f"/_memory/{_segment(args['namespace'], path='$.namespace')}/_recall"
     return HttpRequest("POST", path, body, kind="memory_recall", notes=notes)
 
 

@@ -18,6 +18,9 @@ __all__ = ["MAX_RESULT_WINDOW", "XERJ_CHECKS"]
 # XERJ's parser refuses `from + size > 10000` (xerj-query/src/parser.rs:151-158); a kNN `k`
 # feeds `size = max(size, k)` (xerj-api/src/es_compat.rs:5899), so the same bound applies to it.
 MAX_RESULT_WINDOW = 10_000
+# Recall with `recency_weight` fetches max(4k, 50) candidates (memory_api.rs:486-489) in one
+# search whose from + size must stay within 10000 (memory_api.rs:498-501; parser.rs:154-158).
+MAX_RECENCY_K = MAX_RESULT_WINDOW // 4
 _RERANK_KEYS = {
     "provider", "model", "window", "min_score", "query", "fields", "instructions",
     "timeout_ms", "max_doc_chars", "batch", "max_concurrency",
@@ -185,6 +188,14 @@ def _search(args: Mapping[str, Any]) -> Iterator[Problem]:
     source = args.get("source")
     if isinstance(source, list) and not all(isinstance(f, str) and f for f in source):
         yield Problem("$.source", "an array of source fields must hold non-empty field names")
+    if source == []:
+        # XERJ reads [] as an empty include list (es_compat.rs:4570-4576 at e6e8e6a), and an
+        # empty include list keeps every field, embeddings too (index.rs:15717-15721).
+        yield Problem(
+            "$.source",
+            "must name at least one field; an empty list returns every field. "
+            "Omit source for the default, or use false for none",
+        )
     sort = args.get("sort")
     if isinstance(sort, list) and not all(isinstance(s, (str, dict)) for s in sort):
         yield Problem(
@@ -276,6 +287,14 @@ def _memory_recall(args: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _vector(args, "vector")
     yield from _int_range(args, "k", 1, MAX_RESULT_WINDOW, "$")
     yield from _number_range(args, "recency_weight", 0.0, 1.0, "$")
+    k = _int_value(args, "k", 10)
+    if args.get("recency_weight") is not None and MAX_RECENCY_K < k <= MAX_RESULT_WINDOW:
+        yield Problem(
+            "$.k",
+            f"must be at most {MAX_RECENCY_K} with recency_weight; got {k}. XERJ fetches "
+            f"4 × k candidates to re-rank by recency, and one search may fetch at most "
+            f"{MAX_RESULT_WINDOW}. Lower k, or drop recency_weight",
+        )
     query, vector = args.get("query"), args.get("vector")
     has_vector = isinstance(vector, list) and len(vector) > 0
     has_query = isinstance(query, str) and bool(query.strip())

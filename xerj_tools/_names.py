@@ -10,7 +10,8 @@ from ._validation import Problem
 
 __all__ = ["index_problem", "namespace_problem"]
 
-_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,199}$")
+# memory_api.rs:101-124 `validate_namespace`; used with `fullmatch`.
+_NAMESPACE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,199}")
 _INDEX_FORBIDDEN = set('/\\?#%"<>| ,')
 
 
@@ -62,7 +63,7 @@ def namespace_problem(value: Any, path: str = "$.namespace") -> Problem | None:
     """Why `value` cannot be a memory namespace (memory_api.rs:101-124), or None."""
     if not isinstance(value, str):
         return None
-    if not _NAMESPACE.match(value):
+    if not _NAMESPACE.fullmatch(value):  # not `match`: `$` also matches before a final "\n"
         return Problem(
             path,
             f"invalid namespace {value[:60]!r}: 1-200 characters from a-z 0-9 _ - ., "

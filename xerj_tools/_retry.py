@@ -129,6 +129,8 @@ def should_retry(request: HttpRequest, outcome: Outcome, policy: RetryPolicy) ->
         return request.idempotent or not outcome.sent
     if outcome.status not in policy.statuses or rerank_refusal(request, outcome) is not None:
         return False
+    if outcome.error_type == "cluster_block_exception":
+        return False  # XERJ's 429 for a full disk's index block (api error.rs:113-122) stays
     delay = retry_after_seconds(outcome)
     return delay is None or delay <= policy.max_retry_after
 
