@@ -197,3 +197,48 @@ def test_following_truncated_next_reads_the_next_page(make_runner: Any, long_cor
         args = {**args, **nxt}
     assert seen == [f"L{i:02d}" for i in range(60)]  # every document once, in order, none skipped
     assert len(long_corpus.requests) > 2
+
+
+@pytest.mark.parametrize("budget", [1000, 1700, 2600, 4000])
+def test_paging_through_a_whole_result_finds_every_hit_exactly_once(make_runner: Any, xerj: XerjStandIn,
+                                                                  budget: int) -> None:
+    # Hits of very different lengths, so that pages end with fields cut and the `truncated`
+    # block outgrows the room kept for it: the last fitting step then drops a hit, and `next`
+    # must still start at the first hit not shown.
+    rng = random.Random(budget)
+    docs = {f"P{i:03d}": {"rank": i, "title": text(rng, rng.randint(2, 12)),
+                          "body": text(rng, rng.choice([5, 40, 90, 200])),
+                          "notes": text(rng, rng.randint(1, 60))} for i in range(90)}
+    xerj.add_documents("pages", docs)
+    runner: Runner = make_runner(url=xerj.url, budget=budget)
+    args: dict[str, Any] = {"index": "pages", "query": {"match_all": {}}, "size": 40, "sort": [{"rank": "asc"}]}
+    seen: list[str] = []
+    nexts = 0
+    for _ in range(200):
+        payload = runner.payload("xerj_search", args)
+        shown = [h["_id"] for h in payload["hits"]]
+        assert shown, payload
+        seen += shown
+        nxt = payload.get("truncated", {}).get("next")
+        if nxt is not None:
+            nexts += 1
+            assert nxt == {"from": args.get("from", 0) + len(shown)}
+        elif len(shown) == args["size"]:
+            nxt = {"from": args.get("from", 0) + len(shown)}  # a full page: the model asks for the next
+        else:
+            break
+        args = {**args, **nxt}
+    assert seen == sorted(docs)  # every hit, once, in order
+    assert nexts > 0
+
+
+def test_the_last_fitting_step_moves_next_with_the_hits_it_drops() -> None:
+    from xerj_tools._budget import _guarantee
+
+    hits = [{"_id": str(i), "_source": {"t": "x" * 100}} for i in range(10)]
+    payload = {"ok": True, "tool": "xerj_search", "hits": hits,
+               "truncated": {"hits_omitted": 5, "next": {"from": 10}, "hint": "h"}}
+    out = _guarantee(payload, 1000, next_page=lambda shown: {"from": shown})
+    shown = len(out["hits"])
+    assert 0 < shown < 10 and len(json.dumps(out, separators=(",", ":"))) <= 1000
+    assert out["truncated"]["next"] == {"from": shown} and out["truncated"]["hits_omitted"] == 15 - shown

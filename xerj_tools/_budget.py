@@ -112,38 +112,73 @@ def fit_payload(
     # Does it fit whole? Measured hit by hit, so a 5 MB response is never serialized whole.
     if base <= budget and len(_keep(hits, None, budget - base)[0]) == len(hits):
         return payload
-    room = budget - base - _NEXT_RESERVE
+    reserve = _NEXT_RESERVE
+    for _ in range(3):
+        kept, cut = _choose(hits, budget - base - reserve)
+        out = {**envelope, "hits": kept}
+        truncated: dict[str, Any] = {}
+        if len(kept) < len(hits):
+            truncated["hits_omitted"] = len(hits) - len(kept)
+        if cut:
+            truncated["fields_cut"] = len(cut)
+            truncated["cut_fields"] = _field_names(cut)
+        if truncated:
+            out["truncated"] = _said(truncated, len(kept), next_page, memories)
+        overshoot = _size(out) - budget
+        if overshoot <= 0:
+            return out
+        # The `truncated` block took more than the room kept for it: keep its real size.
+        reserve = max(reserve + overshoot, _size({"truncated": out.get("truncated")}))
+    return _guarantee(out, budget, next_page, memories)
+
+
+def _choose(hits: list[Any], room: int) -> tuple[list[Any], list[str]]:
+    """The hits to show in `room` characters: whole while they fit; else every hit cut to the
+    longest length that lets all fit; else as many as fit cut to `MIN_CUT`; and at least the
+    first hit, cut shorter still, when even that one does not fit."""
     kept, cut = _keep(hits, None, room)
-    if len(kept) < len(hits):
-        # Some hit does not fit whole: find the longest cut that lets every hit fit.
-        lo, hi, best = MIN_CUT, max(_longest_string(hits), MIN_CUT), None
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            trial, trial_cut = _keep(hits, mid, room)
-            if len(trial) == len(hits):
-                best, lo = (trial, trial_cut), mid + 1
-            else:
-                hi = mid - 1
-        kept, cut = best if best is not None else _keep(hits, MIN_CUT, room)
-    out = {**envelope, "hits": kept}
-    truncated: dict[str, Any] = {}
-    if len(kept) < len(hits):
-        truncated["hits_omitted"] = len(hits) - len(kept)
-    if cut:
-        truncated["fields_cut"] = len(cut)
-        truncated["cut_fields"] = _field_names(cut)
-    if truncated.get("hits_omitted") and (page := next_page(len(kept))) is not None:
-        truncated["next"] = dict(page)
-    if truncated:
-        truncated["hint"] = _hint(truncated, memories)
-        out["truncated"] = truncated
-    return _guarantee(out, budget)
+    if len(kept) == len(hits):
+        return kept, cut
+    lo, hi, best = MIN_CUT, max(_longest_string(hits), MIN_CUT), None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        trial, trial_cut = _keep(hits, mid, room)
+        if len(trial) == len(hits):
+            best, lo = (trial, trial_cut), mid + 1
+        else:
+            hi = mid - 1
+    kept, cut = best if best is not None else _keep(hits, MIN_CUT, room)
+    for cap in (120, 60, 30):  # a page that shows nothing would leave `next` where it was
+        if kept or not hits:
+            break
+        kept, cut = _keep(hits[:1], cap, room)
+    return kept, cut
 
 
-def _hint(truncated: Mapping[str, Any], memories: bool = False) -> str:
+def _said(
+    truncated: Mapping[str, Any],
+    shown: int,
+    next_page: Callable[[int], Mapping[str, Any] | None],
+    memories: bool = False,
+) -> dict[str, Any]:
+    """The `truncated` block with `next` and `hint` (re)computed for `shown` hits.
+
+    `next` always starts at the first hit not shown; with no hit shown there is none, since it
+    would repeat the same call.
+    """
+    out = {k: v for k, v in truncated.items() if k not in ("next", "hint")}
+    if out.get("hits_omitted") and shown > 0 and (page := next_page(shown)) is not None:
+        out["next"] = dict(page)
+    out["hint"] = _hint(out, memories, shown)
+    return out
+
+
+def _hint(truncated: Mapping[str, Any], memories: bool = False, shown: int | None = None) -> str:
     parts = []
     if "next" in truncated:
         parts.append("call again with the arguments in `next` to read the hits that were left out")
+    elif truncated.get("hits_omitted") and shown == 0:
+        parts.append("not even one hit fits in the message; ask for fewer source fields")
     elif truncated.get("hits_omitted"):
         parts.append("ask for fewer results (size or k) to see the rest")
     if truncated.get("fields_cut") and memories:
@@ -160,8 +195,15 @@ def _hint(truncated: Mapping[str, Any], memories: bool = False) -> str:
     return "; ".join(parts)
 
 
-def _guarantee(payload: dict[str, Any], budget: int) -> dict[str, Any]:
-    """Last resort for envelopes that do not fit even without hits (huge aggregations, notes)."""
+def _guarantee(
+    payload: dict[str, Any],
+    budget: int,
+    next_page: Callable[[int], Mapping[str, Any] | None] = lambda shown: None,
+    memories: bool = False,
+) -> dict[str, Any]:
+    """The final fitting step: drop hits from the end while the message is too long (the
+    `truncated` block can be longer than the room kept for it), then, for envelopes that do not
+    fit even without hits (huge aggregations, notes), cap and drop the rest."""
     if _size(payload) <= budget:
         return payload
     out = dict(payload)
@@ -171,6 +213,7 @@ def _guarantee(payload: dict[str, Any], budget: int) -> dict[str, Any]:
     while hits and _size(out) > budget:
         hits = hits[:-1]
         truncated["hits_omitted"] = truncated.get("hits_omitted", 0) + 1
+        truncated = _said(truncated, len(hits), next_page, memories)  # `next` follows the cut
         out["hits"], out["truncated"] = hits, truncated
     if "aggregations" in out:
         # Fewer buckets before no buckets: halve the bucket cap until the envelope fits.

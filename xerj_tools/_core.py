@@ -327,8 +327,11 @@ class DispatchCore:
         """The answer to a call identical to `first` in the same turn, which was sent once."""
         note = f"identical to call {first.call.call_id} in this turn; XERJ was asked once"
         payload = {**first.payload, "notes": [*first.payload.get("notes", []), note]}
-        budget = self.budgets.get(call.name, self.budget)
-        payload = fit_payload(payload, budget) if first.ok else fit_error(payload, budget)
-        result = ToolResult(call, payload, dumps(payload), 0, self.clock() - started)
+        content = dumps(payload)
+        if len(content) > self.budgets.get(call.name, self.budget):
+            # The first answer was fitted to the budget already (its `next` included): refitting
+            # would drop hits behind `next`'s back, so the note gives way instead.
+            payload, content = dict(first.payload), first.content
+        result = ToolResult(call, payload, content, 0, self.clock() - started)
         record(result, copy_of=first.call.call_id)
         return result
