@@ -10,27 +10,30 @@ from xerj_tools.testing import XerjStandIn
 
 from conftest import Runner
 
-EXCLUDES = {"excludes": ["*_vector", "*_vector_chunks"]}
+# Embedding fields are excluded by exact name, and only those a query names: XERJ's `_source`
+# filter takes `*` as a trailing wildcard only (index.rs:15826-15832), so `*_vector` would match
+# nothing, and kNN/semantic searches apply no `_source` filter at all (index.rs:6690-6787).
+SEMANTIC_BODY = {"excludes": ["body_vector", "body_vector_chunks"]}
 MATCH = {"match": {"body": "checkout outage"}}
 
 # (tool, arguments, method, raw path, body the node must receive)
 CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any]]] = [
     # xerj_search
     ("xerj_search", {"index": "docs", "query": MATCH}, "POST", "/docs/_search",
-     {"query": MATCH, "_source": EXCLUDES}),
+     {"query": MATCH}),
     ("xerj_search", {"index": "docs", "query": MATCH, "size": 3}, "POST", "/docs/_search",
-     {"query": MATCH, "size": 3, "_source": EXCLUDES}),
+     {"query": MATCH, "size": 3}),
     ("xerj_search", {"index": "docs", "query": MATCH, "from": 2}, "POST", "/docs/_search",
-     {"query": MATCH, "from": 2, "_source": EXCLUDES}),
+     {"query": MATCH, "from": 2}),
     ("xerj_search", {"index": "tickets", "query": {"match_all": {}}, "sort": [{"opened": "desc"}]},
      "POST", "/tickets/_search",
-     {"query": {"match_all": {}}, "sort": [{"opened": "desc"}], "_source": EXCLUDES}),
+     {"query": {"match_all": {}}, "sort": [{"opened": "desc"}]}),
     ("xerj_search", {"index": "tickets", "query": {}, "sort": "opened"}, "POST", "/tickets/_search",
-     {"query": {}, "sort": "opened", "_source": EXCLUDES}),
+     {"query": {}, "sort": "opened"}),
     ("xerj_search", {"index": "tickets", "query": {}, "sort": {"priority": "asc"}}, "POST",
-     "/tickets/_search", {"query": {}, "sort": {"priority": "asc"}, "_source": EXCLUDES}),
+     "/tickets/_search", {"query": {}, "sort": {"priority": "asc"}}),
     ("xerj_search", {"index": "docs", "query": MATCH, "source": True}, "POST", "/docs/_search",
-     {"query": MATCH, "_source": EXCLUDES}),
+     {"query": MATCH}),
     ("xerj_search", {"index": "docs", "query": MATCH, "source": False}, "POST", "/docs/_search",
      {"query": MATCH, "_source": False}),
     ("xerj_search", {"index": "docs", "query": MATCH, "source": ["title", "year"]}, "POST",
@@ -40,71 +43,76 @@ CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any]]] = [
     ("xerj_search", {"index": "tickets", "query": {}, "size": 0,
                      "aggs": {"by_service": {"terms": {"field": "service"}}}}, "POST",
      "/tickets/_search", {"query": {}, "size": 0,
-                          "aggs": {"by_service": {"terms": {"field": "service"}}}, "_source": EXCLUDES}),
+                          "aggs": {"by_service": {"terms": {"field": "service"}}}}),
     ("xerj_search", {"index": "docs", "query": MATCH, "track_total_hits": True}, "POST",
-     "/docs/_search", {"query": MATCH, "track_total_hits": True, "_source": EXCLUDES}),
+     "/docs/_search", {"query": MATCH, "track_total_hits": True}),
     ("xerj_search", {"index": "docs", "query": MATCH, "track_total_hits": 100}, "POST",
-     "/docs/_search", {"query": MATCH, "track_total_hits": 100, "_source": EXCLUDES}),
+     "/docs/_search", {"query": MATCH, "track_total_hits": 100}),
     ("xerj_search", {"index": "docs", "query": MATCH, "rerank": {}}, "POST", "/docs/_search",
-     {"query": MATCH, "_source": EXCLUDES, "rerank": {}}),
+     {"query": MATCH, "rerank": {}}),
     ("xerj_search", {"index": "docs", "query": {"bool": {"filter": [{"term": {"kind": "runbook"}}]}},
                      "rerank": {"query": "how do I restore an index", "window": 20, "min_score": 0.2}},
      "POST", "/docs/_search",
-     {"query": {"bool": {"filter": [{"term": {"kind": "runbook"}}]}}, "_source": EXCLUDES,
+     {"query": {"bool": {"filter": [{"term": {"kind": "runbook"}}]}},
       "rerank": {"query": "how do I restore an index", "window": 20, "min_score": 0.2}}),
     ("xerj_search", {"index": "docs,tickets", "query": {}}, "POST", "/docs,tickets/_search",
-     {"query": {}, "_source": EXCLUDES}),
+     {"query": {}}),
     ("xerj_search", {"index": "do*", "query": {}}, "POST", "/do*/_search",
-     {"query": {}, "_source": EXCLUDES}),
+     {"query": {}}),
+    ("xerj_search", {"index": "docs", "query": {"semantic": {"field": "body", "query": "q"}}}, "POST",
+     "/docs/_search", {"query": {"semantic": {"field": "body", "query": "q"}}}),
+    ("xerj_search", {"index": "docs", "query": {"semantic": {"field": "body", "query": "q"}}, "source": ["title"]},
+     "POST", "/docs/_search", {"query": {"semantic": {"field": "body", "query": "q"}}, "_source": ["title"]}),
     ("xerj_search", {"index": "docs", "query": MATCH, "size": 5.0}, "POST", "/docs/_search",
-     {"query": MATCH, "size": 5, "_source": EXCLUDES}),
+     {"query": MATCH, "size": 5}),
     # xerj_semantic_search
     ("xerj_semantic_search", {"index": "docs", "field": "body", "query": "vpn trouble"}, "POST",
-     "/docs/_search", {"query": {"semantic": {"field": "body", "query": "vpn trouble"}}, "_source": EXCLUDES}),
+     "/docs/_search", {"query": {"semantic": {"field": "body", "query": "vpn trouble"}}}),
     ("xerj_semantic_search", {"index": "docs", "field": "body", "query": "vpn", "k": 3}, "POST",
-     "/docs/_search", {"query": {"semantic": {"field": "body", "query": "vpn", "k": 3}}, "_source": EXCLUDES}),
+     "/docs/_search", {"query": {"semantic": {"field": "body", "query": "vpn", "k": 3}}}),
     ("xerj_semantic_search", {"index": "docs", "field": "body", "query": "vpn",
                               "filter": {"term": {"kind": "postmortem"}}}, "POST", "/docs/_search",
-     {"query": {"semantic": {"field": "body", "query": "vpn", "filter": {"term": {"kind": "postmortem"}}}},
-      "_source": EXCLUDES}),
+     {"query": {"semantic": {"field": "body", "query": "vpn", "filter": {"term": {"kind": "postmortem"}}}}}),
     ("xerj_semantic_search", {"index": "docs", "field": "body", "query": "vpn", "size": 2}, "POST",
-     "/docs/_search", {"query": {"semantic": {"field": "body", "query": "vpn"}}, "size": 2, "_source": EXCLUDES}),
+     "/docs/_search", {"query": {"semantic": {"field": "body", "query": "vpn"}}, "size": 2}),
     # xerj_vector_search
     ("xerj_vector_search", {"index": "docs", "field": "body_vector", "query_vector": [0.5, -0.25]},
      "POST", "/docs/_search",
-     {"knn": {"field": "body_vector", "query_vector": [0.5, -0.25]}, "_source": EXCLUDES}),
+     {"knn": {"field": "body_vector", "query_vector": [0.5, -0.25]}}),
     ("xerj_vector_search", {"index": "docs", "field": "body_vector", "query_vector": [1, 0], "k": 4},
-     "POST", "/docs/_search", {"knn": {"field": "body_vector", "query_vector": [1, 0], "k": 4}, "_source": EXCLUDES}),
+     "POST", "/docs/_search", {"knn": {"field": "body_vector", "query_vector": [1, 0], "k": 4}}),
     ("xerj_vector_search", {"index": "docs", "field": "body_vector", "query_vector": [1, 0],
                             "num_candidates": 900}, "POST", "/docs/_search",
-     {"knn": {"field": "body_vector", "query_vector": [1, 0], "num_candidates": 900}, "_source": EXCLUDES}),
+     {"knn": {"field": "body_vector", "query_vector": [1, 0], "num_candidates": 900}}),
     ("xerj_vector_search", {"index": "docs", "field": "body_vector", "query_vector": [1, 0],
                             "filter": {"term": {"kind": "runbook"}}}, "POST", "/docs/_search",
-     {"knn": {"field": "body_vector", "query_vector": [1, 0], "filter": {"term": {"kind": "runbook"}}},
-      "_source": EXCLUDES}),
+     {"knn": {"field": "body_vector", "query_vector": [1, 0], "filter": {"term": {"kind": "runbook"}}}}),
     ("xerj_vector_search", {"index": "docs", "field": "body_vector", "query_vector": [1, 0], "size": 1},
      "POST", "/docs/_search",
-     {"knn": {"field": "body_vector", "query_vector": [1, 0]}, "size": 1, "_source": EXCLUDES}),
+     {"knn": {"field": "body_vector", "query_vector": [1, 0]}, "size": 1}),
     # xerj_hybrid_search
     ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": MATCH}, {"query": {"semantic": {
         "field": "body", "query": "checkout outage"}}, "weight": 2}]}, "POST", "/docs/_search",
      {"query": {"hybrid": {"queries": [{"query": MATCH}, {"query": {"semantic": {
-         "field": "body", "query": "checkout outage"}}, "weight": 2}]}}, "_source": EXCLUDES}),
+         "field": "body", "query": "checkout outage"}}, "weight": 2}]}}, "_source": SEMANTIC_BODY}),
+    ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": MATCH}, {"query": {"knn": {
+        "field": "body_vector", "query_vector": [1, 0], "k": 5}}}]}, "POST", "/docs/_search",
+     {"query": {"hybrid": {"queries": [{"query": MATCH}, {"query": {"knn": {
+         "field": "body_vector", "query_vector": [1, 0], "k": 5}}}]}}, "_source": SEMANTIC_BODY}),
     ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": MATCH}], "fusion": "linear"},
      "POST", "/docs/_search",
-     {"query": {"hybrid": {"queries": [{"query": MATCH}], "fusion": "linear"}}, "_source": EXCLUDES}),
+     {"query": {"hybrid": {"queries": [{"query": MATCH}], "fusion": "linear"}}}),
     ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": MATCH}], "fusion": "rrf"},
      "POST", "/docs/_search",
-     {"query": {"hybrid": {"queries": [{"query": MATCH}], "fusion": "rrf"}}, "_source": EXCLUDES}),
+     {"query": {"hybrid": {"queries": [{"query": MATCH}], "fusion": "rrf"}}}),
     ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": MATCH}], "rrf_k": 20}, "POST",
      "/docs/_search",
-     {"query": {"hybrid": {"queries": [{"query": MATCH}], "fusion": {"type": "rrf", "k": 20}}},
-      "_source": EXCLUDES}),
+     {"query": {"hybrid": {"queries": [{"query": MATCH}], "fusion": {"type": "rrf", "k": 20}}}}),
     ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": MATCH}], "size": 4}, "POST",
-     "/docs/_search", {"query": {"hybrid": {"queries": [{"query": MATCH}]}}, "size": 4, "_source": EXCLUDES}),
+     "/docs/_search", {"query": {"hybrid": {"queries": [{"query": MATCH}]}}, "size": 4}),
     ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": MATCH}], "rerank": {"query": "outage"}},
      "POST", "/docs/_search",
-     {"query": {"hybrid": {"queries": [{"query": MATCH}]}}, "_source": EXCLUDES, "rerank": {"query": "outage"}}),
+     {"query": {"hybrid": {"queries": [{"query": MATCH}]}}, "rerank": {"query": "outage"}}),
     # xerj_memory_store
     ("xerj_memory_store", {"namespace": "agent-1", "text": "prefers metric units", "id": "m1"},
      "POST", "/_memory/agent-1", {"text": "prefers metric units", "id": "m1"}),
@@ -181,3 +189,22 @@ def test_unusual_but_valid_index_is_percent_encoded(runner: Runner, xerj: XerjSt
     assert payload["ok"] is True and payload["total"] == 1
     assert xerj.requests[0].path == "/caf%C3%A9-logs/_search"
     assert xerj.requests[0].segments == ["café-logs", "_search"]
+
+
+def test_embedding_fields_are_excluded_by_name_where_the_general_path_filters() -> None:
+    from xerj_tools import HANDLERS
+
+    semantic = {"semantic": {"field": "body", "query": "q"}}
+    inside_bool = HANDLERS["xerj_search"]({"index": "docs", "query": {"bool": {"should": [MATCH, semantic]}}})
+    assert inside_bool.body is not None and inside_bool.body["_source"] == SEMANTIC_BODY
+    knn_sub = {"knn": {"field": "title_vector", "query_vector": [1.0]}}
+    hybrid = HANDLERS["xerj_hybrid_search"]({"index": "d", "queries": [{"query": semantic}, {"query": knn_sub}]})
+    assert hybrid.body is not None and hybrid.body["_source"] == {
+        "excludes": ["body_vector", "body_vector_chunks", "title_vector", "title_vector_chunks"]}
+    for tool, args in (("xerj_search", {"index": "d", "query": MATCH}),
+                       ("xerj_search", {"index": "d", "query": semantic}),
+                       ("xerj_semantic_search", {"index": "d", "field": "body", "query": "q"}),
+                       ("xerj_vector_search", {"index": "d", "field": "v", "query_vector": [1.0]}),
+                       ("xerj_hybrid_search", {"index": "d", "queries": [{"query": MATCH}]})):
+        body = HANDLERS[tool](args).body
+        assert body is not None and "_source" not in body, (tool, args)  # nothing XERJ would ignore

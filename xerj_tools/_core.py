@@ -223,7 +223,7 @@ class DispatchCore:
             if refusal.lasting:  # the node's configuration; a transient fault is not remembered
                 self.rerank_memory.remember(node, refusal.reason)
             if not self.rerank_fallback:
-                return error_payload(tool, engine_error(outcome, request), attempts=attempts)
+                return error_payload(tool, engine_error(outcome, request, tool), attempts=attempts)
             note = {"applied": False, "reason": refusal.reason, "fallback": FALLBACK}
             rerank_fallback(outcome.status)
             request = request.without_rerank()
@@ -264,7 +264,7 @@ class DispatchCore:
             if request.kind == "memory_store" and attempts > 1:
                 payload = own_first_write(payload, request)
             return payload
-        return error_payload(tool, engine_error(outcome, request), attempts=attempts)
+        return error_payload(tool, engine_error(outcome, request, tool), attempts=attempts)
 
     def _shape(
         self, tool: str, payload: dict[str, Any], prepared: Prepared | None

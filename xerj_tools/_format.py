@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ._exceptions import ArgumentsError, EngineError, ToolCallError
 from ._handlers import HttpRequest
+from ._hints import block_hint, too_large_hint
 from ._outcome import Failure, Reply
 from ._retry import rerank_refusal, retry_after_seconds
 
@@ -117,7 +117,9 @@ def error_payload(
     return {"ok": False, "tool": tool, "error": body}
 
 
-def engine_error(outcome: Reply | Failure, request: HttpRequest) -> EngineError:
+def engine_error(
+    outcome: Reply | Failure, request: HttpRequest, tool: str | None = None
+) -> EngineError:
     """Classify a failed attempt into a stable error code."""
     if isinstance(outcome, Failure):
         code = {
@@ -128,7 +130,8 @@ def engine_error(outcome: Reply | Failure, request: HttpRequest) -> EngineError:
             "protocol": "invalid_response",
             "cancelled": "cancelled",
         }[outcome.kind]
-        return EngineError(f"{outcome.detail} ({outcome.node})", code=code)
+        advice = too_large_hint(tool, request) if code == "response_too_large" else None
+        return EngineError(f"{outcome.detail} ({outcome.node})", code=code, hint=advice)
     status, kind = outcome.status, outcome.error_type
     reason = outcome.error_reason or _body_excerpt(outcome)
     details: dict[str, Any] = {}
@@ -141,7 +144,7 @@ def engine_error(outcome: Reply | Failure, request: HttpRequest) -> EngineError:
         # An index block, not a credential problem: 403 for a read or write block, 429 for the
         # disk flood-stage block (api error.rs:113-122, common error.rs:115-117, 257).
         code = "forbidden"
-        hint = _block_hint(reason)
+        hint = block_hint(reason)
     elif status == 403:
         code = "forbidden"
     elif status == 404:
@@ -161,25 +164,6 @@ def engine_error(outcome: Reply | Failure, request: HttpRequest) -> EngineError:
     else:
         code = "bad_request"
     return EngineError(reason, code=code, status=status, type=kind, details=details, hint=hint)
-
-
-_BLOCKED = re.compile(r"index \[(?P<index>[^\]]*)\] is blocked for (?P<op>\S+) operations")
-
-
-def _block_hint(reason: str) -> str:
-    # XERJ's reason: "index [<name>] is blocked for <read|write|...> operations"
-    # (common error.rs:115-117).
-    found = _BLOCKED.search(reason)
-    what = (
-        f"index {found['index']!r} is blocked for {found['op'].replace('_', ' ')} operations"
-        if found
-        else "the index is blocked"
-    )
-    return (
-        f"The {what} on the node (an index block set by its operator, or a full disk); "
-        "credentials are not the problem and calling again will not help soon. "
-        "Use another index or namespace, or tell the user."
-    )
 
 
 def _body_excerpt(reply: Reply, limit: int = 200) -> str:
@@ -202,6 +186,26 @@ def _strip_vectors(source: Any) -> Any:
         k: v for k, v in source.items()
         if not ((k.endswith("_vector") or k.endswith("_vector_chunks")) and _is_vector(v))
     }  # fmt: skip
+
+
+def _drop_hit_vectors(obj: dict[str, Any]) -> dict[str, Any]:
+    # A json object_hook runs as each object closes: a hit's embeddings are dropped as soon as
+    # that hit is parsed, so even a large answer never holds all of them at once.
+    source = obj.get("_source")
+    if "_id" in obj and isinstance(source, dict):
+        obj["_source"] = _strip_vectors(source)
+    return obj
+
+
+def decode_search(reply: Reply, keep_vectors: bool) -> Any:
+    """The search answer's JSON, without the embeddings the model did not ask for; None when
+    the body is not JSON."""
+    if keep_vectors:
+        return reply.data
+    try:
+        return json.loads(reply.body, object_hook=_drop_hit_vectors)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _asked_for_fields(request: HttpRequest) -> bool:
@@ -320,7 +324,9 @@ def success_payload(
     tool: str, reply: Reply, request: HttpRequest, rerank_note: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Shape a 2xx JSON reply into the envelope for the request's kind."""
-    data = reply.data
+    data = (
+        decode_search(reply, _asked_for_fields(request)) if request.kind == "search" else reply.data
+    )
     if not isinstance(data, dict):
         raise engine_error(reply, request)
     if request.kind == "search":

@@ -11,13 +11,20 @@ from urllib.parse import quote, unquote
 from ._exceptions import ArgumentsError
 from ._validation import Problem
 
-__all__ = ["HANDLERS", "Handler", "HttpRequest", "RequestKind", "VECTOR_EXCLUDES", "dot_segment"]
+__all__ = ["HANDLERS", "Handler", "HttpRequest", "RequestKind", "VECTOR_SUFFIXES", "dot_segment"]
 
 RequestKind = Literal["search", "memory_store", "memory_recall", "listing", "other"]
 
-# XERJ keeps each semantic_text field's 384-float embedding (and its chunk embeddings) inside
-# `_source` (xerj-engine/src/index.rs:5077, 5277, 5289); searches leave them out unless the model names fields.
-VECTOR_EXCLUDES = ("*_vector", "*_vector_chunks")
+# XERJ keeps each semantic_text field's embedding inside `_source` as `<field>_vector`, and a
+# document longer than one chunk also its passage embeddings as `<field>_vector_chunks`
+# (index.rs:5077, 5277-5289 at e6e8e6a). Its `_source` filter cannot drop them by pattern: on
+# the general path a `*` is a trailing wildcard only (index.rs:15826-15832 `field_matches`,
+# used by `filter_object` when no pattern has a dot), so `*_vector` matches no field; and kNN
+# and `semantic` searches return before any `_source` filter runs (index.rs:6690-6726,
+# 6786-6787 return from `search_inner` ahead of `apply_source_filter` at 9930). So requests name
+# exact fields, where a search names them (see `_vector_fields`), and the embeddings that still
+# arrive are dropped while the answer is decoded (`_format.decode_search`).
+VECTOR_SUFFIXES = ("_vector", "_vector_chunks")
 
 
 @dataclass(frozen=True)
@@ -98,19 +105,45 @@ def _copy(args: Mapping[str, Any], body: dict[str, Any], *keys: str) -> None:
             body[key] = _integral(args[key])
 
 
-def _source(value: Any) -> Any:
-    if value is None or value is True or value == "true":
-        return {"excludes": list(VECTOR_EXCLUDES)}
+def _vector_fields(query: Any, out: set[str], depth: int = 0) -> set[str]:
+    """The embedding fields a query names: `<f>_vector` and `<f>_vector_chunks` for each
+    `semantic` clause on field f, and the field of each `knn` clause with its `_chunks`."""
+    if depth > 64:
+        return out
+    if isinstance(query, dict):
+        for key, value in query.items():
+            if key in ("semantic", "knn") and isinstance(value, dict):
+                field = value.get("field")
+                if isinstance(field, str) and field:
+                    target = field if key == "knn" else f"{field}_vector"
+                    out.update((target, f"{target}_chunks"))
+            _vector_fields(value, out, depth + 1)
+    elif isinstance(query, list):
+        for item in query:
+            _vector_fields(item, out, depth + 1)
+    return out
+
+
+def _source(value: Any, query: Any) -> Any:
+    """`_source` as sent. The model's own choice goes as it is; by default, the embedding fields
+    the query names are excluded by their exact names (the only form XERJ's filter honours),
+    and nothing at all is sent when the query names none."""
     if value is False or value == "false":
         return False
-    return value  # specific fields, as a list or a comma string: the model asked for them
+    if value is not None and value is not True and value != "true":
+        return value  # specific fields, as a list or a comma string: the model asked for them
+    if isinstance(query, dict) and len(query) == 1 and next(iter(query)) in ("semantic", "knn"):
+        return None  # the kNN path: XERJ applies no `_source` filter here
+    names = _vector_fields(query, set())
+    return {"excludes": sorted(names)} if names else None
 
 
 def search(args: Mapping[str, Any]) -> HttpRequest:
     """`xerj_search` → ``POST /{index}/_search``; `source` is sent as `_source` (es_compat.rs:2144)."""
     body: dict[str, Any] = {"query": args.get("query") or {}}
     _copy(args, body, "size", "from", "sort", "aggs", "track_total_hits")
-    body["_source"] = _source(args.get("source"))
+    if (source := _source(args.get("source"), body["query"])) is not None:
+        body["_source"] = source
     if args.get("rerank") is not None:
         body["rerank"] = args["rerank"]
     return HttpRequest("POST", _search_path(args["index"]), body, kind="search")
@@ -121,8 +154,7 @@ def semantic_search(args: Mapping[str, Any]) -> HttpRequest:
     clause: dict[str, Any] = {"field": args["field"], "query": args["query"]}
     _copy(args, clause, "k", "filter")
     body: dict[str, Any] = {"query": {"semantic": clause}}
-    _copy(args, body, "size")
-    body["_source"] = _source(None)
+    _copy(args, body, "size")  # no `_source`: XERJ applies none on this path (see above)
     return HttpRequest("POST", _search_path(args["index"]), body, kind="search")
 
 
@@ -131,8 +163,7 @@ def vector_search(args: Mapping[str, Any]) -> HttpRequest:
     knn: dict[str, Any] = {"field": args["field"], "query_vector": list(args["query_vector"])}
     _copy(args, knn, "k", "num_candidates", "filter")
     body: dict[str, Any] = {"knn": knn}
-    _copy(args, body, "size")
-    body["_source"] = _source(None)
+    _copy(args, body, "size")  # no `_source`: XERJ applies none on this path (see above)
     return HttpRequest("POST", _search_path(args["index"]), body, kind="search")
 
 
@@ -145,7 +176,11 @@ def hybrid_search(args: Mapping[str, Any]) -> HttpRequest:
         hybrid["fusion"] = args["fusion"]
     body: dict[str, Any] = {"query": {"hybrid": hybrid}}
     _copy(args, body, "size")
-    body["_source"] = _source(None)
+    # Each sub-query runs as its own search with this `_source` (index.rs:5364): the text
+    # ones apply it, the semantic and kNN ones do not, and fusion keeps the hit as the first
+    # list that found it carried it (index.rs:17490-17513 `fuse_rrf`, and `fuse_linear`).
+    if (source := _source(None, body["query"])) is not None:
+        body["_source"] = source
     if args.get("rerank") is not None:
         body["rerank"] = args["rerank"]
     return HttpRequest("POST", _search_path(args["index"]), body, kind="search")

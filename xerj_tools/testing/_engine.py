@@ -319,30 +319,6 @@ def question(query: Any) -> str | None:
     return None
 
 
-def source_filter(source: Mapping[str, Any], spec: Any) -> dict[str, Any] | None:
-    """Apply XERJ's `_source` forms: bool, "a,b", list, or {includes, excludes} (globs)."""
-    if spec is None or spec is True or spec == "true":
-        return dict(source)
-    if spec is False or spec == "false":
-        return None
-    includes: list[str] = []
-    excludes: list[str] = []
-    if isinstance(spec, str):
-        includes = [s.strip() for s in spec.split(",")]
-    elif isinstance(spec, list):
-        includes = [str(s) for s in spec]
-    elif isinstance(spec, Mapping):
-        inc = spec.get("includes", spec.get("include", []))
-        exc = spec.get("excludes", spec.get("exclude", []))
-        includes = [inc] if isinstance(inc, str) else list(inc)
-        excludes = [exc] if isinstance(exc, str) else list(exc)
-    return {
-        k: v for k, v in source.items()
-        if (not includes or any(fnmatch.fnmatchcase(k, p) for p in includes))
-        and not any(fnmatch.fnmatchcase(k, p) for p in excludes)
-    }  # fmt: skip
-
-
 def new_engine_indices() -> dict[str, Index]:
     indices: dict[str, Index] = {}
     for name, docs in CORPUS.items():

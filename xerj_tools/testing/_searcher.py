@@ -19,11 +19,11 @@ from ._engine import (
     embed,
     invalid_query,
     score,
-    source_filter,
     top,
 )
 from ._ordering import hits_total, sort_specs, sort_value, sorted_hits
 from ._rerank import RerankMode, prepare, rerank
+from ._source import source_filter, unfiltered_ids
 from ._wire import (
     BodyError,
     check_content_type,
@@ -330,13 +330,21 @@ def _search(
         head = ranked[:1] if start > 0 and size > 0 and not hybrid else page[:1]
         max_score = head[0][0] if head and not field_sort else None
     hits = []
+    unfiltered: dict[str, set[str]] = {}
     for s, doc_id, index in page:
         hit: dict[str, Any] = {
             "_index": index.name,
             "_id": doc_id,
             "_score": None if field_sort else s,
         }
-        filtered = source_filter(index.docs[doc_id], body.get("_source"))
+        if index.name not in unfiltered:
+            unfiltered[index.name] = unfiltered_ids(
+                index, body, lambda ix, q: _ranked(ix, q, depth)[:depth]
+            )
+        spec = body.get("_source")
+        if doc_id in unfiltered[index.name] and spec not in (False, "false"):
+            spec = None  # this path applies no `_source` filter (see `unfiltered_ids`)
+        filtered = source_filter(index.docs[doc_id], spec)
         if filtered is not None:
             hit["_source"] = filtered
         if field_sort:
