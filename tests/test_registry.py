@@ -13,7 +13,6 @@ import xerj_tools
 from xerj_tools import ToolDefinitionError, load_registry
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED = ROOT.parent / "shared" / "seeds" / "tools.seed.json"
 
 
 def test_tools_json_holds_the_six_published_definitions() -> None:
@@ -22,8 +21,7 @@ def test_tools_json_holds_the_six_published_definitions() -> None:
         "xerj_search", "xerj_semantic_search", "xerj_vector_search",
         "xerj_hybrid_search", "xerj_memory_store", "xerj_memory_recall",
     ]  # fmt: skip
-    if SEED.exists():  # the publishers' seed sits beside the repository in this workplace and CI
-        assert tools == json.loads(SEED.read_text())
+    # Against the publishers' seed, with the documented corrections: test_tools_corrections.py
 
 
 def test_the_package_ships_the_same_tools_json() -> None:

@@ -25,9 +25,10 @@ _RERANK_KEYS = {
     "provider", "model", "window", "min_score", "query", "fields", "instructions",
     "timeout_ms", "max_doc_chars", "batch", "max_concurrency",
 }  # fmt: skip
-# The engine's providers (xerj-rerank/src/lib.rs and xerj-api/src/rerank_stage.rs
-# `status_document`, at 11b0cd0). The tool description also offers "cohere", but no
-# engine version has that provider and XERJ answers 400: the engine wins.
+# Providers: the rerank stage advertises "jev" and "local" (rerank_stage.rs `status_document` @
+# 11b0cd0) and answers any name its `Provider::from_settings` does not know with 400
+# UnknownProvider (`status_for`); the other spellings here were accepted before and stay. There
+# is no "cohere": the publishers' description offered it, docs/tools-corrections.md removes it.
 _RERANK_PROVIDERS = ("jev", "typesafe", "local", "none", "disabled")
 # Clauses from which XERJ reads the rerank question itself (rerank_stage.rs `infer_query`).
 _QUESTION_CLAUSES = {"match", "match_phrase", "multi_match", "semantic", "simple_query_string"}
