@@ -96,6 +96,7 @@ def test_listing_parsers_read_only_what_they_expect() -> None:
     table = b"green open logs-1 0c3e 1 0 12 0 1.2kb 1.2kb 1.2kb\ngreen open docs 9f1a 1 0 3 0 260b 260b 260b\n\n"
     assert names_from_cat(reply(200, table)) == ["docs", "logs-1"]
     assert names_from_cat(reply(200, b"")) == []
+    assert names_from_cat(reply(200, b"<html><head><title>Sign in to the proxy</title></head>\n")) == []
     assert names_from_cat(reply(200, b'{"error": "x"}')) is None
     assert names_from_cat(reply(500, table)) is None
     assert RESOLVE_ALL.kind == CAT_INDICES.kind == "listing" and not CAT_INDICES.params

@@ -63,7 +63,8 @@ def names_from_cat(outcome: Outcome) -> list[str] | None:
     names = set()
     for line in text.splitlines():
         columns = line.split()
-        if len(columns) >= 3:
+        # XERJ's rows start with the health column; anything else (a proxy's HTML page) is not one
+        if len(columns) >= 3 and columns[0] in ("green", "yellow", "red"):
             names.add(columns[2])
     return sorted(names)
 
