@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._agent import arun_agent, astream_agent, run_agent, stream_agent
+from ._bounds import MAX_ARGUMENT_DEPTH
 from ._calls import ChatToolMessage, ResponsesToolOutput, ToolCall, ToolMessage, parse_tool_call
 from ._core import ToolResult
 from ._exceptions import (
@@ -54,6 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ERROR_CODES",
     "HANDLERS",
+    "MAX_ARGUMENT_DEPTH",
     "AgentEvent",
     "AgentResult",
     "ArgumentsError",

@@ -45,7 +45,9 @@ class ToolCall:
 
     call_id: str
     name: str
-    arguments: str | Mapping[str, Any] | None = None
+    # As the model sent it: a JSON string, or an object the SDK or a caller decoded. Anything
+    # else (a number, a list) is kept as is and answered ``invalid_json``, never converted.
+    arguments: str | Mapping[str, Any] | Any = None
     api: Api = "chat"
     custom: bool = False  # a free-text custom tool call, which xerj-tools does not serve
 
@@ -102,6 +104,4 @@ def parse_tool_call(obj: Any) -> ToolCall:
     function = _get(obj, "function")
     name = _get(function, "name") if function is not None else None
     arguments = _get(function, "arguments") if function is not None else None
-    if arguments is not None and not isinstance(arguments, (str, bytes, Mapping)):
-        arguments = str(arguments)
     return ToolCall(call_id, name if isinstance(name, str) else "", arguments, "chat")

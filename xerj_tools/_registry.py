@@ -101,9 +101,7 @@ class ToolRegistry:
         """Definitions to pass as ``tools=`` to ``client.responses.create``."""
         return [spec.responses_tool() for spec in self._specs.values()]
 
-    def validate(
-        self, name: str, arguments: str | bytes | Mapping[str, Any] | None, *, repair: bool = False
-    ) -> ValidationResult:
+    def validate(self, name: str, arguments: object, *, repair: bool = False) -> ValidationResult:
         """Validate what a model emitted for tool `name`: the raw JSON string or a decoded dict.
 
         Returns every problem at once, each with a JSON path. An unknown tool name is reported

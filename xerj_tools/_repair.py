@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._bounds import TooDeep, loads
 from ._validation import json_path
 
 __all__ = ["repair_arguments"]
@@ -55,7 +56,9 @@ def _coerce(value: Any, schema: Any, path: list[str | int], repairs: list[str]) 
             return number
         if "object" in types or "array" in types:
             try:
-                decoded = json.loads(value)
+                decoded = loads(value)
+            except TooDeep as exc:  # the one reading is refused: say why, not "got string"
+                raise TooDeep(exc.limit, json_path(path)) from None
             except ValueError:
                 return value
             wanted = {"object": dict, "array": list}
@@ -113,7 +116,11 @@ def _wrap_queries(args: dict[str, Any], properties: Mapping[str, Any], repairs: 
 def repair_arguments(
     arguments: Mapping[str, Any], schema: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
-    """Return repaired arguments and a description of each repair (empty when none applied)."""
+    """Return repaired arguments and a description of each repair (empty when none applied).
+
+    Raises `TooDeep` (with its path) when a JSON string the schema wants decoded is nested
+    deeper than `MAX_ARGUMENT_DEPTH`.
+    """
     repairs: list[str] = []
     properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     assert isinstance(properties, Mapping)

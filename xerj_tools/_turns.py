@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._bounds import loads, value_problem
 from ._calls import ToolCall
 from ._usage import TokenUsage, read_usage
 
@@ -322,11 +323,15 @@ AgentEvent = TextDelta | ToolCallStarted | ToolResultEvent | TurnFinished | RunF
 def call_key(call: ToolCall) -> str:
     """Tool and canonical arguments: the identity the loop guard counts."""
     arguments: Any = call.arguments
-    if isinstance(arguments, (str, bytes)):
+    if isinstance(arguments, bytes):
+        arguments = arguments.decode("utf-8", "replace")
+    if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return f"{call.name}\x00{arguments!r}"
+            arguments = loads(arguments)
+        except ValueError:  # not JSON, or too deep: the text itself is the identity
+            return f"{call.name}\x00{arguments}"
+    elif value_problem({"_": arguments}) is not None:
+        return f"{call.name}\x00<unbounded {type(arguments).__name__} {id(arguments)}>"
     return f"{call.name}\x00{json.dumps(arguments, sort_keys=True, default=str)}"
 
 

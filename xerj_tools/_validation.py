@@ -11,6 +11,8 @@ from typing import Any
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
+from ._bounds import TooDeep, loads, may_hold_huge_numbers, value_problem
+
 __all__ = ["Check", "Problem", "ValidationResult", "json_path", "validate_arguments"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -87,6 +89,8 @@ def _json_type(value: Any) -> str:
 
 
 def _preview(value: Any, limit: int = 60) -> str:
+    if isinstance(value, str) and len(value) > limit * 4:
+        value = value[: limit * 4]  # no need to encode all of a long string to show its start
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -114,15 +118,13 @@ def _schema_problem(error: ValidationError) -> Problem:
     return Problem(json_path(parts), error.message)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def decode_arguments(raw: str | bytes | Mapping[str, Any] | None) -> tuple[Any, Problem | None]:
+def decode_arguments(raw: object) -> tuple[Any, Problem | None]:
     """Decode a model's `arguments` string. Returns the value, or a problem at ``$``.
 
     An empty string counts as ``{}`` (models send it for calls without arguments). NaN and
-    Infinity, which Python's json module would accept, are refused: they are not JSON.
+    Infinity, which Python's json module would accept, are refused: they are not JSON. So is
+    text nested deeper than `MAX_ARGUMENT_DEPTH`, measured before decoding. Arguments that are
+    neither text nor an object (a number, a list) cannot be decoded either.
     """
     if raw is None:
         return {}, None
@@ -133,13 +135,26 @@ def decode_arguments(raw: str | bytes | Mapping[str, Any] | None) -> tuple[Any, 
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
             return None, Problem("$", "arguments are not UTF-8 text")
+    if not isinstance(raw, str):
+        return None, Problem(
+            "$",
+            f"arguments must be a JSON object encoded as a string, got {_json_type(raw)}",
+        )
     if not raw.strip():
         return {}, None
     try:
-        return json.loads(raw, parse_constant=_reject_constant), None
+        return loads(raw), None
+    except TooDeep as exc:
+        return None, Problem("$", f"arguments are {exc}; flatten the query")
     except ValueError as exc:
         snippet = _preview(raw, 80)
         return None, Problem("$", f"arguments are not valid JSON ({exc}): {snippet}")
+
+
+def bounds_problem(value: Any) -> Problem | None:
+    """Where decoded arguments break a structural limit (depth, a non-finite number), or None."""
+    found = value_problem(value)
+    return None if found is None else Problem(json_path(found[0]), found[1])
 
 
 def _problems(
@@ -159,7 +174,7 @@ def _problems(
 
 def validate_arguments(
     validator: Validator,
-    raw: str | bytes | Mapping[str, Any] | None,
+    raw: object,
     checks: Sequence[Check] = (),
     *,
     repair: bool = False,
@@ -180,14 +195,25 @@ def validate_arguments(
             (Problem("$", f"arguments must be a JSON object, got {_json_type(value)}"),),
             decode_error=True,
         )
+    # Decoded text is no deeper than the limit already; only a number too large for a float
+    # (1e400 decodes to inf) can remain, and only where the text has a long number in it.
+    text = raw if isinstance(raw, str) else raw.decode("utf-8") if isinstance(raw, bytes) else None
+    if (text is None or may_hold_huge_numbers(text)) and (problem := bounds_problem(value)):
+        return ValidationResult(False, None, (problem,))
     problems = _problems(validator, value, checks, fast)
     if not problems:
         return ValidationResult(True, value)
     if repair:
         from ._repair import repair_arguments
 
-        repaired, repairs = repair_arguments(value, validator.schema)  # type: ignore[arg-type]
+        try:
+            repaired, repairs = repair_arguments(value, validator.schema)  # type: ignore[arg-type]
+        except TooDeep as exc:
+            return ValidationResult(False, None, (Problem(exc.path, f"is JSON text {exc}"),))
         if repairs:
+            # A repair can decode a JSON string or a number ("1e400"): bound the result again.
+            if (problem := bounds_problem(repaired)) is not None:
+                return ValidationResult(False, None, (problem,), tuple(repairs))
             problems = _problems(validator, repaired, checks, fast)
             return ValidationResult(not problems, repaired, tuple(problems), tuple(repairs))
     return ValidationResult(False, value, tuple(problems))
