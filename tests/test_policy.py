@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import ConfigurationError, Policy
+from xerj_tools import ConfigurationError, Policy, PolicyDenied
 from xerj_tools.testing import XerjStandIn
 
 from conftest import Runner
@@ -138,3 +138,41 @@ def test_a_comma_separated_xerj_url_names_several_nodes(monkeypatch: pytest.Monk
     monkeypatch.setenv("XERJ_URL", f"{_closed_port()}, {xerj.url}")
     with Dispatcher() as dispatcher:
         assert len(dispatcher.urls) == 2 and dispatcher.urls[1] == xerj.url
+
+
+FLOAT_CAPS = [  # (tool, arguments as the model wrote them, policy, the capped key, where it is in the body)
+    ("xerj_search", '{"index": "docs", "query": {"match_all": {}}, "size": 5000.0}', {"max_size": 50}, "size",
+     ("size",)),
+    ("xerj_search", '{"index": "docs", "query": {"match_all": {}}, "size": 5e3}', {"max_size": 50}, "size", ("size",)),
+    ("xerj_semantic_search", '{"index": "docs", "field": "body", "query": "tea", "k": 5E3}', {"max_k": 50}, "k",
+     ("query", "semantic", "k")),
+    ("xerj_memory_recall", '{"namespace": "agent", "query": "tea", "k": 1e3}', {"max_k": 50}, "k", ("k",)),
+    ("xerj_vector_search", '{"index": "docs", "field": "body_vector", "query_vector": [0.1, 0.2], "k": 5,'
+     ' "num_candidates": 5.0e3}', {"max_num_candidates": 50}, "num_candidates", ("knn", "num_candidates")),
+]
+
+
+@pytest.mark.parametrize(("tool", "raw", "policy", "key", "where"), FLOAT_CAPS)
+def test_caps_apply_to_numbers_written_as_floats(make_runner: Any, xerj: XerjStandIn, tool: str, raw: str,
+                                                 policy: dict[str, Any], key: str, where: tuple[str, ...]) -> None:
+    cap = next(iter(policy.values()))
+    refuse = policy_runner(make_runner, xerj, caps="refuse", **policy).run(
+        {"id": "c", "type": "function", "function": {"name": tool, "arguments": raw}})
+    assert refuse.code == "policy_denied" and refuse.payload["error"]["refused"] == key
+    assert xerj.requests == []
+    clamp = policy_runner(make_runner, xerj, **policy).run(
+        {"id": "c", "type": "function", "function": {"name": tool, "arguments": raw}})
+    sent: Any = xerj.requests[0].body
+    for part in where:
+        sent = sent[part]
+    assert sent == cap and type(sent) is int
+    assert f"{key} lowered from " in " ".join(clamp.payload.get("notes", []))
+
+
+def test_policy_apply_normalises_numbers_itself() -> None:
+    applied = Policy(max_size=50, max_k=5).apply("xerj_semantic_search", {"index": "d", "size": 5e3, "k": 9.0})
+    assert not isinstance(applied, PolicyDenied)
+    arguments, notes = applied
+    assert (arguments["size"], arguments["k"]) == (50, 5) and len(notes) == 2
+    refused = Policy(max_rerank_window=10, caps="refuse").apply("xerj_search", {"index": "d", "rerank": {"window": 3e1}})
+    assert isinstance(refused, PolicyDenied) and "rerank.window" in refused.reason

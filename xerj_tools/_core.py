@@ -33,6 +33,7 @@ from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
+from ._validation import integral_numbers
 
 __all__ = ["DispatchCore", "ToolResult"]
 
@@ -169,7 +170,8 @@ class DispatchCore:
             if result.repairs:
                 error.details["repairs"] = list(result.repairs)
             return error
-        arguments: dict[str, Any] = result.arguments
+        # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
+        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.parameters)
         notes: list[str] = []
         if self.policy is not None:
             applied = self.policy.apply(call.name, arguments)

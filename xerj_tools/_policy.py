@@ -35,6 +35,17 @@ class PolicyDenied(ToolCallError):
     code = "policy_denied"
 
 
+def _whole(value: Any) -> int | None:
+    """An integer argument as a number the caps can compare: 5000, 5000.0 and 5e3 alike."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def _literal_prefix(pattern: str) -> str:
     cut = min((pattern.find(c) for c in _WILDCARDS if c in pattern), default=len(pattern))
     return pattern[:cut]
@@ -158,8 +169,8 @@ class Policy:
             )
         for key, (attr, tools) in _CAPS.items():
             cap = getattr(self, attr)
-            value = args.get(key)
-            if tool in tools and cap is not None and isinstance(value, int) and value > cap:
+            value = _whole(args.get(key))
+            if tool in tools and cap is not None and value is not None and value > cap:
                 if self.caps == "refuse":
                     return PolicyDenied(
                         f"{key} {value} is above the limit of {cap}", details={"refused": key}
@@ -167,10 +178,10 @@ class Policy:
                 args[key] = cap
                 notes.append(f"{key} lowered from {value} to {cap} by the operator's policy")
         rerank = args.get("rerank")
-        window = rerank.get("window", 30) if isinstance(rerank, dict) else None
+        window = _whole(rerank.get("window", 30)) if isinstance(rerank, dict) else None
         if (
             isinstance(rerank, dict)
-            and isinstance(window, int)
+            and window is not None
             and self.max_rerank_window is not None
             and window > self.max_rerank_window
         ):

@@ -217,3 +217,35 @@ def validate_arguments(
             problems = _problems(validator, repaired, checks, fast)
             return ValidationResult(not problems, repaired, tuple(problems), tuple(repairs))
     return ValidationResult(False, value, tuple(problems))
+
+
+def _integer_only(schema: Any) -> bool:
+    declared = schema.get("type") if isinstance(schema, Mapping) else None
+    types = [declared] if isinstance(declared, str) else declared
+    return isinstance(types, list) and "integer" in types and "number" not in types
+
+
+def integral_numbers(value: Any, schema: Any) -> Any:
+    """`value` with each integral float that the schema types as an integer made an int.
+
+    JSON Schema counts ``5000.0`` and ``5e3`` as integers, and Python decodes them as floats;
+    every later decision (the operator's caps, the call's identity, the request body) must see
+    the number 5000, so validated arguments are normalised once, here.
+    """
+    if isinstance(value, float) and value.is_integer() and _integer_only(schema):
+        return int(value)
+    if not isinstance(schema, Mapping):
+        return value
+    properties = schema.get("properties")
+    if isinstance(value, dict) and isinstance(properties, Mapping):
+        changed = {
+            key: new
+            for key, item in value.items()
+            if key in properties and (new := integral_numbers(item, properties[key])) is not item
+        }
+        return {**value, **changed} if changed else value
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        new_items = [integral_numbers(item, items) for item in value]
+        return new_items if any(a is not b for a, b in zip(new_items, value)) else value
+    return value
