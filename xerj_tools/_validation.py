@@ -247,5 +247,7 @@ def integral_numbers(value: Any, schema: Any) -> Any:
     items = schema.get("items")
     if isinstance(value, list) and isinstance(items, Mapping):
         new_items = [integral_numbers(item, items) for item in value]
-        return new_items if any(a is not b for a, b in zip(new_items, value)) else value
+        return (
+            new_items if any(a is not b for a, b in zip(new_items, value, strict=True)) else value
+        )
     return value
