@@ -176,3 +176,102 @@ def test_policy_apply_normalises_numbers_itself() -> None:
     assert (arguments["size"], arguments["k"]) == (50, 5) and len(notes) == 2
     refused = Policy(max_rerank_window=10, caps="refuse").apply("xerj_search", {"index": "d", "rerank": {"window": 3e1}})
     assert isinstance(refused, PolicyDenied) and "rerank.window" in refused.reason
+
+
+# Query clauses that name an index of their own. XERJ (e6e8e6a) fetches a terms lookup's document
+# from any index with no check, in the query and in aggregations (es_compat.rs:3229-3299, called at
+# 6262-6273); the others it ignores or refuses today, and the policy checks them all the same.
+LOOKUP = {"terms": {"user": {"index": ".xerj-memory-tenant-b", "id": "1", "path": "names"}}}
+BODY_INDICES = [
+    ("xerj_search", {"index": "docs", "query": LOOKUP}, "$.query.terms.user.index"),
+    ("xerj_search", {"index": "docs", "query": {"bool": {"filter": [{"match": {"body": "x"}}, LOOKUP]}}},
+     "$.query.bool.filter[1].terms.user.index"),
+    ("xerj_search", {"index": "docs", "query": {"match_all": {}}, "aggs": {"f": {"filter": LOOKUP}}},
+     "$.aggs.f.filter.terms.user.index"),
+    ("xerj_search", {"index": "docs", "query": {"more_like_this": {
+        "fields": ["body"], "like": ["tea", {"_index": ".xerj-memory-a", "_id": "7"}]}}},
+     "$.query.more_like_this.like[1]._index"),
+    ("xerj_search", {"index": "docs", "query": {"more_like_this": {
+        "like": "tea", "unlike": {"_index": ".secrets", "_id": "7"}}}}, "$.query.more_like_this.unlike._index"),
+    ("xerj_search", {"index": "docs", "query": {"percolate": {"field": "q", "index": ".secrets", "id": "1"}}},
+     "$.query.percolate.index"),
+    ("xerj_search", {"index": "docs", "query": {"geo_shape": {"area": {
+        "indexed_shape": {"index": ".shapes", "id": "1", "path": "s"}}}}},
+     "$.query.geo_shape.area.indexed_shape.index"),
+    ("xerj_search", {"index": "docs", "query": {"pinned": {
+        "docs": [{"_index": ".secrets", "_id": "1"}], "organic": {"match_all": {}}}}}, "$.query.pinned.docs[0]._index"),
+    ("xerj_search", {"index": "docs", "query": {"terms": {"user": {"index": ["docs", ".x"], "id": "1", "path": "p"}}}},
+     "$.query.terms.user.index"),
+    ("xerj_semantic_search", {"index": "docs", "field": "body", "query": "x", "filter": LOOKUP},
+     "$.filter.terms.user.index"),
+    ("xerj_vector_search", {"index": "docs", "field": "body_vector", "query_vector": [0.1], "filter": LOOKUP},
+     "$.filter.terms.user.index"),
+    ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": {"match": {"body": "x"}}}, {"query": LOOKUP}]},
+     "$.queries[1].query.terms.user.index"),
+    ("xerj_memory_recall", {"namespace": "agent", "query": "x", "filter": LOOKUP}, "$.filter.terms.user.index"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "path"), BODY_INDICES)
+def test_indices_named_inside_the_query_are_checked(make_runner: Any, xerj: XerjStandIn, tool: str,
+                                                    arguments: dict[str, Any], path: str) -> None:
+    payload = policy_runner(make_runner, xerj).payload(tool, arguments)
+    assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == "index"
+    assert payload["error"]["path"] == path
+    assert xerj.requests == []
+
+
+def test_a_wrapper_query_is_refused_because_it_hides_its_indices(make_runner: Any, xerj: XerjStandIn) -> None:
+    import base64
+    import json
+
+    hidden = base64.b64encode(json.dumps({"query": LOOKUP}).encode()).decode()
+    payload = policy_runner(make_runner, xerj).payload(
+        "xerj_search", {"index": "docs", "query": {"bool": {"must": [{"wrapper": {"query": hidden}}]}}})
+    assert payload["error"]["code"] == "policy_denied" and "wrapper" in payload["error"]["reason"]
+    assert payload["error"]["path"] == "$.query.bool.must[0].wrapper"
+    assert xerj.requests == []
+
+
+def test_a_lookup_into_an_allowed_index_goes_through(make_runner: Any, xerj: XerjStandIn) -> None:
+    runner = policy_runner(make_runner, xerj, allow_indices=("docs", "users"))
+    allowed = {"terms": {"user": {"index": "users", "id": "1", "path": "names"}}}
+    runner.payload("xerj_search", {"index": "docs", "query": allowed})
+    assert [r.path for r in xerj.requests if r.path != "/_cat/indices"] == ["/docs/_search"]
+    refused = runner.payload("xerj_search", {"index": "docs", "query": {
+        "terms": {"user": {"index": "tickets", "id": "1", "path": "names"}}}})
+    assert refused["error"]["code"] == "policy_denied" and "tickets" in refused["error"]["reason"]
+    # a memory's metadata is stored, not run: a lookup-shaped object in it names no index
+    stored = runner.payload("xerj_memory_store", {"namespace": "agent", "text": "t", "metadata": LOOKUP})
+    assert stored["ok"] is True
+
+
+REMOTES = [
+    ({}, "r*:.xerj-memory-a"),
+    ({}, "remote:docs"),
+    ({}, "docs,remote:docs"),
+    ({"allow_indices": ("logs-*",)}, "logs-*:.xerj-memory-a"),
+    ({"allow_indices": ("logs-*",)}, "logs-1:logs-1"),
+    ({"allow_remotes": True}, "r*:.xerj-memory-a"),
+    ({"allow_remotes": True}, "remote:_all"),
+    ({"allow_remotes": True, "allow_indices": ("logs-*",)}, "logs-*:.xerj-memory-a"),
+    ({"allow_remotes": True, "allow_indices": ("eu:logs-*",)}, "us:logs-1"),
+]
+
+
+@pytest.mark.parametrize(("policy", "index"), REMOTES)
+def test_cross_cluster_expressions_are_refused(make_runner: Any, xerj: XerjStandIn, policy: dict[str, Any],
+                                               index: str) -> None:
+    payload = policy_runner(make_runner, xerj, **policy).payload("xerj_search", {"index": index, "query": {}})
+    assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == "index"
+    lookup = {"terms": {"user": {"index": index, "id": "1", "path": "p"}}}
+    payload = policy_runner(make_runner, xerj, **policy).payload("xerj_search", {"index": "logs-1", "query": lookup})
+    assert payload["error"]["code"] == "policy_denied"
+    assert xerj.requests == []
+
+
+def test_remotes_the_operator_allows_go_through() -> None:
+    policy = Policy(allow_remotes=True, allow_indices=("eu:logs-*", "docs"))
+    assert policy.allows_index("eu:logs-1") and policy.allows_index("docs")
+    assert not policy.allows_index("eu:docs") and not Policy().allows_index("eu:logs-1")
+    assert Policy(allow_remotes=True).allows_index("eu:logs-1")

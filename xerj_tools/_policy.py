@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._body_indices import WRAPPER, named_indices
 from ._exceptions import ConfigurationError, ToolCallError
 
 __all__ = ["Policy", "PolicyDenied"]
@@ -27,6 +28,8 @@ _CAPS = {
 _SEARCH_TOOLS = ("xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search")
 _MEMORY_TOOLS = ("xerj_memory_store", "xerj_memory_recall")
 _WILDCARDS = "*?["
+# Arguments that are not queries: the URL's own index, vectors, and what a memory stores.
+_NOT_QUERIES = frozenset({"index", "namespace", "text", "metadata", "id", "query_vector", "vector"})
 
 
 class PolicyDenied(ToolCallError):
@@ -80,6 +83,13 @@ class Policy:
       tools can neither read nor write outside it.
     - `max_argument_bytes`: the largest arguments string accepted from the model.
     - `max_response_bytes`: stop reading an engine response past this size.
+    - `allow_remotes`: False (the default) refuses cross-cluster expressions (``cluster:index``,
+      any ``:``). True lets them through when the whole expression matches `allow_indices`
+      (write ``"eu:logs-*"``) and neither it nor its index part matches `deny_indices`.
+
+    The indices a query names in its body (a terms lookup's ``index``, ``_index`` in
+    ``more_like_this``, and the like; see `xerj_tools._body_indices`) are held to the same
+    lists, and a ``wrapper`` query, whose content cannot be checked, is refused.
     """
 
     allow_indices: tuple[str, ...] = ("*",)
@@ -95,6 +105,7 @@ class Policy:
     namespace_prefix: str | None = None
     max_argument_bytes: int | None = 256 * 1024
     max_response_bytes: int | None = None
+    allow_remotes: bool = False
 
     def __post_init__(self) -> None:
         if self.caps not in ("clamp", "refuse"):
@@ -108,13 +119,36 @@ class Policy:
 
     def _index_refusal(self, expression: str) -> str | None:
         for part in expression.split(","):
+            if ":" in part and not self.allow_remotes:
+                return (
+                    f"index {part!r} names a remote cluster (cluster:index); this agent may "
+                    "search local indices only, so name one without ':'"
+                )
             if part.startswith("-") and part != expression:
                 continue  # an exclusion narrows the search; it cannot widen it
+            # `cluster:index`: the index part must pass the deny list on its own.
+            local = part.rpartition(":")[2]
             for pattern in self.deny_indices:
-                if _may_overlap(part, pattern):
+                if _may_overlap(part, pattern) or _may_overlap(local, pattern):
                     return f"index {part!r} is not allowed (it could reach indices matching {pattern!r}); name allowed indices explicitly"
             if not any(fnmatch.fnmatchcase(part, p) or part == p for p in self.allow_indices):
                 return f"index {part!r} is not among the allowed indices ({', '.join(self.allow_indices)})"
+        return None
+
+    def _body_refusal(self, args: Mapping[str, Any]) -> PolicyDenied | None:
+        for path, named in named_indices(args, _NOT_QUERIES):
+            reason: str | None
+            if named is WRAPPER:
+                reason = (
+                    "a wrapper query hides which indices it reads from the operator's policy; "
+                    "send the query itself"
+                )
+            elif not isinstance(named, str):
+                reason = f"an index named in the query must be one index name, got {named!r:.60}"
+            else:
+                reason = self._index_refusal(named)
+            if reason is not None:
+                return PolicyDenied(f"{path}: {reason}", details={"refused": "index", "path": path})
         return None
 
     def allows_index(self, name: str) -> bool:
@@ -154,6 +188,8 @@ class Policy:
             and (reason := self._index_refusal(index))
         ):
             return PolicyDenied(reason, details={"refused": "index"})
+        if tool != "xerj_memory_store" and (refusal := self._body_refusal(args)) is not None:
+            return refusal
         if tool in _MEMORY_TOOLS:
             if tool == "xerj_memory_store" and self.read_only:
                 return PolicyDenied(
