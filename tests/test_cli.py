@@ -250,3 +250,101 @@ def test_the_installed_script_and_python_dash_m() -> None:
     assert done.returncode == 1 and "line 3, id call_a2" in done.stdout
     done = subprocess.run([sys.executable, "-m", "xerj_tools", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("xerj-tools ")
+
+
+class LineFeed(io.TextIOBase):
+    """A stdin that hands out lines from a generator, one at a time, and can look at stdout
+    while the input is still being read."""
+
+    def __init__(self, lines: Any, watch: io.StringIO | None = None, at: int = 0) -> None:
+        self.lines, self.watch, self.at, self.count, self.seen = iter(lines), watch, at, 0, ""
+
+    def readable(self) -> bool:
+        return True
+
+    def __iter__(self) -> LineFeed:
+        return self
+
+    def __next__(self) -> str:
+        self.count += 1
+        if self.watch is not None and self.count == self.at:
+            self.seen = self.watch.getvalue()
+        return next(self.lines)
+
+
+def many_lines(total: int) -> Any:
+    yield json.dumps({"name": "xerj_search", "id": "bad1", "arguments": {"index": "docs", "query": {}, "size": -1}}) + "\n"
+    for i in range(total):
+        yield json.dumps({"name": "xerj_search", "id": f"c{i}", "arguments": {"index": "docs", "query": {}}}) + "\n"
+    yield json.dumps({"name": "xerj_search", "id": "bad2", "arguments": {"index": "docs"}}) + "\n"
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_reports_are_written_while_the_input_streams(form: str) -> None:
+    out = io.StringIO()
+    feed = LineFeed(many_lines(5_000), watch=out, at=2_500)
+    code = main(["validate", "-", "--format", form], stdin=feed, stdout=out, stderr=io.StringIO())
+    assert code == 1 and feed.count > 5_000
+    assert "bad1" in feed.seen and "bad2" not in feed.seen  # the first report was out halfway through
+    if form == "json":
+        report = json.loads(out.getvalue())
+        assert (report["calls"], report["invalid"]) == (5_002, 2)
+        assert [r["call_id"] for r in report["results"]] == ["bad1", "bad2"]
+    else:
+        assert out.getvalue().rstrip().endswith("5002 calls: 5000 valid (0 after repair), 2 invalid")
+
+
+def test_a_deep_line_is_reported_and_the_rest_validated(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    deep_args = json.dumps({"index": "docs", "query": {"bool": {"filter": json.loads("[" * 80 + "]" * 80)}}})
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n"
+                    + json.dumps({"name": "xerj_search", "id": "ok", "arguments": {"index": "docs", "query": {}}}) + "\n"
+                    + json.dumps({"name": "xerj_search", "id": "deep", "arguments": deep_args}) + "\n"
+                    + '{"name": "xerj_search", "id": "deeper", "arguments": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    code, out, err = run("validate", str(path))
+    assert code == 1 and err == ""
+    assert "line 1: invalid\n  $: line 1 is nested deeper than" in out
+    assert "line 3, id deep xerj_search: invalid\n  $: arguments are nested deeper than 64 levels" in out
+    assert "line 4: invalid\n  $: line 4 is nested deeper than" in out
+    assert out.rstrip().endswith("2 calls: 1 valid (0 after repair), 1 invalid; 2 unreadable lines")
+
+
+def test_non_string_arguments_are_reported_not_raised() -> None:
+    lines = "".join(json.dumps(record) + "\n" for record in [
+        {"type": "function_call", "call_id": "r1", "name": "xerj_search", "arguments": 5},
+        {"type": "function_call", "call_id": "r2", "name": "xerj_search", "arguments": ["index", "docs"]},
+        {"id": "c1", "type": "function", "function": {"name": "xerj_search", "arguments": 2.5}},
+    ])
+    code, report = validate_json("-", stdin=lines)
+    assert code == 1 and (report["calls"], report["invalid"]) == (3, 3)
+    assert all("JSON object" in r["problems"][0]["message"] for r in report["results"])
+
+
+HOSTILE_ID = "call\x1b]0;owned\x07\x1b[2J\x9b31m\u202eevil"
+
+
+def test_control_characters_from_the_input_are_escaped() -> None:
+    line = json.dumps({"name": "xerj_\x1b[31msearch", "id": HOSTILE_ID, "arguments": {"index": "docs\x1b[0m"}}) + "\n"
+    code, out, _ = run("validate", "-", stdin=line)
+    assert code == 1 and "\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u202eevil" in out
+    assert not any(c in out for c in "\x1b\x07\x9b\u202e")
+    code, out, _ = run("validate", "-", "--format", "json", stdin=line)
+    assert not any(c in out for c in "\x1b\x07\x9b\u202e")
+    assert json.loads(out)["results"][0]["call_id"] == HOSTILE_ID  # escaped, and still the same string
+
+
+def test_ctrl_c_prints_one_line_and_exits_130() -> None:
+    def interrupted() -> Any:
+        yield json.dumps({"name": "xerj_search", "arguments": {"index": "docs"}}) + "\n"
+        raise KeyboardInterrupt
+
+    err = io.StringIO()
+    code = main(["validate", "-"], stdin=LineFeed(interrupted()), stdout=io.StringIO(), stderr=err)
+    assert code == 130 and err.getvalue() == "xerj-tools: interrupted\n"
+
+
+def test_a_mistyped_subcommand_gets_a_suggestion() -> None:
+    code, _, err = run("valdate", "calls.jsonl")
+    assert code == 2 and "did you mean 'validate'?" in err and err.count("\n") == 1
+    code, _, err = run("frobnicate")
+    assert code == 2 and "did you mean" not in err and "validate" in err

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -174,35 +176,94 @@ def _validate_in(
         err.write(f"\rvalidated {count:,} calls…")
         err.flush()
 
+    # Each report is written as it comes and not kept: memory stays flat on any input length.
+    writer = _JsonReport(out) if args.format == "json" else _TextReport(out)
     try:
         summary = validate_calls(
-            registry, found, repair=not args.strict, progress=progress if err.isatty() else None
+            registry,
+            found,
+            repair=not args.strict,
+            progress=progress if err.isatty() else None,
+            on_report=writer.report,
         )
     except InputError as exc:
+        writer.abort(str(exc))
         raise UsageError(str(exc)) from None
     except UnicodeDecodeError:
+        writer.abort("the input is not UTF-8 text")
         raise UsageError("the input is not UTF-8 text") from None
     if err.isatty() and summary.calls >= 10_000:
         err.write("\n")
-    if args.format == "json":
-        out.write(json.dumps(summary.as_dict(), ensure_ascii=False) + "\n")
-    else:
-        for report in summary.reports:
-            where = report.call.position if report.call else f"line {report.line}"
-            tool = f" {report.call.name}" if report.call else ""
-            out.write(f"{where}{tool}: {'repaired' if report.ok else 'invalid'}\n")
-            for problem in report.problems:
-                out.write(f"  {problem}\n")
-            for repair in report.repairs:
-                out.write(f"  repaired {repair}\n")
+    writer.finish(summary)
+    return 1 if summary.failed else 0
+
+
+# Terminal controls a recorded call could carry in its id, name or arguments: C0 and C1
+# controls (ESC, BEL, CSI…), DEL, and the invisible or direction-changing format characters.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+
+
+def _printable(text: str) -> str:
+    """`text` with every terminal control shown as an escape (``\\x1b``, ``\\u202e``)."""
+    return _UNSAFE.sub(
+        lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text
+    )
+
+
+def _json_line(value: Any) -> str:
+    """Compact JSON in which no terminal control appears raw (each is a ``\\u`` escape)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+class _TextReport:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def report(self, report: Any) -> None:
+        where = report.call.position if report.call else f"line {report.line}"
+        tool = f" {report.call.name}" if report.call else ""
+        lines = [f"{where}{tool}: {'repaired' if report.ok else 'invalid'}"]
+        lines += [f"  {problem}" for problem in report.problems]
+        lines += [f"  repaired {repair}" for repair in report.repairs]
+        self.out.write("".join(_printable(line) + "\n" for line in lines))
+
+    def abort(self, message: str) -> None:
+        pass  # the error goes to stderr; what was written stands
+
+    def finish(self, summary: Any) -> None:
         noun = "call" if summary.calls == 1 else "calls"
-        out.write(
+        self.out.write(
             f"{summary.calls} {noun}: {summary.valid} valid ({summary.repaired} after repair), "
             f"{summary.invalid} invalid"
             + (f"; {summary.unreadable} unreadable lines" if summary.unreadable else "")
             + "\n"
         )
-    return 1 if summary.failed else 0
+
+
+class _JsonReport:
+    """One JSON document, ``{"results": [...], "calls": …}``, written as the results come."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.started = False
+
+    def _open(self) -> str:
+        opening = "" if self.started else '{"results":['
+        self.started = True
+        return opening
+
+    def report(self, report: Any) -> None:
+        separator = "," if self.started else ""
+        self.out.write(self._open() + separator + _json_line(report.as_dict()))
+
+    def abort(self, message: str) -> None:
+        if self.started:  # keep stdout one valid document
+            self.out.write("]," + _json_line({"error": message})[1:] + "\n")
+
+    def finish(self, summary: Any) -> None:
+        totals = {k: v for k, v in summary.as_dict().items() if k != "results"}
+        self.out.write(self._open() + "]," + _json_line(totals)[1:] + "\n")
 
 
 def _tools(args: argparse.Namespace, out: TextIO) -> int:
@@ -312,6 +373,10 @@ def main(
 
     out, err, inp = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if (unknown := _unknown_command(parser, argv)) is not None:
+        err.write(f"xerj-tools: {unknown}\n")
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help/--version
@@ -334,5 +399,25 @@ def main(
     except (UsageError, ConfigurationError) as exc:
         err.write(f"xerj-tools: {exc}\n")
         return 2
+    except KeyboardInterrupt:
+        err.write("xerj-tools: interrupted\n")
+        return 130  # 128 + SIGINT, as a shell reports it
     parser.print_help(err)
     return 2
+
+
+def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """A one-line complaint, with a suggestion, when the first word is not a command."""
+    if not argv or argv[0].startswith("-"):
+        return None
+    commands = [
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    ]
+    if argv[0] in commands:
+        return None
+    close = difflib.get_close_matches(argv[0], commands, n=1)
+    suggestion = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown command {_printable(argv[0])!r}{suggestion} (commands: {', '.join(commands)})"

@@ -5,11 +5,11 @@ Nothing here touches the network stack: neither httpx, nor tenacity, nor openai 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ._bounds import MAX_ARGUMENT_DEPTH, TooDeep, loads
 from ._registry import ToolRegistry
 from ._validation import Problem
 
@@ -21,6 +21,11 @@ __all__ = [
     "read_calls",
     "validate_calls",
 ]
+
+
+# A record wraps the arguments in a few levels of its own (a chat completion: choices, message,
+# tool_calls, function); deeper than this, a line is unreadable rather than decoded.
+RECORD_DEPTH = MAX_ARGUMENT_DEPTH + 16
 
 
 @dataclass(frozen=True)
@@ -98,13 +103,17 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | tuple[int, str]]:
     if not first:
         return
     try:
-        json.loads(first)
+        loads(first, RECORD_DEPTH)
         jsonl = True
+    except TooDeep:
+        jsonl = True  # one line too deep on its own: a JSONL record, reported as such below
     except ValueError:
         jsonl = False
     if not jsonl:
         try:
-            document = json.loads(first + stream.read())
+            document = loads(first + stream.read(), RECORD_DEPTH)
+        except TooDeep as exc:
+            raise InputError(f"the input is {exc}") from None
         except ValueError as exc:
             raise InputError(f"the input is neither JSON nor JSON Lines: {exc}") from None
         for call_id, name, arguments in find_calls(document):
@@ -116,7 +125,10 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | tuple[int, str]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line, RECORD_DEPTH)
+        except TooDeep as exc:
+            yield number, f"line {number} is {exc}"
+            continue
         except ValueError as exc:
             yield number, f"line {number} is not JSON: {exc}"
             continue
@@ -188,14 +200,20 @@ def validate_calls(
     *,
     repair: bool = True,
     progress: Any = None,
+    on_report: Callable[[CallReport], None] | None = None,
 ) -> ValidationSummary:
-    """Validate each call; keep a report for the invalid and the repaired ones."""
+    """Validate each call; report the invalid and the repaired ones.
+
+    Reports are kept in ``summary.reports``, or, with `on_report`, handed to it as they come
+    and not kept, so that memory stays flat however long the input is.
+    """
     summary = ValidationSummary()
+    report = on_report if on_report is not None else summary.reports.append
     for item in found:
         if isinstance(item, tuple):
             line, message = item
             summary.unreadable += 1
-            summary.reports.append(CallReport(None, False, (Problem("$", message),), line=line))
+            report(CallReport(None, False, (Problem("$", message),), line=line))
             continue
         summary.calls += 1
         result = registry.validate(item.name, item.arguments, repair=repair)
@@ -203,10 +221,10 @@ def validate_calls(
             summary.valid += 1
             if result.repairs:
                 summary.repaired += 1
-                summary.reports.append(CallReport(item, True, repairs=result.repairs))
+                report(CallReport(item, True, repairs=result.repairs))
         else:
             summary.invalid += 1
-            summary.reports.append(CallReport(item, False, result.problems, result.repairs))
+            report(CallReport(item, False, result.problems, result.repairs))
         if progress is not None and summary.calls % 10_000 == 0:
             progress(summary.calls)
     return summary
