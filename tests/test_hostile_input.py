@@ -193,3 +193,11 @@ def test_run_agent_answers_hostile_calls(xerj: XerjStandIn, api: str, flavour: s
                if m.get("role") == "tool" or m.get("type") == "function_call_output"]
     assert [a["error"]["code"] for a in answers] == ["invalid_json", "invalid_arguments"]
     assert xerj.requests == []
+
+
+def test_a_number_too_long_to_print_is_refused(runner: Runner, xerj: XerjStandIn) -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "xerj_search",
+            "arguments": {"index": "docs", "query": {"range": {"n": {"gte": 10**5000}}}}}
+    error = error_of(runner.run(call))
+    assert error["code"] == "invalid_arguments" and "$.query.range.n.gte" in json.dumps(error)
+    assert xerj.requests == []

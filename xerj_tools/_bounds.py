@@ -29,6 +29,11 @@ _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 _HUGE_NUMBER = re.compile(r"[eE][+-]?\d{3}|\d{200}")
 
 
+# Python refuses to print an int of more than 4,300 digits (and JSON text that long never
+# decodes); no engine field holds more than 64 bits. Far past both, such a number is refused.
+_MAX_INT_BITS = 1024
+
+
 class TooDeep(ValueError):
     """Text nested deeper than the limit (a `ValueError`, like every other decoding failure)."""
 
@@ -97,6 +102,9 @@ def value_problem(
             if isinstance(item, float):
                 if not math.isfinite(item):
                     return [*parts, key], f"must be a finite number; got {item}"
+            elif isinstance(item, int):
+                if item.bit_length() > _MAX_INT_BITS:
+                    return [*parts, key], "is too large a number to send"
             elif isinstance(item, (Mapping, list, tuple)):
                 stack.append((item, depth + 1, [*parts, key]))
             elif item is not None and not isinstance(item, (str, int)):
