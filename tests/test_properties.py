@@ -1,6 +1,9 @@
 """Property: for any JSON as arguments, dispatch never raises, and either answers ok:false having
-sent nothing, or sends exactly the request the contract allows. (XERJ_HYPOTHESIS_EXAMPLES sets
-the count; a few hundred per tool by default.)"""
+sent nothing, or sends exactly the request the contract allows. The inputs include hostile ones:
+nesting far past the depth limit, non-finite numbers (written as 1e400, -1e999, NaN), integers
+written as floats (5000.0), arguments of the wrong type, already decoded dicts. A second
+property holds the operator's caps against integers written as floats. (XERJ_HYPOTHESIS_EXAMPLES
+sets the count; a few hundred per tool by default.)"""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xerj_tools import Dispatcher, load_registry
+from xerj_tools import MAX_ARGUMENT_DEPTH, Dispatcher, Policy, load_registry
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "250"))
 REGISTRY = load_registry()
@@ -24,6 +27,18 @@ leaf = st.one_of(st.none(), st.booleans(), st.integers(-20_000, 20_000), st.floa
 json_value = st.recursive(leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                         st.dictionaries(st.text(max_size=8), inner, max_size=4)),
                           max_leaves=12)
+def nested(levels: int, leaf: Any = 1) -> Any:
+    for _ in range(levels):
+        leaf = [leaf] if levels % 2 else {"k": leaf}
+    return leaf
+
+
+# Hostile values: nesting around and far past the limit, non-finite numbers, whole floats.
+deep = st.integers(MAX_ARGUMENT_DEPTH - 4, 3 * MAX_ARGUMENT_DEPTH).map(nested)
+non_finite = st.sampled_from([float("inf"), float("-inf"), float("nan")])
+whole_float = st.integers(-3, 12_000).map(float)
+hostile = st.one_of(deep, non_finite, whole_float, st.lists(st.one_of(non_finite, deep), min_size=1, max_size=2))
+integer = st.one_of(st.integers(-3, 12_000), whole_float)
 clause = st.sampled_from([{}, {"match": {"body": "checkout"}}, {"match_all": {}}, {"term": {"status": "open"}},
                           {"bool": {"filter": [{"term": {"kind": "runbook"}}]}}, {"match": {"body": "x"}, "size": 3}])
 PLAUSIBLE: dict[str, Any] = {
@@ -32,8 +47,7 @@ PLAUSIBLE: dict[str, Any] = {
     "query": st.one_of(clause, st.text(max_size=12)),
     "field": st.sampled_from(["body", "body_vector", ""]),
     "text": st.text(max_size=30),
-    "size": st.integers(-3, 12_000), "from": st.integers(-3, 12_000), "k": st.integers(-1, 12_000),
-    "num_candidates": st.integers(-1, 2000), "rrf_k": st.integers(-1, 100),
+    "size": integer, "from": integer, "k": integer, "num_candidates": integer, "rrf_k": st.integers(-1, 100),
     "query_vector": st.lists(st.floats(-1, 1), max_size=4), "vector": st.lists(st.floats(-1, 1), max_size=4),
     "queries": st.lists(st.fixed_dictionaries({"query": clause}, optional={"weight": st.floats(0, 3)}), max_size=3),
     "fusion": st.sampled_from(["rrf", "linear", "learned"]),
@@ -64,13 +78,34 @@ def arguments_for(tool: str) -> st.SearchStrategy[Any]:
     optional = [k for k in parameters["properties"] if k not in required]
     likely = st.fixed_dictionaries({k: PLAUSIBLE[k] for k in required},
                                    optional={k: PLAUSIBLE[k] for k in optional})
-    fuzzed = st.fixed_dictionaries({}, optional={k: st.one_of(PLAUSIBLE[k], json_value)
+    fuzzed = st.fixed_dictionaries({}, optional={k: st.one_of(PLAUSIBLE[k], json_value, hostile)
                                                  for k in parameters["properties"]})
-    return st.one_of(likely, likely.map(json.dumps), fuzzed, json_value, st.text(max_size=40))
+    poisoned = st.builds(lambda args, key, bad: {**args, key: bad}, likely,
+                         st.sampled_from(sorted(parameters["properties"])), hostile)
+    very_deep = st.integers(1_000, 100_000).map(
+        lambda n: '{"index": "docs", "query": {"bool": {"filter": ' + "[" * n + "]" * n + "}}}")
+    return st.one_of(likely, likely.map(json.dumps), fuzzed, poisoned, json_value, st.text(max_size=40),
+                     very_deep, st.sampled_from([5, 2.5, [1, 2], ["index", "docs"], True]))
+
+
+def encode(arguments: Any) -> Any:
+    """What the model sends: JSON text, with infinities written as numbers too large for a float
+    (which decode to inf); strings and non-JSON-object values are sent as they are."""
+    if isinstance(arguments, str) or not isinstance(arguments, dict):
+        return arguments
+    text = json.dumps(arguments)
+    return text.replace("-Infinity", "-1e999").replace("Infinity", "1e400")
+
+
+def strict_json(content: bytes) -> Any:
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} sent to the engine")
+
+    return json.loads(content, parse_constant=refuse)
 
 
 def check_request(tool: str, arguments: Any, request: httpx.Request) -> None:
-    body = json.loads(request.content)
+    body = strict_json(request.content)
     raw = request.url.raw_path.decode().split("?")[0].strip("/").split("/")
     assert request.method == "POST" and set(body) <= ALLOWED_BODY[tool]
     assert None not in body.values()
@@ -105,10 +140,10 @@ def test_dispatch_never_raises_and_sends_only_contract_requests(tool: str) -> No
     outcomes: list[bool] = []
 
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(arguments=arguments_for(tool))
-    def check(arguments: Any) -> None:
+    @given(arguments=arguments_for(tool), decoded=st.booleans())
+    def check(arguments: Any, decoded: bool) -> None:
         sent.clear()
-        raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        raw = arguments if decoded else encode(arguments)  # a dict, as an SDK or caller may pass it
         message = dispatcher.dispatch({"id": "c", "type": "function", "function": {"name": tool, "arguments": raw}})
         payload = json.loads(message["content"])  # type: ignore[typeddict-item]
         outcomes.append(payload["ok"])
@@ -127,3 +162,58 @@ def test_dispatch_never_raises_and_sends_only_contract_requests(tool: str) -> No
     # the generated calls reach both branches: some are sent, most are refused
     assert any(outcomes) and not all(outcomes), (sum(outcomes), len(outcomes))
     print(f"{tool}: {sum(outcomes)} of {len(outcomes)} generated calls were sent")
+
+
+CAPS = {"max_size": 50, "max_k": 40, "max_num_candidates": 100}
+CAPPED = {  # where each capped number sits in the request body
+    "xerj_search": [("size",)],
+    "xerj_semantic_search": [("size",), ("query", "semantic", "k")],
+    "xerj_vector_search": [("size",), ("knn", "k"), ("knn", "num_candidates")],
+    "xerj_hybrid_search": [("size",)],
+    "xerj_memory_recall": [("k",)],
+}
+LIMIT = {"size": CAPS["max_size"], "k": CAPS["max_k"], "num_candidates": CAPS["max_num_candidates"]}
+
+
+@pytest.mark.parametrize("caps", ["clamp", "refuse"])
+@pytest.mark.parametrize("tool", sorted(CAPPED))
+def test_caps_hold_for_integers_written_as_floats(tool: str, caps: str) -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        if request.url.path.endswith("_recall"):
+            return httpx.Response(200, json={"hits": [], "namespace": "n"})
+        return httpx.Response(200, json=SEARCH_REPLY)
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    dispatcher = Dispatcher(url="http://xerj.test", client=client, policy=Policy(caps=caps, **CAPS))  # type: ignore[arg-type]
+    written = st.one_of(st.integers(1, 12_000).map(str), st.integers(1, 12_000).map(lambda n: f"{n}.0"),
+                        st.tuples(st.integers(1, 12), st.integers(0, 4)).map(lambda t: f"{t[0]}e{t[1]}"))
+
+    @settings(max_examples=max(EXAMPLES // 5, 20), deadline=None, suppress_health_check=list(HealthCheck))
+    @given(base=st.fixed_dictionaries({k: PLAUSIBLE[k] for k in REGISTRY.get(tool).parameters.get("required", [])}),  # type: ignore[union-attr]
+           numbers=st.dictionaries(st.sampled_from([p[-1] for p in CAPPED[tool]]), written, min_size=1))
+    def check(base: dict[str, Any], numbers: dict[str, str]) -> None:
+        sent.clear()
+        fields = [json.dumps(base)[1:-1]] if base else []
+        text = "{" + ", ".join(fields + [f'"{k}": {v}' for k, v in numbers.items()]) + "}"
+        message = dispatcher.dispatch({"id": "c", "type": "function", "function": {"name": tool, "arguments": text}})
+        payload = json.loads(message["content"])  # type: ignore[typeddict-item]
+        if not sent:
+            return
+        body = strict_json(sent[0].content)
+        for path in CAPPED[tool]:
+            value: Any = body
+            for part in path:
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is not None:
+                assert type(value) is int and value <= LIMIT[path[-1]], (text, body)
+        if caps == "refuse":
+            assert all(float(v) <= LIMIT[k] for k, v in numbers.items()), (text, payload)
+
+    try:
+        check()
+    finally:
+        dispatcher.close()
+        client.close()
