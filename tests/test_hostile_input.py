@@ -201,3 +201,37 @@ def test_a_number_too_long_to_print_is_refused(runner: Runner, xerj: XerjStandIn
     error = error_of(runner.run(call))
     assert error["code"] == "invalid_arguments" and "$.query.range.n.gte" in json.dumps(error)
     assert xerj.requests == []
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1E+309", "1" * 320 + ".5", "2" * 400, "0.5e0400", "9" * 210 + "e99"])
+def test_every_number_that_overflows_is_caught_in_short_text(number: str) -> None:
+    from xerj_tools._bounds import may_overflow
+
+    raw = '{"index": "docs", "query": {"range": {"n": {"gte": ' + number + "}}}}"
+    assert may_overflow(raw)
+    result = REGISTRY.validate("xerj_search", raw)
+    assert not result.ok and result.problems[0].path == "$.query.range.n.gte"
+
+
+def test_ordinary_numbers_skip_the_walk() -> None:
+    from xerj_tools._bounds import may_overflow
+
+    assert not may_overflow(json.dumps({"index": "docs", "size": 10, "x": [0.1234567890123456789, -3e-12, 1e99]}))
+
+
+@pytest.mark.parametrize("bad", ["1e400", "-1e999", "1" * 400])
+def test_a_long_vector_is_checked_item_by_item(bad: str) -> None:
+    numbers = ["0.25"] * 1_000
+    numbers[500] = bad
+    raw = '{"index": "docs", "field": "v", "query_vector": [' + ", ".join(numbers) + "]}"
+    result = REGISTRY.validate("xerj_vector_search", raw)
+    assert not result.ok and [p.path for p in result.problems] == ["$.query_vector[500]"]
+
+
+def test_a_non_json_value_in_a_long_list_is_refused() -> None:
+    from decimal import Decimal
+
+    vector: list[Any] = [0.25] * 100
+    vector[50] = Decimal("0.5")
+    result = REGISTRY.validate("xerj_vector_search", {"index": "docs", "field": "v", "query_vector": vector})
+    assert not result.ok and "$.query_vector[50]" in result.summary() and "JSON value" in result.summary()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from typing import Any
 
@@ -223,7 +224,6 @@ def test_indices_named_inside_the_query_are_checked(make_runner: Any, xerj: Xerj
 
 def test_a_wrapper_query_is_refused_because_it_hides_its_indices(make_runner: Any, xerj: XerjStandIn) -> None:
     import base64
-    import json
 
     hidden = base64.b64encode(json.dumps({"query": LOOKUP}).encode()).decode()
     payload = policy_runner(make_runner, xerj).payload(
@@ -275,3 +275,16 @@ def test_remotes_the_operator_allows_go_through() -> None:
     assert policy.allows_index("eu:logs-1") and policy.allows_index("docs")
     assert not policy.allows_index("eu:docs") and not Policy().allows_index("eu:logs-1")
     assert Policy(allow_remotes=True).allows_index("eu:logs-1")
+
+
+@pytest.mark.parametrize("raw", [
+    '{"index": "docs", "query": {"\\u0074erms": {"user": {"index": ".secrets", "id": "1", "path": "p"}}}}',
+    '{"index": "docs", "query": {"bool": {"filter": [{"more_like_thi\\u0073": {"like": [{"_index": ".x", "_id": "1"}]}}]}}}',
+    json.dumps({"index": "docs", "query": json.dumps(LOOKUP)}),  # a JSON string the repair decodes
+    json.dumps({"index": "docs", "query": {"match_all": {}}, "aggs": json.dumps({"f": {"filter": LOOKUP}})}),
+])
+def test_escaped_or_encoded_clauses_are_read_too(make_runner: Any, xerj: XerjStandIn, raw: str) -> None:
+    result = policy_runner(make_runner, xerj).run({"id": "c", "type": "function", "function": {
+        "name": "xerj_search", "arguments": raw}})
+    assert result.code == "policy_denied" and result.payload["error"]["refused"] == "index"
+    assert xerj.requests == []

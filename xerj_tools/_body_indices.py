@@ -28,10 +28,17 @@ from typing import Any
 
 from ._validation import json_path
 
-__all__ = ["WRAPPER", "named_indices"]
+__all__ = ["WRAPPER", "may_name_indices", "named_indices"]
 
 WRAPPER = object()
 """Stands for the index of a ``wrapper`` query: unknown, so never allowed."""
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+# The clauses that can name an index (see the module docstring).
+_CLAUSES = frozenset(
+    {"terms", "more_like_this", "percolate", "geo_shape", "shape", "pinned", "wrapper"}
+)
 
 
 def _entries(value: Any, key: str) -> Iterator[tuple[list[str | int], Any]]:
@@ -72,26 +79,55 @@ def _named_here(key: str, value: Any) -> Iterator[tuple[list[str | int], Any]]:
                 yield [*path, "_index"], entry["_index"]
 
 
+def may_name_indices(raw: object, arguments: Mapping[str, Any]) -> bool:
+    """False only when `raw`, the JSON text `arguments` were decoded from, cannot name an index
+    in its body. Every clause above names one under a key ``"index"`` or ``"_index"``, or is a
+    ``"wrapper"``; so the text needs one of those beyond the URL's own ``"index"``. A backslash
+    always counts: an escape could spell a key, and a JSON string that a repair decodes has its
+    quotes escaped."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if not isinstance(raw, str) or "\\" in raw or '"_index"' in raw or '"wrapper"' in raw:
+        return True
+    return raw.count('"index"') > ("index" in arguments)
+
+
+def _path(entry: _Entry, *below: str | int) -> str:
+    parts: list[str | int] = list(reversed(below))
+    node: _Entry | None = entry
+    while node is not None:
+        parts.append(node[2])
+        node = node[1]
+    return json_path(reversed(parts))
+
+
+_Entry = tuple[Any, "_Entry | None", "str | int"]  # (value, its parent's entry, key in parent)
+
+
 def named_indices(arguments: Mapping[str, Any], skip: frozenset[str]) -> Iterator[tuple[str, Any]]:
     """(JSON path, what is named there) for each index the arguments name inside a query.
 
     Walks every argument but those in `skip` (the URL's own `index`, a memory's stored
     `metadata`), without recursion; arguments are already bounded in depth. The value named
     is yielded as found (a string, or anything else, which the policy refuses), or `WRAPPER`.
+    Paths are only built for what is yielded, which keeps the usual walk cheap.
     """
-    stack: list[tuple[Any, list[str | int]]] = [
-        (value, [key]) for key, value in arguments.items() if key not in skip
+    stack: list[_Entry] = [
+        (value, None, key)
+        for key, value in arguments.items()
+        if key not in skip and type(value) not in _LEAVES
     ]
     while stack:
-        node, parts = stack.pop()
-        if isinstance(node, Mapping):
+        entry = stack.pop()
+        node = entry[0]
+        if type(node) is dict or isinstance(node, Mapping):
             for key, value in node.items():
-                for below, named in _named_here(key, value):
-                    yield json_path([*parts, key, *below]), named
-                stack.append((value, [*parts, key]))
-        elif isinstance(node, list):
-            stack.extend(
-                (item, [*parts, i])
-                for i, item in enumerate(node)
-                if isinstance(item, (Mapping, list))
-            )
+                if key in _CLAUSES:
+                    for below, named in _named_here(key, value):
+                        yield _path(entry, key, *below), named
+                if type(value) not in _LEAVES:
+                    stack.append((value, entry, key))
+        elif type(node) is list:
+            for index, item in enumerate(node):
+                if type(item) not in _LEAVES:
+                    stack.append((item, entry, index))

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_ARGUMENT_DEPTH", "TooDeep", "loads", "may_hold_huge_numbers", "value_problem"]
+__all__ = ["MAX_ARGUMENT_DEPTH", "TooDeep", "loads", "may_overflow", "value_problem"]
 
 MAX_ARGUMENT_DEPTH = 64
 """How many objects and arrays may nest inside one another in a tool call's arguments (the
@@ -25,8 +25,6 @@ room for about twenty of either; Elasticsearch itself refuses bool queries neste
 
 # A string token, or one bracket outside any string.
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
-# A float literal can only overflow to infinity with a 3-digit exponent or 200+ digits.
-_HUGE_NUMBER = re.compile(r"[eE][+-]?\d{3}|\d{200}")
 
 
 # Python refuses to print an int of more than 4,300 digits (and JSON text that long never
@@ -70,43 +68,72 @@ def loads(text: str, limit: int = MAX_ARGUMENT_DEPTH) -> Any:
     return json.loads(text, parse_constant=_reject_constant)
 
 
-def may_hold_huge_numbers(text: str) -> bool:
-    """False when no number in `text` can have decoded to an infinity (so no walk is needed)."""
-    return _HUGE_NUMBER.search(text) is not None
+# Digits to 0, E to e, signs dropped: a 3-digit exponent reads "e000" and a long number a run
+# of zeros. Nothing is split this way, so a number that could overflow is never missed.
+_NUMBER_SHAPES = bytes.maketrans(b"123456789E", b"000000000e")
+
+
+def may_overflow(text: str) -> bool:
+    """False when no number in JSON `text` can decode to an infinity or to an integer past
+    `_MAX_INT_BITS`: that takes an exponent of 3 digits or a run of 200 (a float is at most
+    1.8e308; past 99 in the exponent or 209 digits before the point it is infinite)."""
+    shapes = text.encode("utf-8", "surrogatepass").translate(_NUMBER_SHAPES, b"+-")
+    return b"e000" in shapes or b"0" * 200 in shapes
+
+
+def _finite_numbers(values: list[Any]) -> bool:
+    """True when every item is a number that converts to a finite float: `math.fsum` converts
+    each one (an int past 1024 bits overflows), and its sum is infinite or NaN as soon as one
+    item is. Anything else (a string, a list, an overflow) leaves it to the item-by-item walk."""
+    try:
+        return math.isfinite(math.fsum(values))
+    except (TypeError, OverflowError, ValueError):
+        return False
+
+
+def _leaf_problem(item: Any) -> str | None:
+    if isinstance(item, float):
+        return None if math.isfinite(item) else f"must be a finite number; got {item}"
+    if isinstance(item, int):
+        return None if item.bit_length() <= _MAX_INT_BITS else "is too large a number to send"
+    if item is None or isinstance(item, str):
+        return None
+    return f"is not a JSON value ({type(item).__name__})"
 
 
 def value_problem(
-    value: Any, limit: int = MAX_ARGUMENT_DEPTH
+    value: Any, limit: int = MAX_ARGUMENT_DEPTH, *, decoded: bool = False
 ) -> tuple[list[str | int], str] | None:
     """The first place where decoded arguments break a limit, as (path parts, message), or None.
 
     Checks, without recursion: nesting depth (a value that contains itself is infinitely deep),
-    finite numbers, string keys, and JSON types only (a tuple counts as an array).
+    finite numbers, integers that can be printed, string keys, and JSON types only (a tuple
+    counts as an array). `decoded` says `value` came from `json.loads`, so it holds JSON types
+    only; then a list of numbers (a vector) is checked in one C call.
     """
+    if not isinstance(value, (Mapping, list, tuple)):
+        problem = _leaf_problem(value)
+        return None if problem is None else ([], problem)
     stack: list[tuple[Any, int, list[str | int]]] = [(value, 1, [])]
     while stack:
         node, depth, parts = stack.pop()
-        if isinstance(node, Mapping):
-            items: Any = node.items()
-        elif isinstance(node, (list, tuple)):
-            items = enumerate(node)
-        else:
-            continue
+        mapping = type(node) is dict or isinstance(node, Mapping)
         if depth > limit:
             return parts, f"is nested deeper than {limit} levels"
-        for key, item in items:
-            if isinstance(key, int) and isinstance(node, Mapping):
-                return parts, f"has a key that is not a string ({key!r})"
-            if not isinstance(key, (str, int)):
+        if decoded and not mapping and len(node) > 8 and _finite_numbers(node):
+            continue
+        for key, item in node.items() if mapping else enumerate(node):
+            if mapping and not isinstance(key, str):
                 return parts, f"has a key that is not a string ({type(key).__name__})"
-            if isinstance(item, float):
-                if not math.isfinite(item):
-                    return [*parts, key], f"must be a finite number; got {item}"
-            elif isinstance(item, int):
-                if item.bit_length() > _MAX_INT_BITS:
-                    return [*parts, key], "is too large a number to send"
-            elif isinstance(item, (Mapping, list, tuple)):
+            kind = type(item)
+            if kind is float:
+                if item - item == 0.0:  # finite: inf - inf and nan - nan are nan
+                    continue
+            elif kind is str or kind is bool or item is None:
+                continue
+            elif kind is dict or kind is list or isinstance(item, (Mapping, list, tuple)):
                 stack.append((item, depth + 1, [*parts, key]))
-            elif item is not None and not isinstance(item, (str, int)):
-                return [*parts, key], f"is not a JSON value ({type(item).__name__})"
+                continue
+            if (problem := _leaf_problem(item)) is not None:
+                return [*parts, key], problem
     return None

@@ -15,6 +15,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ._body_indices import may_name_indices
 from ._budget import DEFAULT_BUDGET, MIN_BUDGET, cap_buckets, fit_error, fit_payload
 from ._calls import ToolCall, ToolMessage
 from ._exceptions import (
@@ -171,10 +172,12 @@ class DispatchCore:
                 error.details["repairs"] = list(result.repairs)
             return error
         # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
-        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.parameters)
+        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.validator.schema)
         notes: list[str] = []
         if self.policy is not None:
-            applied = self.policy.apply(call.name, arguments)
+            applied = self.policy._apply(
+                call.name, arguments, read_body=may_name_indices(call.arguments, arguments)
+            )
             if isinstance(applied, PolicyDenied):
                 return applied
             arguments, notes = applied

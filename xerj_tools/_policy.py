@@ -179,6 +179,13 @@ class Policy:
         self, tool: str, arguments: Mapping[str, Any]
     ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
         """Check validated arguments; return them (clamped where allowed) with notes, or a refusal."""
+        return self._apply(tool, arguments, read_body=True)
+
+    def _apply(
+        self, tool: str, arguments: Mapping[str, Any], *, read_body: bool
+    ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
+        # `read_body=False` only where the arguments' text shows no clause that names an index
+        # (`may_name_indices`); the dispatcher knows the text, `apply` does not.
         args = dict(arguments)
         notes: list[str] = []
         index = args.get("index")
@@ -188,7 +195,11 @@ class Policy:
             and (reason := self._index_refusal(index))
         ):
             return PolicyDenied(reason, details={"refused": "index"})
-        if tool != "xerj_memory_store" and (refusal := self._body_refusal(args)) is not None:
+        if (
+            read_body
+            and tool != "xerj_memory_store"
+            and (refusal := self._body_refusal(args)) is not None
+        ):
             return refusal
         if tool in _MEMORY_TOOLS:
             if tool == "xerj_memory_store" and self.read_only:

@@ -11,7 +11,7 @@ from typing import Any
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from ._bounds import TooDeep, loads, may_hold_huge_numbers, value_problem
+from ._bounds import TooDeep, loads, may_overflow, value_problem
 
 __all__ = ["Check", "Problem", "ValidationResult", "json_path", "validate_arguments"]
 
@@ -151,9 +151,10 @@ def decode_arguments(raw: object) -> tuple[Any, Problem | None]:
         return None, Problem("$", f"arguments are not valid JSON ({exc}): {snippet}")
 
 
-def bounds_problem(value: Any) -> Problem | None:
-    """Where decoded arguments break a structural limit (depth, a non-finite number), or None."""
-    found = value_problem(value)
+def bounds_problem(value: Any, *, decoded: bool = False) -> Problem | None:
+    """Where decoded arguments break a structural limit (depth, a non-finite number), or None.
+    `decoded`: `value` came from JSON text (so it holds JSON types only)."""
+    found = value_problem(value, decoded=decoded)
     return None if found is None else Problem(json_path(found[0]), found[1])
 
 
@@ -195,10 +196,12 @@ def validate_arguments(
             (Problem("$", f"arguments must be a JSON object, got {_json_type(value)}"),),
             decode_error=True,
         )
-    # Decoded text is no deeper than the limit already; only a number too large for a float
-    # (1e400 decodes to inf) can remain, and only where the text has a long number in it.
-    text = raw if isinstance(raw, str) else raw.decode("utf-8") if isinstance(raw, bytes) else None
-    if (text is None or may_hold_huge_numbers(text)) and (problem := bounds_problem(value)):
+    # Decoded text is no deeper than the limit already, but a number too large for a float
+    # (1e400) decodes to inf; a dict handed over may hold anything. A walk checks both; short
+    # text is first looked at for such a number, which is cheaper than the walk.
+    text = isinstance(raw, (str, bytes))
+    short = raw if isinstance(raw, str) and len(raw) <= 4096 else None
+    if (short is None or may_overflow(short)) and (problem := bounds_problem(value, decoded=text)):
         return ValidationResult(False, None, (problem,))
     problems = _problems(validator, value, checks, fast)
     if not problems:
@@ -230,22 +233,30 @@ def integral_numbers(value: Any, schema: Any) -> Any:
 
     JSON Schema counts ``5000.0`` and ``5e3`` as integers, and Python decodes them as floats;
     every later decision (the operator's caps, the call's identity, the request body) must see
-    the number 5000, so validated arguments are normalised once, here.
+    the number 5000, so validated arguments are normalised once, here. Only what the schema
+    describes is visited; a free-form object (a query) or a vector of numbers is left alone.
     """
-    if isinstance(value, float) and value.is_integer() and _integer_only(schema):
-        return int(value)
+    if type(value) is float:
+        return int(value) if value.is_integer() and _integer_only(schema) else value
     if not isinstance(schema, Mapping):
         return value
-    properties = schema.get("properties")
-    if isinstance(value, dict) and isinstance(properties, Mapping):
-        changed = {
-            key: new
-            for key, item in value.items()
-            if key in properties and (new := integral_numbers(item, properties[key])) is not item
-        }
+    if isinstance(value, dict) and isinstance(properties := schema.get("properties"), Mapping):
+        changed: dict[str, Any] = {}
+        for key, item in value.items():
+            sub = properties.get(key)
+            if isinstance(sub, Mapping) and (
+                type(item) is float or ("properties" in sub or "items" in sub)
+            ):
+                new = integral_numbers(item, sub)
+                if new is not item:
+                    changed[key] = new
         return {**value, **changed} if changed else value
     items = schema.get("items")
-    if isinstance(value, list) and isinstance(items, Mapping):
+    if (
+        isinstance(value, list)
+        and isinstance(items, Mapping)
+        and (_integer_only(items) or "properties" in items or "items" in items)
+    ):
         new_items = [integral_numbers(item, items) for item in value]
         return (
             new_items if any(a is not b for a, b in zip(new_items, value, strict=True)) else value
