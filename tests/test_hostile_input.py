@@ -235,3 +235,12 @@ def test_a_non_json_value_in_a_long_list_is_refused() -> None:
     vector[50] = Decimal("0.5")
     result = REGISTRY.validate("xerj_vector_search", {"index": "docs", "field": "v", "query_vector": vector})
     assert not result.ok and "$.query_vector[50]" in result.summary() and "JSON value" in result.summary()
+
+
+def test_the_repr_of_a_hostile_call_is_short() -> None:
+    from xerj_tools import ToolCall
+
+    call = ToolCall("c", "xerj_search", {"query": nested(100_000)})
+    text = repr(call)
+    assert text.startswith("ToolCall(call_id='c', name='xerj_search', arguments={") and len(text) < 400
+    assert len(repr(ToolCall("c", "x", "a" * 10_000))) < 400

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
@@ -18,6 +19,9 @@ __all__ = [
 ]
 
 Api = Literal["chat", "responses"]
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 200
 
 
 class ChatToolMessage(TypedDict):
@@ -50,6 +54,14 @@ class ToolCall:
     arguments: str | Mapping[str, Any] | Any = None
     api: Api = "chat"
     custom: bool = False  # a free-text custom tool call, which xerj-tools does not serve
+
+    def __repr__(self) -> str:
+        # reprlib cuts nesting and length: a repr of hostile arguments stays short and can
+        # never recurse (the default dataclass repr raised RecursionError on deep ones).
+        return (
+            f"ToolCall(call_id={self.call_id!r}, name={self.name!r}, "
+            f"arguments={_REPR.repr(self.arguments)}, api={self.api!r}, custom={self.custom!r})"
+        )
 
     def answer(self, content: str) -> ToolMessage:
         """The message that answers this call, in the shape of the API it came from."""
