@@ -426,3 +426,13 @@ def test_without_the_sdk_the_command_says_what_to_install(monkeypatch: pytest.Mo
     err = io.StringIO()
     assert main(["mcp"], stderr=err) == 2
     assert "install xerj-tools[mcp]" in err.getvalue()
+
+
+@needs_sdk
+def test_arguments_past_the_depth_limit_are_an_error_result(server: Connected, xerj: XerjStandIn) -> None:
+    filters: Any = {}
+    for _ in range(100):
+        filters = [filters]
+    error, payload = server.call("xerj_search", {"index": "docs", "query": {"bool": {"filter": filters}}})
+    assert error is True and "nested deeper than 64 levels" in json.dumps(payload["error"])
+    assert xerj.requests == []

@@ -40,6 +40,7 @@ POLICY_KEYS: dict[str, str] = {
     "namespace_prefix": "text",
     "max_argument_bytes": "count",
     "max_response_bytes": "count",
+    "allow_remotes": "flag",
 }
 _KINDS = {
     "patterns": "a list of strings (glob patterns)",

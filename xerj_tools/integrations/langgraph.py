@@ -22,7 +22,6 @@ one ``run_many``: the turn's calls run concurrently and identical calls are sent
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -81,8 +80,8 @@ def _pending(messages: Sequence[AnyMessage]) -> list[dict[str, Any]]:
     for call_id, name, arguments in given:
         if not call_id or call_id in answered:
             continue  # a call without an id cannot be answered; OpenAI always sends one
-        if not isinstance(arguments, (str, Mapping)):
-            arguments = "" if arguments is None else json.dumps(arguments, default=str)
+        if arguments is None:
+            arguments = ""  # anything else is the dispatcher's to judge (a list: invalid_json)
         calls.append(
             {
                 "id": call_id,

@@ -34,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - the CLI checks before importing
 
 from .. import __version__
 from .._async_dispatch import AsyncDispatcher
+from .._bounds import value_problem
 from .._calls import ToolCall
 from .._exceptions import ConfigurationError
 from .._policy import Policy
@@ -128,8 +129,13 @@ def build_server(dispatcher: AsyncDispatcher) -> Server[Any]:
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # The arguments go back to a JSON string so the dispatcher treats them exactly as a
         # model's: the policy's size cap is measured on it, then decoding, repair, validation.
-        raw = json.dumps(
-            params.arguments if params.arguments is not None else {}, ensure_ascii=False
+        arguments = params.arguments if params.arguments is not None else {}
+        # Past the input limits (too deep, a non-finite number) encoding would raise: hand the
+        # object over as it is, and the dispatcher answers with the reason.
+        raw: Any = (
+            arguments
+            if value_problem(arguments) is not None
+            else json.dumps(arguments, ensure_ascii=False)
         )
         call = ToolCall(f"mcp-{ctx.request_id}", params.name, raw)
         try:
