@@ -9,7 +9,6 @@ import argparse
 import contextlib
 import difflib
 import json
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -153,6 +152,7 @@ def _validate_in(
     args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO, closing: contextlib.ExitStack
 ) -> int:
     from ._offline import FoundCall, InputError, read_calls, validate_calls
+    from ._report import JsonReport, TextReport
 
     registry = _registry(args.tools_file)
     if args.tool:
@@ -177,7 +177,7 @@ def _validate_in(
         err.flush()
 
     # Each report is written as it comes and not kept: memory stays flat on any input length.
-    writer = _JsonReport(out) if args.format == "json" else _TextReport(out)
+    writer = JsonReport(out) if args.format == "json" else TextReport(out)
     try:
         summary = validate_calls(
             registry,
@@ -196,74 +196,6 @@ def _validate_in(
         err.write("\n")
     writer.finish(summary)
     return 1 if summary.failed else 0
-
-
-# Terminal controls a recorded call could carry in its id, name or arguments: C0 and C1
-# controls (ESC, BEL, CSI…), DEL, and the invisible or direction-changing format characters.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
-
-
-def _printable(text: str) -> str:
-    """`text` with every terminal control shown as an escape (``\\x1b``, ``\\u202e``)."""
-    return _UNSAFE.sub(
-        lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text
-    )
-
-
-def _json_line(value: Any) -> str:
-    """Compact JSON in which no terminal control appears raw (each is a ``\\u`` escape)."""
-    text = json.dumps(value, ensure_ascii=False)
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
-
-
-class _TextReport:
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def report(self, report: Any) -> None:
-        where = report.call.position if report.call else f"line {report.line}"
-        tool = f" {report.call.name}" if report.call else ""
-        lines = [f"{where}{tool}: {'repaired' if report.ok else 'invalid'}"]
-        lines += [f"  {problem}" for problem in report.problems]
-        lines += [f"  repaired {repair}" for repair in report.repairs]
-        self.out.write("".join(_printable(line) + "\n" for line in lines))
-
-    def abort(self, message: str) -> None:
-        pass  # the error goes to stderr; what was written stands
-
-    def finish(self, summary: Any) -> None:
-        noun = "call" if summary.calls == 1 else "calls"
-        self.out.write(
-            f"{summary.calls} {noun}: {summary.valid} valid ({summary.repaired} after repair), "
-            f"{summary.invalid} invalid"
-            + (f"; {summary.unreadable} unreadable lines" if summary.unreadable else "")
-            + "\n"
-        )
-
-
-class _JsonReport:
-    """One JSON document, ``{"results": [...], "calls": …}``, written as the results come."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.started = False
-
-    def _open(self) -> str:
-        opening = "" if self.started else '{"results":['
-        self.started = True
-        return opening
-
-    def report(self, report: Any) -> None:
-        separator = "," if self.started else ""
-        self.out.write(self._open() + separator + _json_line(report.as_dict()))
-
-    def abort(self, message: str) -> None:
-        if self.started:  # keep stdout one valid document
-            self.out.write("]," + _json_line({"error": message})[1:] + "\n")
-
-    def finish(self, summary: Any) -> None:
-        totals = {k: v for k, v in summary.as_dict().items() if k != "results"}
-        self.out.write(self._open() + "]," + _json_line(totals)[1:] + "\n")
 
 
 def _tools(args: argparse.Namespace, out: TextIO) -> int:
@@ -418,6 +350,8 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
     ]
     if argv[0] in commands:
         return None
+    from ._report import printable
+
     close = difflib.get_close_matches(argv[0], commands, n=1)
     suggestion = f"; did you mean {close[0]!r}?" if close else ""
-    return f"unknown command {_printable(argv[0])!r}{suggestion} (commands: {', '.join(commands)})"
+    return f"unknown command {printable(argv[0])!r}{suggestion} (commands: {', '.join(commands)})"

@@ -1,0 +1,81 @@
+"""How `xerj-tools validate` writes its reports: text, or one JSON document written as it goes.
+
+Each report is written when it is made, so memory stays flat however long the input is, and
+nothing from the input reaches a terminal raw: ids, names and values are escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TextIO
+
+__all__ = ["JsonReport", "TextReport", "printable"]
+
+
+# Terminal controls a recorded call could carry in its id, name or arguments: C0 and C1
+# controls (ESC, BEL, CSI…), DEL, and the invisible or direction-changing format characters.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+
+
+def printable(text: str) -> str:
+    """`text` with every terminal control shown as an escape (``\\x1b``, ``\\u202e``)."""
+    return _UNSAFE.sub(
+        lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text
+    )
+
+
+def _json_line(value: Any) -> str:
+    """Compact JSON in which no terminal control appears raw (each is a ``\\u`` escape)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+class TextReport:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def report(self, report: Any) -> None:
+        where = report.call.position if report.call else f"line {report.line}"
+        tool = f" {report.call.name}" if report.call else ""
+        lines = [f"{where}{tool}: {'repaired' if report.ok else 'invalid'}"]
+        lines += [f"  {problem}" for problem in report.problems]
+        lines += [f"  repaired {repair}" for repair in report.repairs]
+        self.out.write("".join(printable(line) + "\n" for line in lines))
+
+    def abort(self, message: str) -> None:
+        pass  # the error goes to stderr; what was written stands
+
+    def finish(self, summary: Any) -> None:
+        noun = "call" if summary.calls == 1 else "calls"
+        self.out.write(
+            f"{summary.calls} {noun}: {summary.valid} valid ({summary.repaired} after repair), "
+            f"{summary.invalid} invalid"
+            + (f"; {summary.unreadable} unreadable lines" if summary.unreadable else "")
+            + "\n"
+        )
+
+
+class JsonReport:
+    """One JSON document, ``{"results": [...], "calls": …}``, written as the results come."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.started = False
+
+    def _open(self) -> str:
+        opening = "" if self.started else '{"results":['
+        self.started = True
+        return opening
+
+    def report(self, report: Any) -> None:
+        separator = "," if self.started else ""
+        self.out.write(self._open() + separator + _json_line(report.as_dict()))
+
+    def abort(self, message: str) -> None:
+        if self.started:  # keep stdout one valid document
+            self.out.write("]," + _json_line({"error": message})[1:] + "\n")
+
+    def finish(self, summary: Any) -> None:
+        totals = {k: v for k, v in summary.as_dict().items() if k != "results"}
+        self.out.write(self._open() + "]," + _json_line(totals)[1:] + "\n")
