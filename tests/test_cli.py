@@ -215,7 +215,8 @@ def test_call_dry_run_prints_the_request_and_redacts_the_key(monkeypatch: pytest
     shown = json.loads(out)
     assert code == 0 and "SENTINEL-KEY" not in out
     assert shown == {"method": "POST", "url": "http://127.0.0.1:9/_memory/agent/_recall",
-                     "headers": {"Accept": "application/json", "Content-Type": "application/json",
+                     "headers": {"Accept": "application/json", "Accept-Encoding": "identity",
+                                 "Content-Type": "application/json",
                                  "User-Agent": "xerj-tools/0.1", "Authorization": "<redacted>"},
                      "body": {"query": "tea", "k": 3}, "repairs": ['$.k: "3" → 3']}
     code, out, _ = run("call", "xerj_search", '{"index": "../x"}', "--dry-run")

@@ -144,3 +144,30 @@ def test_the_built_in_handlers_refuse_a_dot_name(name: str) -> None:
         with pytest.raises(ArgumentsError) as info:
             HANDLERS[tool](args)
         assert info.value.problems[0].path in ("$.index", "$.namespace")
+
+
+BAD_KEYS = ["s\u00e9cret-key-42", "secret-key-42\r\nX-Injected: 1", "secret\nkey", "secret\x00key", "secret\x7fkey",
+            "secret\u2028key-42"]
+
+
+@pytest.mark.parametrize("key", BAD_KEYS)
+@pytest.mark.parametrize("argument", ["api_key", "authorization"])
+def test_a_key_that_cannot_be_a_header_is_refused_without_showing_it(
+    key: str, argument: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Such a key would fail (or inject a header) on every request, with the key in the error
+    text or in httpcore's log; it is refused when the dispatcher is built."""
+    from xerj_tools import AsyncDispatcher
+
+    value = key if argument == "api_key" else f"Bearer {key}"
+    for kind in (Dispatcher, AsyncDispatcher):
+        with pytest.raises(ConfigurationError) as raised:
+            kind(url="http://127.0.0.1:9", **{argument: value})
+        text = str(raised.value) + repr(raised.value)
+        assert "secret" not in text and "key-42" not in text and argument.replace("_", " ") in text.lower()
+    if "\x00" in key:
+        return  # an environment variable cannot hold it
+    monkeypatch.setenv("XERJ_API_KEY", key)
+    with pytest.raises(ConfigurationError) as raised:
+        Dispatcher(url="http://127.0.0.1:9")
+    assert "secret" not in str(raised.value)

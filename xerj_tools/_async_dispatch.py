@@ -13,6 +13,7 @@ import httpx
 from ._budget import DEFAULT_BUDGET
 from ._calls import ToolMessage
 from ._core import Flow, ToolResult
+from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch import _Base, _Begun
 from ._exceptions import ToolCallError
 from ._handlers import Handler, HttpRequest
@@ -55,6 +56,7 @@ class AsyncDispatcher(_Base):
         budgets: Mapping[str, int] | None = None,
         max_buckets: int = 25,
         policy: Policy | None = None,
+        deadline: float = DEFAULT_DEADLINE,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -64,6 +66,7 @@ class AsyncDispatcher(_Base):
             connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
             pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
             budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
+            deadline=deadline,
         )  # fmt: skip
         self._transport = AsyncTransport(self._endpoint, self._settings, client, clock)
         self._sleep = sleep
@@ -77,7 +80,8 @@ class AsyncDispatcher(_Base):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
             payload, attempts = await self._drive(
-                self._core.flow(tool_call.name, prepared, self._endpoint.label)
+                self._core.flow(tool_call.name, prepared, self._endpoint.label),
+                Deadline(self.deadline, self._core.clock),
             )
             return self._core.result(tool_call, payload, attempts, started, prepared)
 
@@ -117,13 +121,13 @@ class AsyncDispatcher(_Base):
         """Run a turn's calls concurrently; see `Dispatcher.dispatch_many`."""
         return [r.message for r in await self.run_many(calls, transcript=transcript)]
 
-    async def _send(self, request: HttpRequest) -> tuple[Outcome, int]:
+    async def _send(self, request: HttpRequest, deadline: Deadline) -> tuple[Outcome, int]:
         attempts = 0
 
         async def attempt() -> Outcome:
             nonlocal attempts
             attempts += 1
-            return await self._transport.send(request)
+            return await self._transport.send(request, deadline)
 
         first: list[Outcome] = [await attempt()]
         if not should_retry(request, first[0], self.retry) or self.retry.max_attempts < 2:
@@ -132,15 +136,15 @@ class AsyncDispatcher(_Base):
         async def resume() -> Outcome:
             return first.pop() if first else await attempt()
 
-        outcome: Outcome = await async_retrying(request, self.retry, self._sleep)(resume)
+        outcome: Outcome = await async_retrying(request, self.retry, self._sleep, deadline)(resume)
         return outcome, attempts
 
-    async def _drive(self, flow: Flow) -> tuple[dict[str, Any], int]:
+    async def _drive(self, flow: Flow, deadline: Deadline) -> tuple[dict[str, Any], int]:
         total = 0
         try:
             request = next(flow)
             while True:
-                outcome, attempts = await self._send(request)
+                outcome, attempts = await self._send(request, deadline)
                 if request.kind != "listing":  # a follow-up for the message, not the call
                     total += attempts
                 request = flow.send((outcome, attempts))

@@ -232,7 +232,9 @@ def _guarantee(
             truncated.setdefault("omitted", []).append(key)
             out["truncated"] = truncated
     if _size(out) > budget:
-        minimal: dict[str, Any] = {k: out[k] for k in ("ok", "tool", "total") if k in out}
+        minimal: dict[str, Any] = {k: out[k] for k in ("ok", "tool") if k in out}
+        if isinstance(out.get("total"), int):
+            minimal["total"] = out["total"]
         minimal["truncated"] = {
             "omitted": ["everything but the total"],
             "hint": "narrow the request",

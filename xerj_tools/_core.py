@@ -15,6 +15,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ._body import clean
 from ._body_indices import may_name_indices
 from ._budget import DEFAULT_BUDGET, MIN_BUDGET, cap_buckets, fit_error, fit_payload
 from ._calls import ToolCall, ToolMessage
@@ -264,6 +265,9 @@ class DispatchCore:
                 payload = success_payload(tool, outcome, request, note)
             except EngineError as exc:
                 return error_payload(tool, exc, attempts=attempts)
+            # From here on the engine's values are finite and at most MAX_DEPTH deep, so
+            # shaping and budget fitting (recursive) and serialising cannot fail on them.
+            payload = clean(payload)
             if "aggregations" in payload:
                 payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
             if request.kind == "memory_store" and attempts > 1:

@@ -18,7 +18,8 @@ import httpx
 from ._budget import DEFAULT_BUDGET
 from ._calls import ToolCall, ToolMessage, parse_tool_call
 from ._core import DispatchCore, Flow, Prepared, ToolResult
-from ._exceptions import ToolCallError
+from ._deadline import DEFAULT_DEADLINE, Deadline
+from ._exceptions import ConfigurationError, ToolCallError
 from ._handlers import Handler, HttpRequest
 from ._outcome import Failure, Outcome
 from ._policy import Policy
@@ -56,7 +57,11 @@ class _Base:
         max_buckets: int,
         policy: Policy | None,
         clock: Callable[[], float],
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
+        if not (0 < deadline < float("inf")):
+            raise ConfigurationError("deadline must be a positive number of seconds")
+        self.deadline = deadline
         self.registry = registry if registry is not None else load_registry()
         # Guardrails are on unless the operator says otherwise: no dot-indices (XERJ's memory
         # indices among them), no oversized arguments.
@@ -179,6 +184,7 @@ class Dispatcher(_Base):
         max_buckets: int = 25,
         policy: Policy | None = None,
         max_workers: int = 8,
+        deadline: float = DEFAULT_DEADLINE,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -188,6 +194,7 @@ class Dispatcher(_Base):
             connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
             pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
             budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
+            deadline=deadline,
         )  # fmt: skip
         self._transport = SyncTransport(self._endpoint, self._settings, client, clock)
         self._sleep = sleep
@@ -204,7 +211,8 @@ class Dispatcher(_Base):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
             flow = self._core.flow(tool_call.name, prepared, self._endpoint.label)
-            payload, attempts = self._drive(flow, cancel)
+            deadline = Deadline(self.deadline, self._core.clock)
+            payload, attempts = self._drive(flow, deadline, cancel)
             return self._core.result(tool_call, payload, attempts, started, prepared)
 
     def dispatch(self, call: Any) -> ToolMessage:
@@ -270,7 +278,9 @@ class Dispatcher(_Base):
         """
         return [r.message for r in self.run_many(calls, transcript=transcript)]
 
-    def _send(self, request: HttpRequest, cancel: threading.Event | None) -> tuple[Outcome, int]:
+    def _send(
+        self, request: HttpRequest, deadline: Deadline, cancel: threading.Event | None
+    ) -> tuple[Outcome, int]:
         attempts = 0
 
         def attempt() -> Outcome:
@@ -278,7 +288,7 @@ class Dispatcher(_Base):
             if cancel is not None and cancel.is_set():
                 return Failure("cancelled", "the turn was interrupted", self.url, sent=False)
             attempts += 1
-            return self._transport.send(request)
+            return self._transport.send(request, deadline)
 
         def sleep(seconds: float) -> None:
             if cancel is None:
@@ -297,17 +307,17 @@ class Dispatcher(_Base):
         def resume() -> Outcome:
             return first.pop() if first else attempt()
 
-        outcome: Outcome = retrying(request, self.retry, sleep)(resume)
+        outcome: Outcome = retrying(request, self.retry, sleep, deadline)(resume)
         return outcome, attempts
 
     def _drive(
-        self, flow: Flow, cancel: threading.Event | None = None
+        self, flow: Flow, deadline: Deadline, cancel: threading.Event | None = None
     ) -> tuple[dict[str, Any], int]:
         total = 0
         try:
             request = next(flow)
             while True:
-                outcome, attempts = self._send(request, cancel)
+                outcome, attempts = self._send(request, deadline, cancel)
                 if request.kind != "listing":  # a follow-up for the message, not the call
                     total += attempts
                 request = flow.send((outcome, attempts))

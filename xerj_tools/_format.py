@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ._body import clean
 from ._exceptions import ArgumentsError, EngineError, ToolCallError
 from ._handlers import HttpRequest
 from ._hints import block_hint, too_large_hint
@@ -89,12 +90,16 @@ ERROR_CODES: dict[str, tuple[bool, str]] = {
 }
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
 
 
 def dumps(payload: Mapping[str, Any]) -> str:
-    """Compact JSON, the form every tool message takes."""
-    return _ENCODER.encode(payload)
+    """Compact, strict JSON, the form every tool message takes. A value JSON cannot carry (NaN,
+    an infinity) becomes null, and one nested past `MAX_DEPTH` a marker, rather than an error."""
+    try:
+        return _ENCODER.encode(payload)
+    except (ValueError, RecursionError):
+        return _ENCODER.encode(clean(payload))
 
 
 def error_payload(
@@ -129,9 +134,13 @@ def engine_error(
             "too_large": "response_too_large",
             "protocol": "invalid_response",
             "cancelled": "cancelled",
+            "deadline": "timeout",
         }[outcome.kind]
         advice = too_large_hint(tool, request) if code == "response_too_large" else None
-        return EngineError(f"{outcome.detail} ({outcome.node})", code=code, hint=advice)
+        late = {} if outcome.deadline is None else {"deadline": outcome.deadline}
+        return EngineError(
+            f"{outcome.detail} ({outcome.node})", code=code, hint=advice, details=late
+        )
     status, kind = outcome.status, outcome.error_type
     reason = outcome.error_reason or _body_excerpt(outcome)
     details: dict[str, Any] = {}
@@ -157,13 +166,39 @@ def engine_error(
     elif status >= 500:
         code = "server_error"
     elif 200 <= status < 300:
-        code, reason = (
-            "invalid_response",
-            f"XERJ answered HTTP {status} with a body that is not JSON: {reason}",
-        )
+        code, reason = "invalid_response", _unusable(outcome, request) or reason
     else:
         code = "bad_request"
     return EngineError(reason, code=code, status=status, type=kind, details=details, hint=hint)
+
+
+def _unusable(reply: Reply, request: HttpRequest, data: Any = None) -> str | None:
+    """Why a 2xx reply is not a result the tool can use, or None when it is one. `data` is the
+    body already decoded (a search's, without its vectors), else `reply.data` is read."""
+    status = reply.status
+    data = reply.data if data is None else data
+    if data is None and reply.unreadable is not None:
+        return f"XERJ answered HTTP {status} with a body that could not be read: {reply.unreadable}"
+    if not isinstance(data, dict):
+        return f"XERJ answered HTTP {status} with a body that is not JSON: {_body_excerpt(reply)}"
+    if data.get("error") is not None:  # an error is an error, whatever the status line says
+        kind = reply.error_type
+        said = reply.error_reason or _body_excerpt(reply)
+        return f"XERJ answered HTTP {status} but its body reports an error: " + (
+            f"{kind}: {said}" if kind else said
+        )
+    # What each kind needs: XERJ's search envelope (es_compat.rs), recall's {"hits": [...]}
+    # (memory_api.rs:572) and store's {"id": ...} (memory_api.rs:373-379).
+    hits = data.get("hits")
+    if request.kind == "search" and not (
+        isinstance(hits, dict) and isinstance(hits.get("hits"), list)
+    ):
+        return f"XERJ answered HTTP {status} without the `hits.hits` list of a search result"
+    if request.kind == "memory_recall" and not isinstance(hits, list):
+        return f"XERJ answered HTTP {status} without the `hits` list of a recall"
+    if request.kind == "memory_store" and not isinstance(data.get("id"), str):
+        return f"XERJ answered HTTP {status} without the `id` of the stored memory"
+    return None
 
 
 def _body_excerpt(reply: Reply, limit: int = 200) -> str:
@@ -179,50 +214,83 @@ def _is_vector(value: Any) -> bool:
     )
 
 
-def _strip_vectors(source: Any) -> Any:
+def _strip_vectors(source: Any, named: frozenset[str]) -> Any:
+    # XERJ keeps a semantic field's embedding inside _source as `<field>_vector` (and
+    # `<field>_vector_chunks`; engine/crates/xerj-engine/src/index.rs:5077), and its _source
+    # filter knows only a trailing `*` (index.rs:15826), so `*` or `body*` brings them back:
+    # they are dropped here unless the model named that exact field.
     if not isinstance(source, dict):
         return source
     return {
         k: v for k, v in source.items()
-        if not ((k.endswith("_vector") or k.endswith("_vector_chunks")) and _is_vector(v))
+        if k in named or not (k.endswith(("_vector", "_vector_chunks")) and _is_vector(v))
     }  # fmt: skip
 
 
-def _drop_hit_vectors(obj: dict[str, Any]) -> dict[str, Any]:
+def _drop_hit_vectors(obj: dict[str, Any], named: frozenset[str]) -> dict[str, Any]:
     # A json object_hook runs as each object closes: a hit's embeddings are dropped as soon as
     # that hit is parsed, so even a large answer never holds all of them at once.
     source = obj.get("_source")
     if "_id" in obj and isinstance(source, dict):
-        obj["_source"] = _strip_vectors(source)
+        obj["_source"] = _strip_vectors(source, named)
     return obj
 
 
-def decode_search(reply: Reply, keep_vectors: bool) -> Any:
-    """The search answer's JSON, without the embeddings the model did not ask for; None when
-    the body is not JSON."""
-    if keep_vectors:
-        return reply.data
+def decode_search(reply: Reply, named: frozenset[str]) -> Any:
+    """The search answer's JSON, without the embeddings the model did not name (NaN and
+    infinities made null, as `Reply.data` does); None when the body is not JSON."""
     try:
-        return json.loads(reply.body, object_hook=_drop_hit_vectors)
+        return json.loads(
+            reply.body,
+            parse_constant=lambda _: None,
+            object_hook=lambda obj: _drop_hit_vectors(obj, named),
+        )
     except (ValueError, RecursionError):
         return None
 
 
-def _asked_for_fields(request: HttpRequest) -> bool:
+def _named_fields(request: HttpRequest) -> frozenset[str]:
+    """The exact field names the model asked `_source` for (no patterns)."""
     source = (request.body or {}).get("_source")
-    return isinstance(source, (list, str)) and source not in ("true", "false")
+    if isinstance(source, dict):
+        source = source.get("includes")
+    names = source.split(",") if isinstance(source, str) else source
+    if not isinstance(names, list):
+        return frozenset()
+    return frozenset(n.strip() for n in names if isinstance(n, str) and "*" not in n)
 
 
-def _hit(hit: Mapping[str, Any], keep_vectors: bool) -> dict[str, Any]:
+def _hit(hit: Mapping[str, Any], named: frozenset[str], inner: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key in ("_index", "_id", "_score"):
+    for key in ("_index", "_id", "_score", "_nested"):
         if key in hit:
             out[key] = hit[key]
     if "_source" in hit:
-        out["_source"] = hit["_source"] if keep_vectors else _strip_vectors(hit["_source"])
+        out["_source"] = _strip_vectors(hit["_source"], named)
     for key in ("highlight", "fields", "sort", "matched_queries"):
         if key in hit:
             out[key] = hit[key]
+    if "inner_hits" in hit:
+        # the model asked for them in its query (es_compat.rs:9892-9894, 23971)
+        out["inner_hits"] = _inner_hits(hit["inner_hits"], named) if inner else hit["inner_hits"]
+    return out
+
+
+def _inner_hits(value: Any, named: frozenset[str]) -> Any:
+    """Each named block of inner hits, its hits shaped like top-level ones (one level deep)."""
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for name, block in value.items():
+        inner = block.get("hits") if isinstance(block, dict) else None
+        rows = inner.get("hits") if isinstance(inner, dict) else None
+        if isinstance(inner, dict) and isinstance(rows, list):
+            shaped = [_hit(r, named, inner=False) for r in rows if isinstance(r, dict)]
+            out[name] = {
+                "hits": {**{k: v for k, v in inner.items() if k != "hits"}, "hits": shaped}
+            }
+        else:
+            out[name] = block
     return out
 
 
@@ -236,6 +304,13 @@ def _total(hits: Mapping[str, Any], out: dict[str, Any]) -> None:
         out["total"] = total
     else:
         out["total"] = None  # track_total_hits was false
+    if not _count(out["total"]):
+        out["total"] = None  # anything but a count is not one (a list would also blow the budget)
+        out.pop("total_relation", None)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _rerank_block(data: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -274,8 +349,8 @@ def _search_payload(
     _total(hits, out)
     raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
     assert isinstance(raw_hits, list)
-    keep = _asked_for_fields(request)
-    out["hits"] = [_hit(h, keep) for h in raw_hits if isinstance(h, dict)]
+    named = _named_fields(request)
+    out["hits"] = [_hit(h, named) for h in raw_hits if isinstance(h, dict)]
     if "aggregations" in data:
         out["aggregations"] = data["aggregations"]
     rerank = rerank_note or _rerank_block(data)
@@ -290,10 +365,12 @@ def _search_payload(
     if data.get("timed_out") is True:
         warnings.append("the search timed out on the node; hits may be incomplete")
     shards = data.get("_shards")
-    if isinstance(shards, dict) and isinstance(shards.get("failed"), int) and shards["failed"] > 0:
-        warnings.append(
-            f"{shards['failed']} of {shards.get('total', '?')} shards failed; hits may be incomplete"
-        )
+    if isinstance(shards, dict) and _count(shards.get("failed")) and shards["failed"] > 0:
+        total = shards.get("total") if _count(shards.get("total")) else "?"
+        warning = f"{shards['failed']} of {total} shards failed; hits may be incomplete"
+        if reasons := _shard_reasons(shards.get("failures")):
+            warning += ": " + "; ".join(reasons)  # what the model needs to fix its query
+        warnings.append(warning)
     if data.get("terminated_early") is True:
         warnings.append("the search terminated early")
     if warnings:
@@ -320,14 +397,30 @@ def own_first_write(payload: dict[str, Any], request: HttpRequest) -> dict[str, 
     return out
 
 
+def _shard_reasons(failures: Any, limit: int = 3) -> list[str]:
+    """The distinct reasons in `_shards.failures` (XERJ: es_compat.rs:8012-8019, 10504)."""
+    reasons: list[str] = []
+    for failure in failures if isinstance(failures, list) else []:
+        cause = failure.get("reason") if isinstance(failure, dict) else None
+        if isinstance(cause, dict):
+            kind, said = cause.get("type"), cause.get("reason")
+            text = f"{kind}: {said}" if isinstance(kind, str) and isinstance(said, str) else None
+        else:
+            text = cause if isinstance(cause, str) else None
+        if text and text[:300] not in reasons:
+            reasons.append(text[:300])
+        if len(reasons) == limit:
+            break
+    return reasons
+
+
 def success_payload(
     tool: str, reply: Reply, request: HttpRequest, rerank_note: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Shape a 2xx JSON reply into the envelope for the request's kind."""
-    data = (
-        decode_search(reply, _asked_for_fields(request)) if request.kind == "search" else reply.data
-    )
-    if not isinstance(data, dict):
+    named = _named_fields(request)
+    data = decode_search(reply, named) if request.kind == "search" else reply.data
+    if not isinstance(data, dict) or _unusable(reply, request, data) is not None:
         raise engine_error(reply, request)
     if request.kind == "search":
         out = _search_payload(tool, data, request, rerank_note)

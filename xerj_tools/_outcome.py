@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from ._body import decode_json
+
 __all__ = ["Failure", "FailureKind", "Outcome", "Reply"]
 
 FailureKind = Literal[
-    "unreachable", "timeout", "connection_lost", "too_large", "protocol", "cancelled"
+    "unreachable", "timeout", "connection_lost", "too_large", "protocol", "cancelled", "deadline"
 ]
 
 
@@ -25,14 +26,18 @@ class Reply:
     node: str = ""
 
     @cached_property
+    def _decoded(self) -> tuple[Any, str | None]:
+        return decode_json(self.body)
+
+    @property
     def data(self) -> Any:
-        """The decoded JSON body, or None when the body is not JSON."""
-        if not self.body:
-            return None
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
+        """The decoded JSON body (NaN and infinities made null), or None when it is not JSON."""
+        return self._decoded[0]
+
+    @property
+    def unreadable(self) -> str | None:
+        """Why a body that may well be JSON could not be decoded (nested too deeply), or None."""
+        return self._decoded[1]
 
     @property
     def error_type(self) -> str | None:
@@ -69,6 +74,7 @@ class Failure:
     detail: str
     node: str = ""
     sent: bool = True  # False when the request certainly never reached the server
+    deadline: float | None = None  # kind "deadline": the call's deadline, in seconds
 
 
 Outcome = Reply | Failure

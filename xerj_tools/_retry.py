@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # tenacity is imported when a dispatcher first retries, not b
     import tenacity
     from tenacity import RetryCallState
 
+    from ._deadline import Deadline
+
 __all__ = ["RerankRefusal", "RetryPolicy", "rerank_refusal", "retry_after_seconds", "should_retry"]
 
 
@@ -123,7 +125,7 @@ def should_retry(request: HttpRequest, outcome: Outcome, policy: RetryPolicy) ->
     if request.kind == "listing":
         return False  # the index list only decorates an error message; not worth a wait
     if isinstance(outcome, Failure):
-        if outcome.kind in ("too_large", "protocol", "cancelled"):
+        if outcome.kind in ("too_large", "protocol", "cancelled", "deadline"):
             return False
         # A request that may have reached the server is repeated only when that is harmless.
         return request.idempotent or not outcome.sent
@@ -154,12 +156,19 @@ class _Wait:
         return float(self._fallback(retry_state))
 
 
-def _settings(request: HttpRequest, policy: RetryPolicy) -> dict[str, Any]:
+def _settings(request: HttpRequest, policy: RetryPolicy, deadline: Deadline) -> dict[str, Any]:
     import tenacity
+
+    class past_deadline(tenacity.stop.stop_base):
+        """No wait that would end at or past the call's deadline (its attempt would too)."""
+
+        def __call__(self, retry_state: RetryCallState) -> bool:
+            return retry_state.upcoming_sleep >= deadline.remaining()
 
     return {
         "stop": tenacity.stop_after_attempt(policy.max_attempts)
-        | tenacity.stop_before_delay(policy.max_time),
+        | tenacity.stop_before_delay(policy.max_time)
+        | past_deadline(),
         "wait": _Wait(policy),
         "retry": tenacity.retry_if_result(lambda outcome: should_retry(request, outcome, policy)),
         # When attempts run out, the last outcome is the answer; it becomes the tool message.
@@ -170,16 +179,22 @@ def _settings(request: HttpRequest, policy: RetryPolicy) -> dict[str, Any]:
 
 
 def retrying(
-    request: HttpRequest, policy: RetryPolicy, sleep: Callable[[float], None]
+    request: HttpRequest,
+    policy: RetryPolicy,
+    sleep: Callable[[float], None],
+    deadline: Deadline,
 ) -> tenacity.Retrying:
     import tenacity
 
-    return tenacity.Retrying(sleep=sleep, **_settings(request, policy))
+    return tenacity.Retrying(sleep=sleep, **_settings(request, policy, deadline))
 
 
 def async_retrying(
-    request: HttpRequest, policy: RetryPolicy, sleep: Callable[[float], Awaitable[None]]
+    request: HttpRequest,
+    policy: RetryPolicy,
+    sleep: Callable[[float], Awaitable[None]],
+    deadline: Deadline,
 ) -> tenacity.AsyncRetrying:
     import tenacity
 
-    return tenacity.AsyncRetrying(sleep=sleep, **_settings(request, policy))
+    return tenacity.AsyncRetrying(sleep=sleep, **_settings(request, policy, deadline))

@@ -5,18 +5,21 @@ httpx exceptions never leave this module: each attempt ends as a `Reply` or a `F
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
 
+from ._body import BodyReader, TooLarge, Undecodable
+from ._deadline import Deadline, guard, running, timeouts
 from ._exceptions import ConfigurationError
 from ._handlers import HttpRequest
 from ._outcome import Failure, Outcome, Reply
@@ -55,6 +58,12 @@ def _check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def _header_safe(value: str) -> bool:
+    """Visible ASCII, spaces and tabs only: anything else fails on every request (with the value
+    in the error text) or, with a line break, would add a header of its own."""
+    return all(" " <= c <= "~" or c == "\t" for c in value)
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where XERJ is (one node or several) and how to authenticate. The credential is never
@@ -79,10 +88,17 @@ class Endpoint:
         urls = [u.strip() for u in url.split(",")] if isinstance(url, str) else list(url)
         if not urls or not all(urls):
             raise ConfigurationError("give at least one XERJ URL")
+        what = "authorization"
         if authorization is None:
             key = api_key if api_key is not None else os.environ.get("XERJ_API_KEY")
             if key:
-                authorization = f"ApiKey {key.strip()}"
+                authorization, what = f"ApiKey {key.strip()}", "API key"
+        if authorization and not _header_safe(authorization):
+            # The message never repeats the value: it is a credential.
+            raise ConfigurationError(
+                f"the {what} holds a character an HTTP header cannot carry (non-ASCII, a line "
+                "break or a control character); check how it was copied"
+            )
         secret = _Secret(authorization) if authorization else None
         return cls(tuple(_check_url(u) for u in urls), secret)
 
@@ -98,6 +114,8 @@ class Endpoint:
     def headers(self) -> dict[str, str]:
         headers = {
             "Accept": "application/json",
+            # XERJ never compresses; a proxy that would is asked not to (see `BodyReader`)
+            "Accept-Encoding": "identity",
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
         }
@@ -110,8 +128,9 @@ class Endpoint:
 
 
 class NodePool:
-    """Round-robin over a cluster's nodes, skipping a node that refused connections or timed
-    out until its cooldown ends (5 s, doubling with each failure in a row, at most 60 s)."""
+    """Round-robin over a cluster's nodes, skipping a node that refused connections, timed out
+    or ran a call past its deadline until its cooldown ends (5 s, doubling with each failure in
+    a row, at most 60 s)."""
 
     def __init__(
         self,
@@ -148,7 +167,7 @@ class NodePool:
                 self._failures.pop(node, None)
                 self._dead_until.pop(node, None)
                 return
-            if outcome.kind not in ("unreachable", "timeout"):
+            if outcome.kind not in ("unreachable", "timeout", "deadline"):
                 return
             failures = self._failures.get(node, 0) + 1
             self._failures[node] = failures
@@ -218,6 +237,25 @@ def _too_large(limit: int, node: str) -> Failure:
     return Failure("too_large", f"the response is larger than {limit} bytes", node)
 
 
+def _late(deadline: Deadline, node: str, sent: bool = True) -> Failure:
+    return Failure(
+        "deadline", f"the call's deadline of {deadline.seconds:g} s passed before XERJ answered",
+        node, sent=sent, deadline=deadline.seconds,
+    )  # fmt: skip
+
+
+def _unreadable(exc: Undecodable, node: str) -> Failure:
+    return Failure("protocol", f"the response could not be decoded: {exc}", node)
+
+
+def _reader(response: httpx.Response, limit: int) -> BodyReader:
+    # A response built from bytes (a caller's `httpx.MockTransport`) was read, and decoded, by
+    # httpx when it was made; only a streamed one is read raw and decoded here.
+    if response.is_stream_consumed:
+        return BodyReader(None, limit, raw=False)
+    return BodyReader(response.headers.get("content-encoding"), limit)
+
+
 class SyncTransport:
     """Sends one attempt with an `httpx.Client` (the caller's, or one owned and pooled)."""
 
@@ -232,39 +270,82 @@ class SyncTransport:
         self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
         self._owned = client is None
-        self._client = client if client is not None else httpx.Client(**settings.httpx_options())
+        if client is None:
+            options = settings.httpx_options()
+            transport = guard(
+                httpx.HTTPTransport(verify=options["verify"], limits=options["limits"])
+            )
+            client = httpx.Client(timeout=options["timeout"], transport=transport)
+        self._client = client
 
-    def send(self, request: HttpRequest) -> Outcome:
+    def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
         node = self.nodes.pick()
+        if deadline.expired:
+            return _late(deadline, node, sent=False)
         with attempt(request, node) as traced:
-            outcome = traced.done(self._attempt(request, node))
+            outcome = traced.done(self._attempt(request, node, deadline))
         self.nodes.report(node, outcome)
         return outcome
 
-    def _attempt(self, request: HttpRequest, node: str) -> Outcome:
+    def _attempt(self, request: HttpRequest, node: str, deadline: Deadline) -> Outcome:
         limit = self.settings.max_response_bytes
         try:
-            with self._client.stream(
-                request.method,
-                self.endpoint.url(request.path, node),
-                content=encode_body(request.body),
-                headers=self.endpoint.headers(),
-                params=dict(request.params) or None,
-            ) as response:
-                chunks, size = [], 0
-                for chunk in response.iter_bytes():
-                    size += len(chunk)
-                    if size > limit:
-                        return _too_large(limit, node)
-                    chunks.append(chunk)
-                headers = response.headers  # case-insensitive already
-                return Reply(response.status_code, headers, b"".join(chunks), node)
+            with (
+                running(deadline),
+                self._client.stream(
+                    request.method,
+                    self.endpoint.url(request.path, node),
+                    content=encode_body(request.body),
+                    headers=self.endpoint.headers(),
+                    params=dict(request.params) or None,
+                    timeout=timeouts(self._client.timeout, deadline),
+                ) as response,
+            ):
+                body = _reader(response, limit)
+                for chunk in response.iter_raw() if body.raw else (response.content,):
+                    body.feed(chunk)
+                    if deadline.expired:
+                        return _late(deadline, node)
+                return Reply(response.status_code, response.headers, body.finish(), node)
+        except TooLarge:
+            return _too_large(limit, node)
+        except Undecodable as exc:
+            return _unreadable(exc, node)
         except httpx.HTTPError as exc:
-            return _failure(exc, node)
+            return _late(deadline, node) if deadline.expired else _failure(exc, node)
 
     def close(self) -> None:
         if self._owned:
             self._client.close()
+
+
+async def _read(response: httpx.Response, body: BodyReader, deadline: Deadline) -> bool:
+    """Feed `body` the raw chunks of `response`; False when the deadline passed first.
+
+    Stopping early (cap, bad coding, deadline) must not leave httpx's chain of async generators
+    to the garbage collector, whose finalizers need a running loop (on 3.13 a closed loop turns
+    them into errors): the response is closed, and the chain run to its end, which then comes
+    at once.
+    """
+    chunks = cast("AsyncGenerator[bytes, None]", response.aiter_raw())
+    try:
+        async for chunk in chunks:
+            body.feed(chunk)
+            if deadline.expired:
+                await _abandon(response, chunks)
+                return False
+    except (TooLarge, Undecodable):
+        await _abandon(response, chunks)
+        raise
+    return True
+
+
+async def _abandon(response: httpx.Response, chunks: AsyncGenerator[bytes, None]) -> None:
+    await response.aclose()
+    with contextlib.suppress(StopAsyncIteration, httpx.HTTPError, httpx.StreamError):
+        for _ in range(16):  # what h11 had buffered, then a read error from the closed socket
+            await anext(chunks)
+    await chunks.aclose()
 
 
 class AsyncTransport:
@@ -281,37 +362,47 @@ class AsyncTransport:
         self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
         self._owned = client is None
-        self._client = (
-            client if client is not None else httpx.AsyncClient(**settings.httpx_options())
-        )
+        if client is None:
+            options = settings.httpx_options()
+            transport = guard(
+                httpx.AsyncHTTPTransport(verify=options["verify"], limits=options["limits"])
+            )
+            client = httpx.AsyncClient(timeout=options["timeout"], transport=transport)
+        self._client = client
 
-    async def send(self, request: HttpRequest) -> Outcome:
+    async def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
         node = self.nodes.pick()
+        if deadline.expired:
+            return _late(deadline, node, sent=False)
         with attempt(request, node) as traced:
-            outcome = traced.done(await self._attempt(request, node))
+            outcome = traced.done(await self._attempt(request, node, deadline))
         self.nodes.report(node, outcome)
         return outcome
 
-    async def _attempt(self, request: HttpRequest, node: str) -> Outcome:
+    async def _attempt(self, request: HttpRequest, node: str, deadline: Deadline) -> Outcome:
         limit = self.settings.max_response_bytes
         try:
-            async with self._client.stream(
-                request.method,
-                self.endpoint.url(request.path, node),
-                content=encode_body(request.body),
-                headers=self.endpoint.headers(),
-                params=dict(request.params) or None,
-            ) as response:
-                chunks, size = [], 0
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > limit:
-                        return _too_large(limit, node)
-                    chunks.append(chunk)
-                headers = response.headers  # case-insensitive already
-                return Reply(response.status_code, headers, b"".join(chunks), node)
+            with running(deadline):
+                async with self._client.stream(
+                    request.method,
+                    self.endpoint.url(request.path, node),
+                    content=encode_body(request.body),
+                    headers=self.endpoint.headers(),
+                    params=dict(request.params) or None,
+                    timeout=timeouts(self._client.timeout, deadline),
+                ) as response:
+                    body = _reader(response, limit)
+                    if not body.raw:
+                        body.feed(response.content)
+                    elif not await _read(response, body, deadline):
+                        return _late(deadline, node)
+                    return Reply(response.status_code, response.headers, body.finish(), node)
+        except TooLarge:
+            return _too_large(limit, node)
+        except Undecodable as exc:
+            return _unreadable(exc, node)
         except httpx.HTTPError as exc:
-            return _failure(exc, node)
+            return _late(deadline, node) if deadline.expired else _failure(exc, node)
 
     async def aclose(self) -> None:
         if self._owned:

@@ -195,6 +195,7 @@ def _response_events(
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # TCP_NODELAY, as in the XERJ stand-in (no ~40 ms per reply)
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:

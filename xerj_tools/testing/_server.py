@@ -70,6 +70,9 @@ class Fault:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: the headers and the body go out in separate writes, and with Nagle's
+    # algorithm the second waits for the client's delayed ACK (~40 ms on every response).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet

@@ -1,0 +1,143 @@
+"""What the engine sent, made safe to hold: bounded decoding of a body, and JSON that is finite
+and nested at most `MAX_DEPTH` levels.
+
+The engine is untrusted input. A compressed body is decoded here, with an output bound, because
+httpx decodes a whole network chunk at once (a 2 KB ``gzip, gzip`` body holds a gigabyte);
+JSON that Python cannot decode (too deep) or that JSON cannot encode (NaN, ``1e999``) never
+reaches the code that shapes a tool message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from typing import Any, TypeVar
+
+__all__ = ["MAX_DEPTH", "BodyReader", "TooLarge", "Undecodable", "clean", "decode_json"]
+
+MAX_DEPTH = 100  # levels of nesting kept from an engine value; deeper values are cut, marked
+_STEP = 64 * 1024  # decoded bytes produced per step, so that memory stays near the cap
+
+
+class TooLarge(Exception):
+    """The decoded body passed the cap."""
+
+
+class Undecodable(Exception):
+    """The body's content coding cannot be (or will not be) decoded."""
+
+
+class BodyReader:
+    """Collects a body from its raw (still content-coded) chunks, decoding as it goes and
+    counting decoded bytes against `limit`.
+
+    The dispatcher asks for ``Accept-Encoding: identity`` and XERJ never compresses (its router's
+    layers are auth, request id, trace, CORS and body limit: engine/crates/xerj-api/src/
+    router.rs:152-160; tower-http is built without "compression": engine/Cargo.toml:35), so a
+    coded body comes from something in between. One layer of ``gzip`` or ``deflate`` is decoded;
+    anything else (``br``, ``zstd``, stacked codings) is refused rather than trusted.
+    """
+
+    def __init__(self, content_encoding: str | None, limit: int, *, raw: bool = True) -> None:
+        self.raw = raw  # False: the chunks come already decoded
+        codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+        codings = [c for c in codings if c != "identity"]
+        self._limit = limit
+        self._size = 0
+        self._data = bytearray()
+        self._inflater: Any = None
+        self._deflate = False
+        self._head = b""
+        if len(codings) > 1:
+            raise Undecodable(
+                f"stacked content codings are refused (Content-Encoding: {content_encoding})"
+            )
+        if codings and codings[0] in ("gzip", "x-gzip"):
+            self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        elif codings and codings[0] == "deflate":
+            self._inflater = zlib.decompressobj(zlib.MAX_WBITS)
+            self._deflate = True
+        elif codings:
+            raise Undecodable(f"the content coding {codings[0]!r} is not supported")
+
+    def feed(self, chunk: bytes) -> None:
+        if self._inflater is None:
+            self._keep(chunk)
+            return
+        if self._deflate:  # zlib-wrapped as the RFC says, or raw as some servers send it
+            self._head += chunk
+            if len(self._head) < 2:
+                return
+            chunk, self._head, self._deflate = self._head, b"", False
+            if (chunk[0] & 0x0F) != 8 or (chunk[0] << 8 | chunk[1]) % 31:
+                self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        try:
+            while chunk and not self._inflater.eof:
+                self._keep(self._inflater.decompress(chunk, _STEP))
+                chunk = self._inflater.unconsumed_tail
+        except zlib.error as exc:
+            raise Undecodable(f"the compressed body is corrupt ({exc})") from None
+
+    def finish(self) -> bytes:
+        """The decoded body; raises `Undecodable` when a compressed body was cut short."""
+        if self._inflater is not None:
+            try:
+                # all input is consumed: what zlib still holds is at most one match long
+                out = b"" if self._deflate else self._inflater.flush()
+            except zlib.error as exc:
+                raise Undecodable(f"the compressed body is corrupt ({exc})") from None
+            self._keep(out)
+            if self._deflate or not self._inflater.eof:
+                raise Undecodable("the compressed body ended before its end")
+        return bytes(self._data)
+
+    def _keep(self, data: bytes) -> None:
+        self._size += len(data)
+        if self._size > self._limit:
+            raise TooLarge
+        self._data += data
+
+
+def decode_json(body: bytes) -> tuple[Any, str | None]:
+    """The body as JSON and None, or None and why it could not be read.
+
+    ``NaN``, ``Infinity`` and numbers past a double (``1e999``) become null: JSON has no such
+    values, and a tool message must be strict JSON.
+    """
+    if not body:
+        return None, None
+    try:
+        return json.loads(body, parse_constant=lambda _: None), None
+    except RecursionError:
+        return None, "the JSON is nested too deeply to read"
+    except ValueError:
+        return None, None
+
+
+_T = TypeVar("_T")
+
+
+def clean(value: _T, max_depth: int = MAX_DEPTH) -> _T:
+    """`value` with every non-finite float made null and every container deeper than
+    `max_depth` replaced by a marker string. Iterative: any depth is safe. Returns a copy."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
+    while stack:
+        item, parent, key, depth = stack.pop()
+        if isinstance(item, float):
+            parent[key] = item if math.isfinite(item) else None
+        elif isinstance(item, (dict, list)):
+            if depth >= max_depth:
+                parent[key] = f"…[nested deeper than {max_depth} levels]"
+                continue
+            if isinstance(item, dict):
+                copy: Any = dict.fromkeys(item)
+                stack.extend((v, copy, k, depth + 1) for k, v in item.items())
+            else:
+                copy = [None] * len(item)
+                stack.extend((v, copy, i, depth + 1) for i, v in enumerate(item))
+            parent[key] = copy
+        else:
+            parent[key] = item
+    return root[0]  # type: ignore[no-any-return]

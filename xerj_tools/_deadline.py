@@ -1,0 +1,191 @@
+"""One deadline per call: every attempt, wait, connect, read and write of a call ends by it.
+
+httpx's timeouts bound each socket operation, so a node that dribbles a byte every half second
+(headers or body) or a pool that never frees a connection can keep a call for ever. The owned
+client's socket streams are wrapped so that each operation waits at most until the deadline of
+the call running it (held in a context variable); the retry loop does not start an attempt or a
+wait that would end past it; the body loop checks it between chunks.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import ssl
+import time
+import typing
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from typing import Any
+
+import httpcore
+import httpx
+
+__all__ = ["DEFAULT_DEADLINE", "Deadline", "guard", "running", "timeouts"]
+
+DEFAULT_DEADLINE = 60.0
+
+
+class Deadline:
+    """The moment a call must be over, on `clock`."""
+
+    __slots__ = ("_at", "_clock", "seconds")
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self._clock = seconds, clock
+        self._at = clock() + seconds
+
+    def remaining(self) -> float:
+        return self._at - self._clock()
+
+    @property
+    def expired(self) -> bool:
+        return self.remaining() <= 0
+
+
+_CURRENT: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
+    "xerj_tools_deadline", default=None
+)
+
+
+@contextmanager
+def running(deadline: Deadline) -> typing.Iterator[None]:
+    """Socket operations of the owned client, inside this block, end by `deadline`."""
+    token = _CURRENT.set(deadline)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def timeouts(base: httpx.Timeout, deadline: Deadline) -> httpx.Timeout:
+    """`base` with no timeout longer than what is left of `deadline` (for any client)."""
+    left = max(deadline.remaining(), 0.001)
+
+    def cap(value: float | None) -> float:
+        return left if value is None else min(value, left)
+
+    return httpx.Timeout(
+        connect=cap(base.connect), read=cap(base.read), write=cap(base.write), pool=cap(base.pool)
+    )
+
+
+def _bound(timeout: float | None, error: type[Exception]) -> float | None:
+    deadline = _CURRENT.get()
+    if deadline is None:
+        return timeout
+    left = deadline.remaining()
+    if left <= 0:
+        raise error("the call's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _Stream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _bound(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _bound(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:  # fmt: skip
+        timeout = _bound(timeout, httpcore.ConnectTimeout)
+        return _Stream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _Backend(httpcore.NetworkBackend):
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None,
+        local_address: str | None = None, socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:  # fmt: skip
+        timeout = _bound(timeout, httpcore.ConnectTimeout)
+        return _Stream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:  # fmt: skip
+        timeout = _bound(timeout, httpcore.ConnectTimeout)
+        return _Stream(self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _AsyncStream(httpcore.AsyncNetworkStream):
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self._inner = inner
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._inner.read(max_bytes, _bound(timeout, httpcore.ReadTimeout))
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, _bound(timeout, httpcore.WriteTimeout))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:  # fmt: skip
+        timeout = _bound(timeout, httpcore.ConnectTimeout)
+        return _AsyncStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _AsyncBackend(httpcore.AsyncNetworkBackend):
+    def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
+        self._inner = inner
+
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None,
+        local_address: str | None = None, socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:  # fmt: skip
+        timeout = _bound(timeout, httpcore.ConnectTimeout)
+        stream = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _AsyncStream(stream)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:  # fmt: skip
+        timeout = _bound(timeout, httpcore.ConnectTimeout)
+        return _AsyncStream(await self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+_Transport = typing.TypeVar("_Transport", httpx.HTTPTransport, httpx.AsyncHTTPTransport)
+
+
+def guard(transport: _Transport) -> _Transport:
+    """Wrap the network backend of an httpx transport that xerj-tools owns.
+
+    httpx has no public hook for it: the backend sits on the httpcore pool (httpcore 1.x
+    ``ConnectionPool._network_backend``). Should a future httpcore move it, the transport is
+    left as it is, and the deadline is still kept between attempts and between chunks.
+    """
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, httpcore.NetworkBackend):
+        pool._network_backend = _Backend(backend)  # type: ignore[union-attr]
+    elif isinstance(backend, httpcore.AsyncNetworkBackend):
+        pool._network_backend = _AsyncBackend(backend)  # type: ignore[union-attr]
+    return transport
