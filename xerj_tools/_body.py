@@ -9,12 +9,28 @@ reaches the code that shapes a tool message.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import zlib
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-__all__ = ["MAX_DEPTH", "BodyReader", "TooLarge", "Undecodable", "clean", "decode_json"]
+if TYPE_CHECKING:
+    import httpx
+
+    from ._deadline import Deadline
+
+__all__ = [
+    "MAX_DEPTH",
+    "BodyReader",
+    "TooLarge",
+    "Undecodable",
+    "clean",
+    "decode_json",
+    "read_async",
+    "reader",
+]
 
 MAX_DEPTH = 100  # levels of nesting kept from an engine value; deeper values are cut, marked
 _STEP = 64 * 1024  # decoded bytes produced per step, so that memory stays near the cap
@@ -141,3 +157,42 @@ def clean(value: _T, max_depth: int = MAX_DEPTH) -> _T:
         else:
             parent[key] = item
     return root[0]  # type: ignore[no-any-return]
+
+
+def reader(response: httpx.Response, limit: int) -> BodyReader:
+    # A response built from bytes (a caller's `httpx.MockTransport`) was read, and decoded, by
+    # httpx when it was made; only a streamed one is read raw and decoded here.
+    if response.is_stream_consumed:
+        return BodyReader(None, limit, raw=False)
+    return BodyReader(response.headers.get("content-encoding"), limit)
+
+
+async def read_async(response: httpx.Response, body: BodyReader, deadline: Deadline) -> bool:
+    """Feed `body` the raw chunks of `response`; False when the deadline passed first.
+
+    Stopping early (cap, bad coding, deadline) must not leave httpx's chain of async generators
+    to the garbage collector, whose finalizers need a running loop (on 3.13 a closed loop turns
+    them into errors): the response is closed, and the chain run to its end, which then comes
+    at once.
+    """
+    chunks = cast("AsyncGenerator[bytes, None]", response.aiter_raw())
+    try:
+        async for chunk in chunks:
+            body.feed(chunk)
+            if deadline.expired:
+                await _abandon(response, chunks)
+                return False
+    except (TooLarge, Undecodable):
+        await _abandon(response, chunks)
+        raise
+    return True
+
+
+async def _abandon(response: httpx.Response, chunks: AsyncGenerator[bytes, None]) -> None:
+    import httpx  # here: offline validation reads no body and imports no httpx
+
+    await response.aclose()
+    with contextlib.suppress(StopAsyncIteration, httpx.HTTPError, httpx.StreamError):
+        for _ in range(16):  # what h11 had buffered, then a read error from the closed socket
+            await anext(chunks)
+    await chunks.aclose()

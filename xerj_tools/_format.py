@@ -10,6 +10,7 @@ from ._body import clean
 from ._exceptions import ArgumentsError, EngineError, ToolCallError
 from ._handlers import HttpRequest
 from ._hints import block_hint, too_large_hint
+from ._hits import decode_search, hit, named_fields, shard_reasons
 from ._outcome import Failure, Reply
 from ._retry import rerank_refusal, retry_after_seconds
 
@@ -208,92 +209,6 @@ def _body_excerpt(reply: Reply, limit: int = 200) -> str:
     return text + ("…" if len(reply.body) > limit else "")
 
 
-def _is_vector(value: Any) -> bool:
-    return (
-        isinstance(value, list) and bool(value) and isinstance(value[0], (int, float, list, dict))
-    )
-
-
-def _strip_vectors(source: Any, named: frozenset[str]) -> Any:
-    # XERJ keeps a semantic field's embedding inside _source as `<field>_vector` (and
-    # `<field>_vector_chunks`; engine/crates/xerj-engine/src/index.rs:5077), and its _source
-    # filter knows only a trailing `*` (index.rs:15826), so `*` or `body*` brings them back:
-    # they are dropped here unless the model named that exact field.
-    if not isinstance(source, dict):
-        return source
-    return {
-        k: v for k, v in source.items()
-        if k in named or not (k.endswith(("_vector", "_vector_chunks")) and _is_vector(v))
-    }  # fmt: skip
-
-
-def _drop_hit_vectors(obj: dict[str, Any], named: frozenset[str]) -> dict[str, Any]:
-    # A json object_hook runs as each object closes: a hit's embeddings are dropped as soon as
-    # that hit is parsed, so even a large answer never holds all of them at once.
-    source = obj.get("_source")
-    if "_id" in obj and isinstance(source, dict):
-        obj["_source"] = _strip_vectors(source, named)
-    return obj
-
-
-def decode_search(reply: Reply, named: frozenset[str]) -> Any:
-    """The search answer's JSON, without the embeddings the model did not name (NaN and
-    infinities made null, as `Reply.data` does); None when the body is not JSON."""
-    try:
-        return json.loads(
-            reply.body,
-            parse_constant=lambda _: None,
-            object_hook=lambda obj: _drop_hit_vectors(obj, named),
-        )
-    except (ValueError, RecursionError):
-        return None
-
-
-def _named_fields(request: HttpRequest) -> frozenset[str]:
-    """The exact field names the model asked `_source` for (no patterns)."""
-    source = (request.body or {}).get("_source")
-    if isinstance(source, dict):
-        source = source.get("includes")
-    names = source.split(",") if isinstance(source, str) else source
-    if not isinstance(names, list):
-        return frozenset()
-    return frozenset(n.strip() for n in names if isinstance(n, str) and "*" not in n)
-
-
-def _hit(hit: Mapping[str, Any], named: frozenset[str], inner: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in ("_index", "_id", "_score", "_nested"):
-        if key in hit:
-            out[key] = hit[key]
-    if "_source" in hit:
-        out["_source"] = _strip_vectors(hit["_source"], named)
-    for key in ("highlight", "fields", "sort", "matched_queries"):
-        if key in hit:
-            out[key] = hit[key]
-    if "inner_hits" in hit:
-        # the model asked for them in its query (es_compat.rs:9892-9894, 23971)
-        out["inner_hits"] = _inner_hits(hit["inner_hits"], named) if inner else hit["inner_hits"]
-    return out
-
-
-def _inner_hits(value: Any, named: frozenset[str]) -> Any:
-    """Each named block of inner hits, its hits shaped like top-level ones (one level deep)."""
-    if not isinstance(value, dict):
-        return value
-    out: dict[str, Any] = {}
-    for name, block in value.items():
-        inner = block.get("hits") if isinstance(block, dict) else None
-        rows = inner.get("hits") if isinstance(inner, dict) else None
-        if isinstance(inner, dict) and isinstance(rows, list):
-            shaped = [_hit(r, named, inner=False) for r in rows if isinstance(r, dict)]
-            out[name] = {
-                "hits": {**{k: v for k, v in inner.items() if k != "hits"}, "hits": shaped}
-            }
-        else:
-            out[name] = block
-    return out
-
-
 def _total(hits: Mapping[str, Any], out: dict[str, Any]) -> None:
     total = hits.get("total")
     if isinstance(total, dict):
@@ -349,8 +264,8 @@ def _search_payload(
     _total(hits, out)
     raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
     assert isinstance(raw_hits, list)
-    named = _named_fields(request)
-    out["hits"] = [_hit(h, named) for h in raw_hits if isinstance(h, dict)]
+    named = named_fields(request)
+    out["hits"] = [hit(h, named) for h in raw_hits if isinstance(h, dict)]
     if "aggregations" in data:
         out["aggregations"] = data["aggregations"]
     rerank = rerank_note or _rerank_block(data)
@@ -368,7 +283,7 @@ def _search_payload(
     if isinstance(shards, dict) and _count(shards.get("failed")) and shards["failed"] > 0:
         total = shards.get("total") if _count(shards.get("total")) else "?"
         warning = f"{shards['failed']} of {total} shards failed; hits may be incomplete"
-        if reasons := _shard_reasons(shards.get("failures")):
+        if reasons := shard_reasons(shards.get("failures")):
             warning += ": " + "; ".join(reasons)  # what the model needs to fix its query
         warnings.append(warning)
     if data.get("terminated_early") is True:
@@ -397,28 +312,11 @@ def own_first_write(payload: dict[str, Any], request: HttpRequest) -> dict[str, 
     return out
 
 
-def _shard_reasons(failures: Any, limit: int = 3) -> list[str]:
-    """The distinct reasons in `_shards.failures` (XERJ: es_compat.rs:8012-8019, 10504)."""
-    reasons: list[str] = []
-    for failure in failures if isinstance(failures, list) else []:
-        cause = failure.get("reason") if isinstance(failure, dict) else None
-        if isinstance(cause, dict):
-            kind, said = cause.get("type"), cause.get("reason")
-            text = f"{kind}: {said}" if isinstance(kind, str) and isinstance(said, str) else None
-        else:
-            text = cause if isinstance(cause, str) else None
-        if text and text[:300] not in reasons:
-            reasons.append(text[:300])
-        if len(reasons) == limit:
-            break
-    return reasons
-
-
 def success_payload(
     tool: str, reply: Reply, request: HttpRequest, rerank_note: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Shape a 2xx JSON reply into the envelope for the request's kind."""
-    named = _named_fields(request)
+    named = named_fields(request)
     data = decode_search(reply, named) if request.kind == "search" else reply.data
     if not isinstance(data, dict) or _unusable(reply, request, data) is not None:
         raise engine_error(reply, request)

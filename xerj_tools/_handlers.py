@@ -23,7 +23,7 @@ RequestKind = Literal["search", "memory_store", "memory_recall", "listing", "oth
 # and `semantic` searches return before any `_source` filter runs (index.rs:6690-6726,
 # 6786-6787 return from `search_inner` ahead of `apply_source_filter` at 9930). So requests name
 # exact fields, where a search names them (see `_vector_fields`), and the embeddings that still
-# arrive are dropped while the answer is decoded (`_format.decode_search`).
+# arrive are dropped while the answer is decoded (`_hits.decode_search`).
 VECTOR_SUFFIXES = ("_vector", "_vector_chunks")
 
 

@@ -5,20 +5,19 @@ httpx exceptions never leave this module: each attempt ends as a `Reply` or a `F
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import ssl
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from ._body import BodyReader, TooLarge, Undecodable
+from ._body import TooLarge, Undecodable, read_async, reader
 from ._deadline import Deadline, guard, running, timeouts
 from ._exceptions import ConfigurationError
 from ._handlers import HttpRequest
@@ -248,14 +247,6 @@ def _unreadable(exc: Undecodable, node: str) -> Failure:
     return Failure("protocol", f"the response could not be decoded: {exc}", node)
 
 
-def _reader(response: httpx.Response, limit: int) -> BodyReader:
-    # A response built from bytes (a caller's `httpx.MockTransport`) was read, and decoded, by
-    # httpx when it was made; only a streamed one is read raw and decoded here.
-    if response.is_stream_consumed:
-        return BodyReader(None, limit, raw=False)
-    return BodyReader(response.headers.get("content-encoding"), limit)
-
-
 class SyncTransport:
     """Sends one attempt with an `httpx.Client` (the caller's, or one owned and pooled)."""
 
@@ -301,7 +292,7 @@ class SyncTransport:
                     timeout=timeouts(self._client.timeout, deadline),
                 ) as response,
             ):
-                body = _reader(response, limit)
+                body = reader(response, limit)
                 for chunk in response.iter_raw() if body.raw else (response.content,):
                     body.feed(chunk)
                     if deadline.expired:
@@ -317,35 +308,6 @@ class SyncTransport:
     def close(self) -> None:
         if self._owned:
             self._client.close()
-
-
-async def _read(response: httpx.Response, body: BodyReader, deadline: Deadline) -> bool:
-    """Feed `body` the raw chunks of `response`; False when the deadline passed first.
-
-    Stopping early (cap, bad coding, deadline) must not leave httpx's chain of async generators
-    to the garbage collector, whose finalizers need a running loop (on 3.13 a closed loop turns
-    them into errors): the response is closed, and the chain run to its end, which then comes
-    at once.
-    """
-    chunks = cast("AsyncGenerator[bytes, None]", response.aiter_raw())
-    try:
-        async for chunk in chunks:
-            body.feed(chunk)
-            if deadline.expired:
-                await _abandon(response, chunks)
-                return False
-    except (TooLarge, Undecodable):
-        await _abandon(response, chunks)
-        raise
-    return True
-
-
-async def _abandon(response: httpx.Response, chunks: AsyncGenerator[bytes, None]) -> None:
-    await response.aclose()
-    with contextlib.suppress(StopAsyncIteration, httpx.HTTPError, httpx.StreamError):
-        for _ in range(16):  # what h11 had buffered, then a read error from the closed socket
-            await anext(chunks)
-    await chunks.aclose()
 
 
 class AsyncTransport:
@@ -391,10 +353,10 @@ class AsyncTransport:
                     params=dict(request.params) or None,
                     timeout=timeouts(self._client.timeout, deadline),
                 ) as response:
-                    body = _reader(response, limit)
+                    body = reader(response, limit)
                     if not body.raw:
                         body.feed(response.content)
-                    elif not await _read(response, body, deadline):
+                    elif not await read_async(response, body, deadline):
                         return _late(deadline, node)
                     return Reply(response.status_code, response.headers, body.finish(), node)
         except TooLarge:
