@@ -20,6 +20,7 @@ import httpx
 from ._exceptions import ConfigurationError
 from ._handlers import HttpRequest
 from ._outcome import Failure, Outcome, Reply
+from ._pool import AsyncClientKeeper
 from ._tracing import attempt, node_rested
 
 __all__ = ["DEFAULT_URL", "Endpoint", "NodePool", "TransportSettings"]
@@ -268,7 +269,8 @@ class SyncTransport:
 
 
 class AsyncTransport:
-    """Sends one attempt with an `httpx.AsyncClient` (the caller's, or one owned and pooled)."""
+    """Sends one attempt with an `httpx.AsyncClient` (the caller's, or one owned and pooled;
+    an owned client whose pool leaked a slot to a cancelled request is replaced, see `_pool`)."""
 
     def __init__(
         self,
@@ -280,12 +282,12 @@ class AsyncTransport:
         self.endpoint = endpoint
         self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
-        self._owned = client is None
-        self._client = (
-            client if client is not None else httpx.AsyncClient(**settings.httpx_options())
+        self.clients = AsyncClientKeeper(
+            client, lambda: httpx.AsyncClient(**settings.httpx_options()), settings.pool_size
         )
 
     async def send(self, request: HttpRequest) -> Outcome:
+        await self.clients.tidy()
         node = self.nodes.pick()
         with attempt(request, node) as traced:
             outcome = traced.done(await self._attempt(request, node))
@@ -294,8 +296,10 @@ class AsyncTransport:
 
     async def _attempt(self, request: HttpRequest, node: str) -> Outcome:
         limit = self.settings.max_response_bytes
+        lease = self.clients.lease()
+        pool_timeout = False
         try:
-            async with self._client.stream(
+            async with lease.client.stream(
                 request.method,
                 self.endpoint.url(request.path, node),
                 content=encode_body(request.body),
@@ -311,8 +315,10 @@ class AsyncTransport:
                 headers = response.headers  # case-insensitive already
                 return Reply(response.status_code, headers, b"".join(chunks), node)
         except httpx.HTTPError as exc:
+            pool_timeout = isinstance(exc, httpx.PoolTimeout)
             return _failure(exc, node)
+        finally:
+            self.clients.release(lease, pool_timeout=pool_timeout)
 
     async def aclose(self) -> None:
-        if self._owned:
-            await self._client.aclose()
+        await self.clients.aclose()
