@@ -1,4 +1,5 @@
-"""Concurrency over a socket: the async pool after cancellations, the sync thread pool's life."""
+"""Concurrency over a socket: the async pool after cancellations, the sync thread pool's life,
+using a dispatcher after `close()`."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ import asyncio
 import contextlib
 import json
 import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
 
-from xerj_tools import AsyncDispatcher, RetryPolicy
+from xerj_tools import AsyncDispatcher, ClosedError, ConfigurationError, Dispatcher, RetryPolicy
 from xerj_tools import _pool as pool_module
 from xerj_tools._pool import orphaned_connections
-from xerj_tools.testing import XerjStandIn
+from xerj_tools.testing import Fault, XerjStandIn
 
 from conftest import chat_call
 
@@ -38,7 +42,7 @@ async def cancel_turns(dispatcher: AsyncDispatcher, count: int) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        assert [m["tool_call_id"] for m in transcript] in ([], ["c0", "c1", "c2", "c3"])
+        assert [m["tool_call_id"] for m in transcript] == ["c0", "c1", "c2", "c3"]
 
 
 def codes(messages: list[Any]) -> list[str | None]:
@@ -111,3 +115,76 @@ def test_a_leaking_client_you_own_is_reported_once_and_left_alone(
         asyncio.run(go())
     warnings = [r.getMessage() for r in caplog.records if "does not own" in r.getMessage()]
     assert len(warnings) == 1 and "encode/httpcore#1093" in warnings[0]
+
+
+def test_concurrent_first_turns_make_one_thread_pool(xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    import xerj_tools._dispatch as dispatch_module
+
+    made: list[ThreadPoolExecutor] = []
+    gate = threading.Barrier(4)
+
+    class Counted(ThreadPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            # Hold each thread here until all four arrive: without a lock all four make a pool;
+            # with one, the first waits alone (until the barrier gives up) and the rest reuse it.
+            with contextlib.suppress(threading.BrokenBarrierError):
+                gate.wait(timeout=1)
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(dispatch_module, "ThreadPoolExecutor", Counted)
+    with Dispatcher(url=xerj.url) as dispatcher:
+        results: list[list[str | None]] = []
+        threads = [threading.Thread(target=lambda i=i: results.append(codes(dispatcher.dispatch_many(turn(i, 2)))))
+                   for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert results == [[None, None]] * 4
+    assert len(made) == 1
+
+
+def xerj_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("xerj-tools")]
+
+
+def test_a_closed_dispatcher_raises_closed_error_and_starts_no_thread(xerj: XerjStandIn) -> None:
+    dispatcher = Dispatcher(url=xerj.url)
+    assert codes(dispatcher.dispatch_many(turn(0, 2))) == [None, None]
+    dispatcher.close()
+    assert xerj_threads() == []
+    transcript: list[Any] = []
+    for attempt in (lambda: dispatcher.dispatch_many(turn(1, 3), transcript=transcript),
+                    lambda: dispatcher.run_many(turn(2, 1)), lambda: dispatcher.dispatch(turn(3, 1)[0])):
+        with pytest.raises(ClosedError, match="closed"):
+            attempt()
+    assert xerj_threads() == [] and transcript == []
+    dispatcher.close()  # twice is harmless
+
+    async def go() -> None:
+        async with AsyncDispatcher(url=xerj.url) as aio:
+            assert codes(await aio.dispatch_many(turn(4, 2))) == [None, None]
+        with pytest.raises(ClosedError):
+            aio.dispatch_many(turn(5, 2))
+        with pytest.raises(ClosedError):
+            await aio.dispatch(turn(6, 1)[0])
+        await aio.aclose()
+
+    asyncio.run(go())
+    assert issubclass(ClosedError, ConfigurationError) and not issubclass(ClosedError, RuntimeError)
+
+
+def test_close_waits_for_the_turn_in_flight(xerj: XerjStandIn) -> None:
+    xerj.fail_next(Fault(delay=0.3, match="_search"))
+    dispatcher = Dispatcher(url=xerj.url)
+    out: list[list[str | None]] = []
+    worker = threading.Thread(target=lambda: out.append(codes(dispatcher.dispatch_many(turn(0, 3)))))
+    worker.start()
+    deadline = time.monotonic() + 10
+    while len(xerj.requests) < 3 and time.monotonic() < deadline:  # one search is held up
+        time.sleep(0.01)
+    dispatcher.close()
+    worker.join()
+    assert out == [[None, None, None]]  # answered, not broken by the close
+    assert xerj_threads() == []
