@@ -318,9 +318,10 @@ class Dispatcher(_Base):
     ) -> list[ToolMessage]:
         """Run a turn's calls concurrently; one tool message per call, in call order.
 
-        With `transcript`, the messages are also appended to it, and they are appended even
-        when the turn is interrupted: calls that did not finish get a ``cancelled`` message,
-        so the conversation stays valid for the next request.
+        With `transcript`, an answer to each call is appended to it at once, as ``cancelled``,
+        and replaced in place by the call's message when it is known: wherever the turn is
+        interrupted, the calls that did not finish are answered ``cancelled`` and the
+        conversation stays valid for the next request. After `close()`: `ClosedError`.
         """
         return [r.message for r in self.run_many(calls, transcript=transcript)]
 
