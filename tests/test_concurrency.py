@@ -188,3 +188,21 @@ def test_close_waits_for_the_turn_in_flight(xerj: XerjStandIn) -> None:
     worker.join()
     assert out == [[None, None, None]]  # answered, not broken by the close
     assert xerj_threads() == []
+
+
+def test_aclose_during_a_call_answers_it_and_sends_no_more(xerj: XerjStandIn) -> None:
+    xerj.fail_next(Fault(delay=0.5, match="_search"))
+
+    async def go() -> None:
+        dispatcher = AsyncDispatcher(url=xerj.url)
+        task = asyncio.ensure_future(dispatcher.run(turn(0, 1)[0]))
+        for _ in range(1000):  # until the request is on the wire (bounded)
+            if xerj.requests:
+                break
+            await asyncio.sleep(0.01)
+        await dispatcher.aclose()
+        result = await task  # answered, nothing raised
+        assert not result.ok and result.code in ("cancelled", "unreachable")
+        assert len(xerj.requests) == 1  # no retry went out on the closed client
+
+    asyncio.run(go())
