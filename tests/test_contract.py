@@ -62,7 +62,12 @@ class Target:
     namespaces: list[str] = field(default_factory=list)
 
     def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
-        return self.client.post(path, json=body, **kwargs)
+        # Compact JSON whatever the httpx (0.27 put spaces after separators, 0.28 does not):
+        # serde's error positions (line, column) depend on the exact bytes.
+        if body is None:
+            return self.client.post(path, **kwargs)
+        content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        return self.raw("POST", path, content, **kwargs)
 
     def raw(self, method: str, path: str, content: bytes, **kwargs: Any) -> httpx.Response:
         headers = {"Content-Type": "application/json", **kwargs.pop("headers", {})}

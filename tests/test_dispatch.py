@@ -9,8 +9,14 @@ from typing import Any
 
 import httpx
 import pytest
-from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from openai.types.responses import ResponseFunctionToolCall
+
+try:  # openai >= 1.99 split tool calls into function and custom ones
+    from openai.types.chat import ChatCompletionMessageFunctionToolCall
+except ImportError:  # the oldest openai declared (1.66)
+    from openai.types.chat import (  # type: ignore[assignment, no-redef]
+        ChatCompletionMessageToolCall as ChatCompletionMessageFunctionToolCall,
+    )
 
 from xerj_tools import (
     AsyncDispatcher,
@@ -50,7 +56,7 @@ def test_sdk_objects_and_dicts_are_answered_in_their_own_shape(runner: Runner) -
     args = json.dumps(SEARCH)
     chat = ChatCompletionMessageFunctionToolCall(id="c1", type="function",
                                                  function={"name": "xerj_search", "arguments": args})
-    item = ResponseFunctionToolCall(type="function_call", call_id="c2", name="xerj_search", arguments=args)
+    item = ResponseFunctionToolCall(type="function_call", id="fc_2", call_id="c2", name="xerj_search", arguments=args)
     a, b = runner.run(chat).message, runner.run(item).message
     assert a["role"] == "tool" and a["tool_call_id"] == "c1"  # type: ignore[typeddict-item]
     assert b["type"] == "function_call_output" and b["call_id"] == "c2"  # type: ignore[typeddict-item]

@@ -372,6 +372,7 @@ BAD_POLICIES = [
 ]
 
 
+@needs_sdk  # `xerj-tools mcp` checks for the SDK before it reads the policy
 @pytest.mark.parametrize(("name", "text", "message"), BAD_POLICIES)
 def test_a_bad_policy_file_is_refused_with_exit_2(tmp_path: Path, name: str, text: str, message: str) -> None:
     (tmp_path / name).write_text(text)
@@ -380,6 +381,7 @@ def test_a_bad_policy_file_is_refused_with_exit_2(tmp_path: Path, name: str, tex
     assert message in err.getvalue() and str(tmp_path / name) in err.getvalue()
 
 
+@needs_sdk  # `xerj-tools mcp` checks for the SDK before it reads the policy
 def test_a_missing_policy_file_is_refused_with_exit_2(tmp_path: Path) -> None:
     err = io.StringIO()
     assert main(["mcp", "--policy", str(tmp_path / "nope.toml")], stderr=err) == 2

@@ -44,8 +44,14 @@ def test_responses_tools_are_flat() -> None:
 
 
 def test_both_shapes_pass_the_openai_sdk_param_types() -> None:
-    from openai.types.chat import ChatCompletionFunctionToolParam
     from openai.types.responses import FunctionToolParam
+
+    try:  # openai >= 1.99
+        from openai.types.chat import ChatCompletionFunctionToolParam
+    except ImportError:  # the oldest openai declared (1.66)
+        from openai.types.chat import (  # type: ignore[assignment, no-redef]
+            ChatCompletionToolParam as ChatCompletionFunctionToolParam,
+        )
 
     registry = load_registry()
     chat: list[ChatCompletionFunctionToolParam] = registry.chat_tools()  # type: ignore[assignment]

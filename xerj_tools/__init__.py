@@ -16,6 +16,7 @@ from ._calls import ChatToolMessage, ResponsesToolOutput, ToolCall, ToolMessage,
 from ._core import ToolResult
 from ._exceptions import (
     ArgumentsError,
+    ClosedError,
     ConfigurationError,
     EngineError,
     InvalidToolCallError,
@@ -61,6 +62,7 @@ __all__ = [
     "ArgumentsError",
     "AsyncDispatcher",
     "ChatToolMessage",
+    "ClosedError",
     "ConfigurationError",
     "Dispatcher",
     "EngineError",

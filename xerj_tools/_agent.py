@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _trace_turns
+from ._answers import PendingAnswers
 from ._calls import ToolCall
 from ._core import DispatchCore, ToolResult
 from ._exceptions import ConfigurationError, MaxTurnsExceeded
@@ -34,7 +35,6 @@ from ._turns import (
     deny_reason,
     final_outcome,
     incomplete_reason,
-    interrupted_answers,
     record,
     responses_step,
 )
@@ -84,6 +84,8 @@ class _Run:
         self.usage = TokenUsage()
         self.seen: Counter[str] = Counter()
         self.last_text = ""
+        self.answers = PendingAnswers(None, [])  # the current turn's
+        self.ready: dict[str, ToolResult] = {}  # its calls answered without XERJ
         registry = dispatcher.registry
         self.tools = registry.chat_tools() if api == "chat" else registry.responses_tools()
         self.trace = _trace_turns.NO_TURN
@@ -138,29 +140,46 @@ class _Run:
         reason = incomplete_reason(step.finish)
         return [self.answer(c, "incomplete_call", reason) for c in step.calls]
 
-    def fill(
-        self, calls: Sequence[ToolCall], ready: dict[str, ToolResult], sink: list[Any]
-    ) -> None:
-        """After an interruption: answer every call of the turn, then the exception goes on."""
-        answers = interrupted_answers(calls, ready, sink)
+    def settle(self, position: int, answer: ToolResult | None, todo: list[ToolCall]) -> None:
+        """A call the loop guard or `on_tool_call` stopped is answered now; others go to `todo`."""
+        call = self.answers.calls[position]
+        if answer is None:
+            todo.append(call)
+        else:
+            self.ready[call.call_id] = answer
+            self.answers.put(position, answer.message)
+
+    def interrupted(self, sink: list[Any]) -> None:
+        """After an interruption: the answers the dispatcher made, ``cancelled`` for the other
+        calls (their spans under the turn), then the exception goes on."""
+        self.answers.by_id(sink)
         core = self.core
         with self.trace.use():
-            self.transcript.extend(
-                a if a is not None else core.cancelled(c, core.clock()).message
-                for c, a in zip(calls, answers, strict=True)
-            )
+            for position in self.answers.unanswered():
+                call = self.answers.calls[position]
+                self.answers.put(position, core.cancelled(call, core.clock()).message)
         self.trace.end(error=sys.exc_info()[1])
 
     def finish(self, results: Sequence[ToolResult]) -> None:
-        self.transcript.extend(r.message for r in results)
-        for result in results:
+        for position, result in enumerate(results):
+            self.answers.put(position, result.message)
             record(self.stats, result)
 
+    def results(self, step: Step, done: Sequence[ToolResult]) -> list[ToolResult]:
+        by_id = {r.call.call_id: r for r in done}
+        results = [self.ready.get(c.call_id) or by_id[c.call_id] for c in step.calls]
+        self.finish(results)
+        return results
+
     def take(self, step: Step) -> list[AgentEvent]:
-        """The model answered: record its turn; calls cut off mid-way are answered at once."""
+        """The model answered: its turn joins the transcript together with a ``cancelled``
+        answer to each call, replaced as real answers come (see `_answers`), so that the
+        transcript is valid wherever the run is interrupted. Calls cut off mid-way are
+        answered at once."""
         self.last_text = step.text or self.last_text
         self.usage += step.usage or TokenUsage()
-        self.transcript.extend(step.items)
+        self.answers = PendingAnswers(self.transcript, step.calls, before=step.items)
+        self.ready = {}
         events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
         if step.calls and step.finish in _CUT_OFF:
             results = self.cut_off(step)
@@ -241,21 +260,18 @@ def stream_agent(
                 yield TextDelta(step.text)
         yield from run.take(step)
         if step.calls and step.finish not in _CUT_OFF:
-            ready: dict[str, ToolResult] = {}
             sink: list[Any] = []
             try:
-                for call in step.calls:
+                todo: list[ToolCall] = []
+                for position, call in enumerate(step.calls):
                     answer = run.screen(call) or run.deny(call, _sync_hook(on_tool_call, call))
-                    if answer is not None:
-                        ready[call.call_id] = answer
-                todo = [c for c in step.calls if c.call_id not in ready]
+                    run.settle(position, answer, todo)
                 with run.trace.use():
-                    done = {r.call.call_id: r for r in dispatcher.run_many(todo, transcript=sink)}
+                    done = dispatcher.run_many(todo, transcript=sink)
             except BaseException:
-                run.fill(step.calls, ready, sink)
+                run.interrupted(sink)
                 raise
-            results = [ready.get(c.call_id) or done[c.call_id] for c in step.calls]
-            run.finish(results)
+            results = run.results(step, done)
             for result in results:
                 _sync_hook(on_tool_result, result)
                 yield ToolResultEvent(result)
@@ -330,25 +346,20 @@ async def astream_agent(
         for event in run.take(step):
             yield event
         if step.calls and step.finish not in _CUT_OFF:
-            ready: dict[str, ToolResult] = {}
             sink: list[Any] = []
             try:
-                for call in step.calls:
+                todo: list[ToolCall] = []
+                for position, call in enumerate(step.calls):
                     answer = run.screen(call) or run.deny(
                         call, await _async_hook(on_tool_call, call)
                     )
-                    if answer is not None:
-                        ready[call.call_id] = answer
-                todo = [c for c in step.calls if c.call_id not in ready]
+                    run.settle(position, answer, todo)
                 with run.trace.use():
-                    done = {
-                        r.call.call_id: r for r in await dispatcher.run_many(todo, transcript=sink)
-                    }
+                    done = await dispatcher.run_many(todo, transcript=sink)
             except BaseException:
-                run.fill(step.calls, ready, sink)
+                run.interrupted(sink)
                 raise
-            results = [ready.get(c.call_id) or done[c.call_id] for c in step.calls]
-            run.finish(results)
+            results = run.results(step, done)
             for result in results:
                 await _async_hook(on_tool_result, result)
                 yield ToolResultEvent(result)

@@ -5,19 +5,20 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 import httpx
 
+from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET
 from ._calls import ToolMessage
 from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch import _Base, _Begun
-from ._exceptions import ToolCallError
+from ._exceptions import ClosedError, ToolCallError
 from ._handlers import Handler, HttpRequest
-from ._outcome import Outcome
+from ._outcome import Failure, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry
 from ._retry import RetryPolicy, async_retrying, should_retry
@@ -72,6 +73,8 @@ class AsyncDispatcher(_Base):
         self._sleep = sleep
 
     async def run(self, call: Any) -> ToolResult:
+        if self._closed:
+            raise ClosedError("this AsyncDispatcher was closed; make a new one")
         return await self._complete(self._begin(call))
 
     async def _complete(self, begun: _Begun) -> ToolResult:
@@ -88,44 +91,61 @@ class AsyncDispatcher(_Base):
     async def dispatch(self, call: Any) -> ToolMessage:
         return (await self.run(call)).message
 
-    async def run_many(
+    def run_many(
         self, calls: Iterable[Any], *, transcript: list[Any] | None = None
-    ) -> list[ToolResult]:
+    ) -> Coroutine[Any, Any, list[ToolResult]]:
         """Run a turn's calls as concurrent tasks; results in call order. Identical calls
-        (same tool, same arguments after repair) are sent once; each call id gets its answer."""
-        begun, unique, copies = self._plan(calls)
-        tasks = [asyncio.ensure_future(self._complete(begun[i])) for i in unique]
+        (same tool, same arguments after repair) are sent once; each call id gets its answer.
+
+        Not a coroutine function: the calls are parsed and their ``cancelled`` answers put
+        into `transcript` when it is called, so that a task cancelled before it ever ran
+        still leaves a valid transcript. Await what it returns.
+        """
+        answers, started = self._open_turn(calls, transcript)
+        return self._run_turn(answers, started)
+
+    def dispatch_many(
+        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+    ) -> Coroutine[Any, Any, list[ToolMessage]]:
+        """Run a turn's calls concurrently; see `Dispatcher.dispatch_many` and `run_many`."""
+        answers, started = self._open_turn(calls, transcript)
+        return self._messages(answers, started)
+
+    async def _messages(self, answers: PendingAnswers, started: float) -> list[ToolMessage]:
+        return [r.message for r in await self._run_turn(answers, started)]
+
+    async def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
+        tasks: list[asyncio.Future[ToolResult]] = []
+        begun: list[_Begun] = []
+        unique: list[int] = []
+        copies: dict[int, int] = {}
         try:
+            begun, unique, copies = self._plan(answers.calls, started)
+            tasks = [asyncio.ensure_future(self._complete(begun[i])) for i in unique]
             done = list(await asyncio.gather(*tasks))
         except BaseException:
             # Cancelled: cancel every request still in flight and wait until they are gone,
-            # answer every call, then let the cancellation go on.
+            # answer what finished, then let the cancellation go on.
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            finished = {
-                i: t.result() for i, t in zip(unique, tasks, strict=True)
-                if t.done() and not t.cancelled() and t.exception() is None
-            }  # fmt: skip
-            if transcript is not None:
-                transcript.extend(r.message for r in self._salvage(begun, copies, finished))
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            finally:
+                finished = {
+                    i: t.result() for i, t in zip(unique, tasks, strict=False)
+                    if t.done() and not t.cancelled() and t.exception() is None
+                }  # fmt: skip
+                self._salvage(answers, started, copies, finished)
             raise
-        results = self._assemble(begun, unique, copies, done)
-        if transcript is not None:
-            transcript.extend(r.message for r in results)
-        return results
-
-    async def dispatch_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
-    ) -> list[ToolMessage]:
-        """Run a turn's calls concurrently; see `Dispatcher.dispatch_many`."""
-        return [r.message for r in await self.run_many(calls, transcript=transcript)]
+        return self._answer_all(answers, self._assemble(begun, unique, copies, done))
 
     async def _send(self, request: HttpRequest, deadline: Deadline) -> tuple[Outcome, int]:
         attempts = 0
 
         async def attempt() -> Outcome:
             nonlocal attempts
+            if self._closed:
+                return Failure("cancelled", "the dispatcher was closed", self.url, sent=False)
             attempts += 1
             return await self._transport.send(request, deadline)
 
@@ -152,6 +172,9 @@ class AsyncDispatcher(_Base):
             return stop.value, total
 
     async def aclose(self) -> None:
+        """Close the owned HTTP client; any call after this raises `ClosedError`, and attempts
+        of calls still running end as ``cancelled``. Closing twice is harmless."""
+        self._closed = True
         await self._transport.aclose()
 
     async def __aenter__(self) -> AsyncDispatcher:

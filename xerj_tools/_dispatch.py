@@ -15,11 +15,12 @@ from typing import Any
 
 import httpx
 
+from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET
 from ._calls import ToolCall, ToolMessage, parse_tool_call
 from ._core import DispatchCore, Flow, Prepared, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
-from ._exceptions import ConfigurationError, ToolCallError
+from ._exceptions import ClosedError, ConfigurationError, ToolCallError
 from ._handlers import Handler, HttpRequest
 from ._outcome import Failure, Outcome
 from ._policy import Policy
@@ -91,6 +92,7 @@ class _Base:
             ),
         )
         self.retry = retry if retry is not None else RetryPolicy()
+        self._closed = False
 
     @property
     def url(self) -> str:
@@ -109,9 +111,22 @@ class _Base:
         tool_call = parse_tool_call(call)
         return tool_call, self._core.prepare(tool_call), started
 
-    def _plan(self, calls: Iterable[Any]) -> tuple[list[_Begun], list[int], dict[int, int]]:
-        """Begin every call; pick the ones to send (identical valid calls are sent once)."""
-        begun = [self._begin(c) for c in calls]
+    def _open_turn(
+        self, calls: Iterable[Any], transcript: list[Any] | None
+    ) -> tuple[PendingAnswers, float]:
+        """Parse a turn's calls and put a ``cancelled`` answer to each into `transcript` at
+        once, to be replaced by the real ones (see `_answers`)."""
+        if self._closed:
+            raise ClosedError(f"this {type(self).__name__} was closed; make a new one")
+        started = self._core.clock()
+        tool_calls = [parse_tool_call(c) for c in calls]
+        return PendingAnswers(transcript, tool_calls), started
+
+    def _plan(
+        self, calls: Sequence[ToolCall], started: float
+    ) -> tuple[list[_Begun], list[int], dict[int, int]]:
+        """Prepare every call; pick the ones to send (identical valid calls are sent once)."""
+        begun: list[_Begun] = [(c, self._core.prepare(c), started) for c in calls]
         first_of: dict[str, int] = {}
         unique: list[int] = []
         copies: dict[int, int] = {}
@@ -136,20 +151,28 @@ class _Base:
         return [by_index[i] for i in range(len(begun))]
 
     def _salvage(
-        self, begun: list[_Begun], copies: dict[int, int], finished: dict[int, ToolResult]
-    ) -> list[ToolResult]:
-        """Answers for an interrupted turn: what finished, and ``cancelled`` for the rest."""
-        out = []
-        for i, (tool_call, _, started) in enumerate(begun):
-            source = copies.get(i, i)
-            if source in finished:
-                result = finished[source]
-                out.append(
-                    result if source == i else self._core.duplicate(tool_call, result, started)
-                )
+        self,
+        answers: PendingAnswers,
+        started: float,
+        copies: dict[int, int],
+        finished: dict[int, ToolResult],
+    ) -> None:
+        """An interrupted turn: what finished, and ``cancelled`` for the rest."""
+        for i in answers.unanswered():
+            call, source = answers.calls[i], copies.get(i, i)
+            if source not in finished:
+                result = self._core.cancelled(call, started)
+            elif source != i:
+                result = self._core.duplicate(call, finished[source], started)
             else:
-                out.append(self._core.cancelled(tool_call, started))
-        return out
+                result = finished[source]
+            answers.put(i, result.message)
+
+    @staticmethod
+    def _answer_all(answers: PendingAnswers, results: list[ToolResult]) -> list[ToolResult]:
+        for i, result in enumerate(results):
+            answers.put(i, result.message)
+        return results
 
 
 class Dispatcher(_Base):
@@ -200,10 +223,40 @@ class Dispatcher(_Base):
         self._sleep = sleep
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
+        # Guards the lazily made thread pool, the closed flag and the count of running calls.
+        self._lock = threading.Condition()
+        self._running = 0
 
     def run(self, call: Any) -> ToolResult:
         """Run one call and return its `ToolResult` (message, payload, attempts, time)."""
-        return self._complete(self._begin(call))
+        self._enter()
+        try:
+            return self._complete(self._begin(call))
+        finally:
+            self._leave()
+
+    def _enter(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this Dispatcher was closed; make a new one")
+            self._running += 1
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._running -= 1
+            self._lock.notify_all()
+
+    def _submit(
+        self, begun: list[_Begun], unique: list[int], cancel: threading.Event
+    ) -> list[Future[ToolResult]]:
+        with self._lock:  # one pool, however many threads start a turn at once
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="xerj-tools")
+            # Each call runs in a copy of this context: its span's parent is the caller's.
+            return [
+                self._pool.submit(copy_context().run, self._complete, begun[i], cancel)
+                for i in unique
+            ]
 
     def _complete(self, begun: _Begun, cancel: threading.Event | None = None) -> ToolResult:
         tool_call, prepared, started = begun
@@ -227,22 +280,25 @@ class Dispatcher(_Base):
         Identical calls (same tool, same arguments after repair) are sent once; each call id
         still gets its answer.
         """
-        begun, unique, copies = self._plan(calls)
+        self._enter()
+        try:
+            answers, started = self._open_turn(calls, transcript)
+            return self._answer_all(answers, self._run_turn(answers, started))
+        finally:
+            self._leave()
+
+    def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
         cancel = threading.Event()
         futures: list[Future[ToolResult]] = []
+        begun: list[_Begun] = []
+        unique: list[int] = []
+        copies: dict[int, int] = {}
         try:
+            begun, unique, copies = self._plan(answers.calls, started)
             if len(unique) <= 1:
                 done = [self._complete(begun[i], cancel) for i in unique]
             else:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(
-                        self._max_workers, thread_name_prefix="xerj-tools"
-                    )
-                # Each call runs in a copy of this context: its span's parent is the caller's.
-                futures = [
-                    self._pool.submit(copy_context().run, self._complete, begun[i], cancel)
-                    for i in unique
-                ]
+                futures = self._submit(begun, unique, cancel)
                 pending: set[Future[ToolResult]] = set(futures)
                 while pending:
                     # Timed waits, so that a KeyboardInterrupt reaches this thread at once.
@@ -250,31 +306,30 @@ class Dispatcher(_Base):
                 done = [f.result() for f in futures]
         except BaseException:
             # Interrupted (KeyboardInterrupt, or an error of ours): start nothing new, let the
-            # attempts on the wire end, answer every call, then let the exception go on.
+            # attempts on the wire end, answer what finished, then let the exception go on.
             cancel.set()
             for future in futures:
                 future.cancel()
-            wait(futures)
-            finished = {
-                i: f.result() for i, f in zip(unique, futures, strict=False)
-                if f.done() and not f.cancelled() and f.exception() is None
-            }  # fmt: skip
-            if transcript is not None:
-                transcript.extend(r.message for r in self._salvage(begun, copies, finished))
+            try:
+                wait(futures)
+            finally:
+                finished = {
+                    i: f.result() for i, f in zip(unique, futures, strict=False)
+                    if f.done() and not f.cancelled() and f.exception() is None
+                }  # fmt: skip
+                self._salvage(answers, started, copies, finished)
             raise
-        results = self._assemble(begun, unique, copies, done)
-        if transcript is not None:
-            transcript.extend(r.message for r in results)
-        return results
+        return self._assemble(begun, unique, copies, done)
 
     def dispatch_many(
         self, calls: Iterable[Any], *, transcript: list[Any] | None = None
     ) -> list[ToolMessage]:
         """Run a turn's calls concurrently; one tool message per call, in call order.
 
-        With `transcript`, the messages are also appended to it, and they are appended even
-        when the turn is interrupted: calls that did not finish get a ``cancelled`` message,
-        so the conversation stays valid for the next request.
+        With `transcript`, an answer to each call is appended to it at once, as ``cancelled``,
+        and replaced in place by the call's message when it is known: wherever the turn is
+        interrupted, the calls that did not finish are answered ``cancelled`` and the
+        conversation stays valid for the next request. After `close()`: `ClosedError`.
         """
         return [r.message for r in self.run_many(calls, transcript=transcript)]
 
@@ -325,10 +380,20 @@ class Dispatcher(_Base):
             return stop.value, total
 
     def close(self) -> None:
-        """Close the owned HTTP client and thread pool (a client you passed in stays open)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        """Close the owned HTTP client and thread pool (a client you passed in stays open).
+
+        Calls already running finish first; any call after this raises `ClosedError`. Closing
+        twice is harmless.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            while self._running:
+                self._lock.wait()
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         self._transport.close()
 
     def __enter__(self) -> Dispatcher:

@@ -4,7 +4,8 @@
     ├── ConfigurationError ........ the developer: fix the code or the configuration
     │   ├── ToolDefinitionError ... a tools file that is not valid (raised at load time)
     │   ├── MissingHandlerError ... a tool with no handler (raised when the dispatcher is built)
-    │   └── InvalidToolCallError .. something passed to `dispatch` that is not a tool call at all
+    │   ├── InvalidToolCallError .. something passed to `dispatch` that is not a tool call at all
+    │   └── ClosedError ........... a dispatcher used after `close()` / `aclose()`
     ├── LoopError ................. the agent loop could not finish
     │   └── MaxTurnsExceeded ...... (only with ``on_max_turns="raise"``)
     └── ToolCallError ............. one call failed; rendered as an ``ok: false`` tool message
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ArgumentsError",
+    "ClosedError",
     "ConfigurationError",
     "EngineError",
     "InvalidToolCallError",
@@ -71,6 +73,11 @@ class MissingHandlerError(ConfigurationError):
 
 class InvalidToolCallError(ConfigurationError, TypeError):
     """The object given to `dispatch` is not a Chat Completions or Responses tool call."""
+
+
+class ClosedError(ConfigurationError):
+    """The dispatcher was closed (`close()` / `aclose()`): nothing was sent, no thread started.
+    Calls already running when it was closed still get their answers."""
 
 
 class LoopError(XerjToolsError):

@@ -22,6 +22,7 @@ from ._deadline import Deadline, guard, running, timeouts
 from ._exceptions import ConfigurationError
 from ._handlers import HttpRequest
 from ._outcome import Failure, Outcome, Reply
+from ._pool import AsyncClientKeeper
 from ._tracing import attempt, node_rested
 
 __all__ = ["DEFAULT_URL", "Endpoint", "NodePool", "TransportSettings"]
@@ -311,7 +312,8 @@ class SyncTransport:
 
 
 class AsyncTransport:
-    """Sends one attempt with an `httpx.AsyncClient` (the caller's, or one owned and pooled)."""
+    """Sends one attempt with an `httpx.AsyncClient` (the caller's, or one owned and pooled;
+    an owned client whose pool leaked a slot to a cancelled request is replaced, see `_pool`)."""
 
     def __init__(
         self,
@@ -323,16 +325,17 @@ class AsyncTransport:
         self.endpoint = endpoint
         self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
-        self._owned = client is None
-        if client is None:
-            options = settings.httpx_options()
-            transport = guard(
-                httpx.AsyncHTTPTransport(verify=options["verify"], limits=options["limits"])
-            )
-            client = httpx.AsyncClient(timeout=options["timeout"], transport=transport)
-        self._client = client
+        self.clients = AsyncClientKeeper(client, self._new_client, settings.pool_size)
+
+    def _new_client(self) -> httpx.AsyncClient:
+        options = self.settings.httpx_options()
+        transport = guard(
+            httpx.AsyncHTTPTransport(verify=options["verify"], limits=options["limits"])
+        )
+        return httpx.AsyncClient(timeout=options["timeout"], transport=transport)
 
     async def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
+        await self.clients.tidy()
         node = self.nodes.pick()
         if deadline.expired:
             return _late(deadline, node, sent=False)
@@ -343,15 +346,17 @@ class AsyncTransport:
 
     async def _attempt(self, request: HttpRequest, node: str, deadline: Deadline) -> Outcome:
         limit = self.settings.max_response_bytes
+        lease = self.clients.lease()
+        pool_timeout = False
         try:
             with running(deadline):
-                async with self._client.stream(
+                async with lease.client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
                     headers=self.endpoint.headers(),
                     params=dict(request.params) or None,
-                    timeout=timeouts(self._client.timeout, deadline),
+                    timeout=timeouts(lease.client.timeout, deadline),
                 ) as response:
                     body = reader(response, limit)
                     if not body.raw:
@@ -364,8 +369,10 @@ class AsyncTransport:
         except Undecodable as exc:
             return _unreadable(exc, node)
         except httpx.HTTPError as exc:
+            pool_timeout = isinstance(exc, httpx.PoolTimeout)
             return _late(deadline, node) if deadline.expired else _failure(exc, node)
+        finally:
+            self.clients.release(lease, pool_timeout=pool_timeout)
 
     async def aclose(self) -> None:
-        if self._owned:
-            await self._client.aclose()
+        await self.clients.aclose()

@@ -7,7 +7,7 @@ tool, the loop guard, hooks' verdicts) shared by the sync and async loops.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -368,15 +368,3 @@ def deny_reason(verdict: Any) -> str | None:
     if isinstance(verdict, str):
         return verdict
     return "the user did not approve this call"
-
-
-def interrupted_answers(
-    calls: Sequence[ToolCall], ready: Mapping[str, Any], dispatched: Sequence[Any]
-) -> list[Any]:
-    """Answers in call order for a turn that was interrupted: ready-made ones (denied or
-    repeated), those the dispatcher appended, and nothing else (the caller fills the gaps)."""
-    by_id: dict[str, Any] = {}
-    for message in dispatched:
-        key = message.get("tool_call_id") or message.get("call_id")
-        by_id[str(key)] = message
-    return [ready[c.call_id].message if c.call_id in ready else by_id.get(c.call_id) for c in calls]

@@ -1,0 +1,208 @@
+"""Concurrency over a socket: the async pool after cancellations, the sync thread pool's life,
+using a dispatcher after `close()`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+
+from xerj_tools import AsyncDispatcher, ClosedError, ConfigurationError, Dispatcher, RetryPolicy
+from xerj_tools import _pool as pool_module
+from xerj_tools._pool import orphaned_connections
+from xerj_tools.testing import Fault, XerjStandIn
+
+from conftest import chat_call
+
+ONE_TRY = RetryPolicy(max_attempts=1)
+
+
+def turn(i: int, width: int = 4) -> list[dict[str, Any]]:
+    """`width` distinct searches (distinct, so none is merged with another)."""
+    return [chat_call("xerj_search", {"index": "docs", "query": {"match": {"body": f"w{i}-{j}"}},
+                                      "size": 1}, f"c{j}") for j in range(width)]
+
+
+async def cancel_turns(dispatcher: AsyncDispatcher, count: int) -> None:
+    """Start `count` contended turns and cancel each after 0 to 8 passes of the event loop:
+    deterministic cancellation points from before the first connection to mid-response."""
+    for i in range(count):
+        transcript: list[Any] = []
+        task = asyncio.ensure_future(dispatcher.dispatch_many(turn(i), transcript=transcript))
+        for _ in range(i % 9):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert [m["tool_call_id"] for m in transcript] == ["c0", "c1", "c2", "c3"]
+
+
+def codes(messages: list[Any]) -> list[str | None]:
+    return [json.loads(m["content"]).get("error", {}).get("code") for m in messages]
+
+
+def test_async_dispatcher_serves_normal_calls_after_hundreds_of_cancelled_turns(xerj: XerjStandIn) -> None:
+    # A small pool, so that every turn contends for it; a short pool timeout, so that a pool
+    # whose slots leaked (encode/httpcore#1093) shows as `timeout` answers in bounded time.
+    async def go() -> None:
+        async with AsyncDispatcher(url=xerj.url, pool_size=2, read_timeout=2, retry=ONE_TRY) as dispatcher:
+            await cancel_turns(dispatcher, 300)
+            for i in range(3):
+                assert codes(await dispatcher.dispatch_many(turn(1000 + i))) == [None] * 4
+            assert (await dispatcher.run(turn(2000, 1)[0])).ok
+            keeper = dispatcher._transport.clients
+            assert orphaned_connections(keeper.client, 0) == 0
+            assert keeper._retired == []  # every replaced client was closed
+
+    asyncio.run(go())
+
+
+def test_replaced_clients_are_closed_and_calls_in_flight_finish_on_theirs(xerj: XerjStandIn) -> None:
+    made: list[httpx.AsyncClient] = []
+
+    async def go() -> None:
+        async with AsyncDispatcher(url=xerj.url, pool_size=2, read_timeout=2, retry=ONE_TRY) as dispatcher:
+            keeper = dispatcher._transport.clients
+            factory = keeper._factory
+            keeper._factory = lambda: made.append(factory()) or made[-1]
+            await cancel_turns(dispatcher, 100)
+            assert keeper.rebuilds == len(made)
+            assert codes(await dispatcher.dispatch_many(turn(1000))) == [None] * 4
+            assert all(c.is_closed for c in made[:-1])
+        assert made == [] or made[-1].is_closed
+
+    asyncio.run(go())
+
+
+def test_where_the_pools_cannot_be_read_a_pool_timeout_replaces_the_client(
+    xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool_module, "_pools", lambda client: None)
+
+    async def go() -> None:
+        async with AsyncDispatcher(url=xerj.url, pool_size=2, read_timeout=0.5) as dispatcher:
+            await cancel_turns(dispatcher, 100)
+            # at most one call pays a pool timeout (and is retried on the new client)
+            results = [await dispatcher.run(turn(1000 + i, 1)[0]) for i in range(3)]
+            assert [r.ok for r in results] == [True] * 3
+
+    asyncio.run(go())
+
+
+def test_a_leaking_client_you_own_is_reported_once_and_left_alone(
+    xerj: XerjStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def go() -> None:
+        limits = httpx.Limits(max_connections=2)
+        async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(0.5)) as client:
+            dispatcher = AsyncDispatcher(url=xerj.url, client=client, retry=ONE_TRY)
+            await cancel_turns(dispatcher, 200)
+            await dispatcher.run(turn(1000, 1)[0])
+            await dispatcher.run(turn(1001, 1)[0])
+            assert dispatcher._transport.clients.client is client and not client.is_closed
+            await dispatcher.aclose()
+            assert not client.is_closed
+
+    with caplog.at_level(logging.WARNING, logger="xerj_tools"):
+        asyncio.run(go())
+    warnings = [r.getMessage() for r in caplog.records if "does not own" in r.getMessage()]
+    assert len(warnings) == 1 and "encode/httpcore#1093" in warnings[0]
+
+
+def test_concurrent_first_turns_make_one_thread_pool(xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    import xerj_tools._dispatch as dispatch_module
+
+    made: list[ThreadPoolExecutor] = []
+    gate = threading.Barrier(4)
+
+    class Counted(ThreadPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            # Hold each thread here until all four arrive: without a lock all four make a pool;
+            # with one, the first waits alone (until the barrier gives up) and the rest reuse it.
+            with contextlib.suppress(threading.BrokenBarrierError):
+                gate.wait(timeout=1)
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(dispatch_module, "ThreadPoolExecutor", Counted)
+    with Dispatcher(url=xerj.url) as dispatcher:
+        results: list[list[str | None]] = []
+        threads = [threading.Thread(target=lambda i=i: results.append(codes(dispatcher.dispatch_many(turn(i, 2)))))
+                   for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert results == [[None, None]] * 4
+    assert len(made) == 1
+
+
+def xerj_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("xerj-tools")]
+
+
+def test_a_closed_dispatcher_raises_closed_error_and_starts_no_thread(xerj: XerjStandIn) -> None:
+    dispatcher = Dispatcher(url=xerj.url)
+    assert codes(dispatcher.dispatch_many(turn(0, 2))) == [None, None]
+    dispatcher.close()
+    assert xerj_threads() == []
+    transcript: list[Any] = []
+    for attempt in (lambda: dispatcher.dispatch_many(turn(1, 3), transcript=transcript),
+                    lambda: dispatcher.run_many(turn(2, 1)), lambda: dispatcher.dispatch(turn(3, 1)[0])):
+        with pytest.raises(ClosedError, match="closed"):
+            attempt()
+    assert xerj_threads() == [] and transcript == []
+    dispatcher.close()  # twice is harmless
+
+    async def go() -> None:
+        async with AsyncDispatcher(url=xerj.url) as aio:
+            assert codes(await aio.dispatch_many(turn(4, 2))) == [None, None]
+        with pytest.raises(ClosedError):
+            aio.dispatch_many(turn(5, 2))
+        with pytest.raises(ClosedError):
+            await aio.dispatch(turn(6, 1)[0])
+        await aio.aclose()
+
+    asyncio.run(go())
+    assert issubclass(ClosedError, ConfigurationError) and not issubclass(ClosedError, RuntimeError)
+
+
+def test_close_waits_for_the_turn_in_flight(xerj: XerjStandIn) -> None:
+    xerj.fail_next(Fault(delay=0.3, match="_search"))
+    dispatcher = Dispatcher(url=xerj.url)
+    out: list[list[str | None]] = []
+    worker = threading.Thread(target=lambda: out.append(codes(dispatcher.dispatch_many(turn(0, 3)))))
+    worker.start()
+    deadline = time.monotonic() + 10
+    while len(xerj.requests) < 3 and time.monotonic() < deadline:  # one search is held up
+        time.sleep(0.01)
+    dispatcher.close()
+    worker.join()
+    assert out == [[None, None, None]]  # answered, not broken by the close
+    assert xerj_threads() == []
+
+
+def test_aclose_during_a_call_answers_it_and_sends_no_more(xerj: XerjStandIn) -> None:
+    xerj.fail_next(Fault(delay=0.5, match="_search"))
+
+    async def go() -> None:
+        dispatcher = AsyncDispatcher(url=xerj.url)
+        task = asyncio.ensure_future(dispatcher.run(turn(0, 1)[0]))
+        for _ in range(1000):  # until the request is on the wire (bounded)
+            if xerj.requests:
+                break
+            await asyncio.sleep(0.01)
+        await dispatcher.aclose()
+        result = await task  # answered, nothing raised
+        assert not result.ok and result.code in ("cancelled", "unreachable")
+        assert len(xerj.requests) == 1  # no retry went out on the closed client
+
+    asyncio.run(go())
