@@ -11,6 +11,7 @@ from ._handlers import HttpRequest
 from ._hints import block_hint, too_large_hint
 from ._outcome import Failure, Reply
 from ._retry import rerank_refusal, retry_after_seconds
+from ._source_view import SourceView, source_view
 
 __all__ = [
     "ERROR_CODES",
@@ -173,54 +174,39 @@ def _body_excerpt(reply: Reply, limit: int = 200) -> str:
     return text + ("…" if len(reply.body) > limit else "")
 
 
-def _is_vector(value: Any) -> bool:
-    return (
-        isinstance(value, list) and bool(value) and isinstance(value[0], (int, float, list, dict))
-    )
+def decode_search(reply: Reply, view: SourceView) -> Any:
+    """The search answer's JSON, each hit's `_source` cut to what the model asked for (see
+    `_source_view`); None when the body is not JSON."""
 
+    def hook(obj: dict[str, Any]) -> dict[str, Any]:
+        # A json object_hook runs as each object closes: a hit's embeddings are dropped as soon
+        # as that hit is parsed, so even a large answer never holds all of them at once.
+        source = obj.get("_source")
+        if "_id" in obj and isinstance(source, dict):
+            if view.keep:
+                obj["_source"] = view.apply(source)
+            else:
+                del obj["_source"]
+        return obj
 
-def _strip_vectors(source: Any) -> Any:
-    if not isinstance(source, dict):
-        return source
-    return {
-        k: v for k, v in source.items()
-        if not ((k.endswith("_vector") or k.endswith("_vector_chunks")) and _is_vector(v))
-    }  # fmt: skip
-
-
-def _drop_hit_vectors(obj: dict[str, Any]) -> dict[str, Any]:
-    # A json object_hook runs as each object closes: a hit's embeddings are dropped as soon as
-    # that hit is parsed, so even a large answer never holds all of them at once.
-    source = obj.get("_source")
-    if "_id" in obj and isinstance(source, dict):
-        obj["_source"] = _strip_vectors(source)
-    return obj
-
-
-def decode_search(reply: Reply, keep_vectors: bool) -> Any:
-    """The search answer's JSON, without the embeddings the model did not ask for; None when
-    the body is not JSON."""
-    if keep_vectors:
-        return reply.data
     try:
-        return json.loads(reply.body, object_hook=_drop_hit_vectors)
+        return json.loads(reply.body, object_hook=hook)
     except (ValueError, RecursionError):
         return None
 
 
-def _asked_for_fields(request: HttpRequest) -> bool:
-    source = (request.body or {}).get("_source")
-    return isinstance(source, (list, str)) and source not in ("true", "false")
-
-
-def _hit(hit: Mapping[str, Any], keep_vectors: bool) -> dict[str, Any]:
+def _hit(hit: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key in ("_index", "_id", "_score"):
-        if key in hit:
-            out[key] = hit[key]
-    if "_source" in hit:
-        out["_source"] = hit["_source"] if keep_vectors else _strip_vectors(hit["_source"])
-    for key in ("highlight", "fields", "sort", "matched_queries"):
+    for key in (
+        "_index",
+        "_id",
+        "_score",
+        "_source",
+        "highlight",
+        "fields",
+        "sort",
+        "matched_queries",
+    ):
         if key in hit:
             out[key] = hit[key]
     return out
@@ -274,8 +260,7 @@ def _search_payload(
     _total(hits, out)
     raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
     assert isinstance(raw_hits, list)
-    keep = _asked_for_fields(request)
-    out["hits"] = [_hit(h, keep) for h in raw_hits if isinstance(h, dict)]
+    out["hits"] = [_hit(h) for h in raw_hits if isinstance(h, dict)]
     if "aggregations" in data:
         out["aggregations"] = data["aggregations"]
     rerank = rerank_note or _rerank_block(data)
@@ -324,9 +309,7 @@ def success_payload(
     tool: str, reply: Reply, request: HttpRequest, rerank_note: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Shape a 2xx JSON reply into the envelope for the request's kind."""
-    data = (
-        decode_search(reply, _asked_for_fields(request)) if request.kind == "search" else reply.data
-    )
+    data = decode_search(reply, source_view(request)) if request.kind == "search" else reply.data
     if not isinstance(data, dict):
         raise engine_error(reply, request)
     if request.kind == "search":
