@@ -98,7 +98,12 @@ class Target:
 
 @pytest.fixture(scope="module", params=["stand-in", "node"])
 def target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    if request.param == "stand-in":
+    yield from targets(request.param)
+
+
+def targets(param: str) -> Iterator[Target]:
+    """The target a module's `target` fixture yields (test_contract_listing.py shares it)."""
+    if param == "stand-in":
         with XerjStandIn(api_key=STAND_IN_KEY) as stand_in:
             headers = {"Authorization": f"ApiKey {STAND_IN_KEY}"}
             with httpx.Client(base_url=stand_in.url, headers=headers, timeout=10) as client:
