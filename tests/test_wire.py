@@ -94,6 +94,36 @@ def test_the_model_may_still_ask_for_an_embedding_by_name(runner: Runner, xerj: 
     assert payload["hits"] and all(len(h["_source"]["body_vector"]) == 384 for h in payload["hits"])
 
 
+SEMANTIC = {"semantic": {"field": "body", "query": "vpn outage"}}
+KNN = {"knn": {"field": "body_vector", "query_vector": [0.1] * 384, "k": 3}}
+HYBRID = {"hybrid": {"queries": [{"query": MATCH}, {"query": SEMANTIC}]}}
+
+
+@pytest.mark.parametrize("query", [SEMANTIC, KNN, HYBRID], ids=["semantic", "knn", "hybrid"])
+def test_fields_named_in_source_are_what_the_model_reads_where_xerj_ignores_them(
+    runner: Runner, xerj: XerjStandIn, query: dict[str, Any]
+) -> None:
+    # XERJ returns the whole document on these paths (index.rs:6690-6726, 6786-6787 return
+    # before apply_source_filter at 9930; a hybrid's vector arm too, index.rs:5364).
+    payload = runner.payload("xerj_search", {"index": "docs", "query": query, "source": ["title"], "size": 10})
+    sent = xerj.requests[-1].body
+    assert any("body_vector" in s for s in raw_search(xerj, sent))  # the node did send them
+    assert payload["ok"] and payload["hits"]
+    assert all(set(h["_source"]) == {"title"} for h in payload["hits"]), payload["hits"]
+
+
+def test_an_embedding_is_kept_only_when_source_names_it_exactly(runner: Runner, xerj: XerjStandIn) -> None:
+    payload = runner.payload("xerj_search", {"index": "docs", "query": SEMANTIC, "source": "title, bod*"})
+    assert payload["hits"] and all(set(h["_source"]) == {"title", "body"} for h in payload["hits"])
+    payload = runner.payload("xerj_search", {"index": "docs", "query": KNN, "source": ["body_vector"]})
+    assert payload["hits"] and all(set(h["_source"]) == {"body_vector"} for h in payload["hits"])
+
+
+def test_source_false_drops_the_source_where_xerj_ignores_it(runner: Runner, xerj: XerjStandIn) -> None:
+    payload = runner.payload("xerj_search", {"index": "docs", "query": KNN, "source": False})
+    assert payload["hits"] and all("_source" not in h for h in payload["hits"])
+
+
 def _big_answer(hits: int, chunks: int) -> bytes:
     rng = random.Random(5)
     vector = lambda: [rng.uniform(-1, 1) for _ in range(384)]  # noqa: E731

@@ -10,9 +10,10 @@ from ._body import clean
 from ._exceptions import ArgumentsError, EngineError, ToolCallError
 from ._handlers import HttpRequest
 from ._hints import block_hint, too_large_hint
-from ._hits import decode_search, hit, named_fields, shard_reasons
+from ._hits import decode_search, hit, shard_reasons
 from ._outcome import Failure, Reply
 from ._retry import rerank_refusal, retry_after_seconds
+from ._source_view import source_view
 
 __all__ = [
     "ERROR_CODES",
@@ -264,8 +265,8 @@ def _search_payload(
     _total(hits, out)
     raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
     assert isinstance(raw_hits, list)
-    named = named_fields(request)
-    out["hits"] = [hit(h, named) for h in raw_hits if isinstance(h, dict)]
+    view = source_view(request)
+    out["hits"] = [hit(h, view) for h in raw_hits if isinstance(h, dict)]
     if "aggregations" in data:
         out["aggregations"] = data["aggregations"]
     rerank = rerank_note or _rerank_block(data)
@@ -316,8 +317,7 @@ def success_payload(
     tool: str, reply: Reply, request: HttpRequest, rerank_note: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Shape a 2xx JSON reply into the envelope for the request's kind."""
-    named = named_fields(request)
-    data = decode_search(reply, named) if request.kind == "search" else reply.data
+    data = decode_search(reply, source_view(request)) if request.kind == "search" else reply.data
     if not isinstance(data, dict) or _unusable(reply, request, data) is not None:
         raise engine_error(reply, request)
     if request.kind == "search":

@@ -125,7 +125,8 @@ def _vector_fields(query: Any, out: set[str], depth: int = 0) -> set[str]:
 
 
 def _source(value: Any, query: Any) -> Any:
-    """`_source` as sent. The model's own choice goes as it is; by default, the embedding fields
+    """`_source` as sent. The model's own choice goes as it is (and is applied again as the answer
+    is decoded, `_source_view`, where XERJ ignores it); by default, the embedding fields
     the query names are excluded by their exact names (the only form XERJ's filter honours),
     and nothing at all is sent when the query names none."""
     if value is False or value == "false":

@@ -7,81 +7,63 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._handlers import HttpRequest
 from ._outcome import Reply
+from ._source_view import SourceView
 
-__all__ = ["decode_search", "hit", "named_fields", "shard_reasons"]
-
-
-def _is_vector(value: Any) -> bool:
-    return (
-        isinstance(value, list) and bool(value) and isinstance(value[0], (int, float, list, dict))
-    )
+__all__ = ["decode_search", "hit", "shard_reasons"]
 
 
-def _strip_vectors(source: Any, named: frozenset[str]) -> Any:
+def _shape_source(obj: dict[str, Any], view: SourceView) -> None:
     # XERJ keeps a semantic field's embedding inside _source as `<field>_vector` (and
-    # `<field>_vector_chunks`; engine/crates/xerj-engine/src/index.rs:5077), and its _source
-    # filter knows only a trailing `*` (index.rs:15826), so `*` or `body*` brings them back:
-    # they are dropped here unless the model named that exact field.
-    if not isinstance(source, dict):
-        return source
-    return {
-        k: v for k, v in source.items()
-        if k in named or not (k.endswith(("_vector", "_vector_chunks")) and _is_vector(v))
-    }  # fmt: skip
+    # `<field>_vector_chunks`; engine/crates/xerj-engine/src/index.rs:5077) and skips the
+    # _source filter on kNN and semantic paths (index.rs:6690-6726, 6786, 9930): the view
+    # applies the model's includes/excludes again and drops every embedding it did not name.
+    source = obj.get("_source")
+    if isinstance(source, dict):
+        if view.keep:
+            obj["_source"] = view.apply(source)
+        else:
+            del obj["_source"]
 
 
-def _drop_hit_vectors(obj: dict[str, Any], named: frozenset[str]) -> dict[str, Any]:
+def _drop_hit_vectors(obj: dict[str, Any], view: SourceView) -> dict[str, Any]:
     # A json object_hook runs as each object closes: a hit's embeddings are dropped as soon as
     # that hit is parsed, so even a large answer never holds all of them at once.
-    source = obj.get("_source")
-    if "_id" in obj and isinstance(source, dict):
-        obj["_source"] = _strip_vectors(source, named)
+    if "_id" in obj:
+        _shape_source(obj, view)
     return obj
 
 
-def decode_search(reply: Reply, named: frozenset[str]) -> Any:
-    """The search answer's JSON, without the embeddings the model did not name (NaN and
-    infinities made null, as `Reply.data` does); None when the body is not JSON."""
+def decode_search(reply: Reply, view: SourceView) -> Any:
+    """The search answer's JSON, each hit's `_source` cut to what the model asked for (see
+    `_source_view`; NaN and infinities made null, as `Reply.data` does); None when the body is
+    not JSON."""
     try:
         return json.loads(
             reply.body,
             parse_constant=lambda _: None,
-            object_hook=lambda obj: _drop_hit_vectors(obj, named),
+            object_hook=lambda obj: _drop_hit_vectors(obj, view),
         )
     except (ValueError, RecursionError):
         return None
 
 
-def named_fields(request: HttpRequest) -> frozenset[str]:
-    """The exact field names the model asked `_source` for (no patterns)."""
-    source = (request.body or {}).get("_source")
-    if isinstance(source, dict):
-        source = source.get("includes")
-    names = source.split(",") if isinstance(source, str) else source
-    if not isinstance(names, list):
-        return frozenset()
-    return frozenset(n.strip() for n in names if isinstance(n, str) and "*" not in n)
-
-
-def hit(row: Mapping[str, Any], named: frozenset[str], inner: bool = True) -> dict[str, Any]:
+def hit(row: Mapping[str, Any], view: SourceView, inner: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key in ("_index", "_id", "_score", "_nested"):
+    for key in ("_index", "_id", "_score", "_nested", "_source"):
         if key in row:
             out[key] = row[key]
-    if "_source" in row:
-        out["_source"] = _strip_vectors(row["_source"], named)
+    _shape_source(out, view)
     for key in ("highlight", "fields", "sort", "matched_queries"):
         if key in row:
             out[key] = row[key]
     if "inner_hits" in row:
         # the model asked for them in its query (es_compat.rs:9892-9894, 23971)
-        out["inner_hits"] = _inner_hits(row["inner_hits"], named) if inner else row["inner_hits"]
+        out["inner_hits"] = _inner_hits(row["inner_hits"], view) if inner else row["inner_hits"]
     return out
 
 
-def _inner_hits(value: Any, named: frozenset[str]) -> Any:
+def _inner_hits(value: Any, view: SourceView) -> Any:
     """Each named block of inner hits, its hits shaped like top-level ones (one level deep)."""
     if not isinstance(value, dict):
         return value
@@ -90,7 +72,7 @@ def _inner_hits(value: Any, named: frozenset[str]) -> Any:
         inner = block.get("hits") if isinstance(block, dict) else None
         rows = inner.get("hits") if isinstance(inner, dict) else None
         if isinstance(inner, dict) and isinstance(rows, list):
-            shaped = [hit(r, named, inner=False) for r in rows if isinstance(r, dict)]
+            shaped = [hit(r, view, inner=False) for r in rows if isinstance(r, dict)]
             out[name] = {
                 "hits": {**{k: v for k, v in inner.items() if k != "hits"}, "hits": shaped}
             }

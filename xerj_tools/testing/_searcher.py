@@ -171,7 +171,10 @@ def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
         if not isinstance(spec.get(key), str):
             raise _parse_error(f"`{key}` must be a non-empty string")
     if spec["field"] not in index.semantic_fields:
-        # Raised by the engine, not the parser: no "parse error: " prefix (index.rs:5015-5023).
+        # Raised by the engine, not the parser: no "parse error: " prefix. Only a node with no
+        # active embedding backend refuses; one with a backend (neural, proxy, ONNX) embeds the
+        # query with it for any field (index.rs:4991-5023, the 400 at 5013-5023). The stand-in
+        # plays a node on the default embed mode, which has none.
         raise invalid_query(
             "semantic query requires either a `semantic_text` field (auto-embedded with the "
             'built-in lexical embedder) or an active embedding backend (`embedding.mode = "neural"`; '

@@ -1,0 +1,132 @@
+"""What the model reads of each hit's `_source`: what its `source` asked for, the way XERJ's own
+filter reads it, and no embedding it did not name exactly.
+
+XERJ does not always filter: a `knn` or `semantic` search returns from `search_inner` before the
+only `apply_source_filter` call (engine/crates/xerj-engine/src/index.rs:6690-6726, 6786-6787
+return ahead of 9930, at e6e8e6a), and a hybrid's vector sub-queries do the same (index.rs:5364).
+So the request's `_source` is applied here to every hit, again: where XERJ already applied it
+this changes nothing (the filter is idempotent), where it did not the model still gets what it
+asked for. Embeddings (`<field>_vector`, `<field>_vector_chunks` holding numbers) are dropped
+unless `source` names them exactly: a pattern such as `body*` does not bring 384 floats back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._handlers import VECTOR_SUFFIXES, HttpRequest
+
+__all__ = ["SourceView", "source_view"]
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+@dataclass(frozen=True)
+class SourceView:
+    """The request's `_source`, read as XERJ reads it (es_compat.rs:4556-4607 at e6e8e6a)."""
+
+    keep: bool = True  # False: `_source: false`, no `_source` at all
+    includes: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+
+    def apply(self, source: Mapping[str, Any]) -> dict[str, Any]:
+        if self.includes or self.excludes:
+            source = _filter(source, self.includes, self.excludes)
+        named = set(self.includes)
+        return {
+            k: v for k, v in source.items()
+            if k in named or not (k.endswith(VECTOR_SUFFIXES) and _is_vector(v))
+        }  # fmt: skip
+
+
+def source_view(request: HttpRequest) -> SourceView:
+    spec = (request.body or {}).get("_source")
+    if spec is False or spec == "false":
+        return SourceView(keep=False)
+    if isinstance(spec, str) and spec != "true":
+        return SourceView(includes=tuple(s.strip() for s in spec.split(",")))
+    if isinstance(spec, list):
+        return SourceView(includes=_strings(spec))
+    if isinstance(spec, Mapping):
+        return SourceView(
+            includes=_strings(spec.get("includes", spec.get("include"))),
+            excludes=_strings(spec.get("excludes", spec.get("exclude"))),
+        )
+    return SourceView()
+
+
+def _is_vector(value: Any) -> bool:
+    return (
+        isinstance(value, list) and bool(value) and isinstance(value[0], (int, float, list, dict))
+    )
+
+
+def _filter(
+    source: Mapping[str, Any], includes: tuple[str, ...], excludes: tuple[str, ...]
+) -> dict[str, Any]:
+    # index.rs:15672-15832 `apply_source_filter` / `filter_object`: with no dotted pattern a
+    # `*` is a trailing wildcard only (`field_matches`, 15826-15832), and an empty include list
+    # keeps everything (15717-15721); with one, paths are globbed per segment.
+    if not any("." in p for p in (*includes, *excludes)):
+        return {
+            k: v for k, v in source.items()
+            if (not includes or any(_field_matches(k, p) for p in includes))
+            and not any(_field_matches(k, p) for p in excludes)
+        }  # fmt: skip
+    out = _paths(source, "", includes, excludes)
+    return out if isinstance(out, dict) else {}
+
+
+def _field_matches(name: str, pattern: str) -> bool:
+    return name.startswith(pattern[:-1]) if pattern.endswith("*") else name == pattern
+
+
+def _glob(pattern: str, text: str) -> bool:
+    # index.rs:15737-15771: `*` matches any run of characters but `.`.
+    if not pattern:
+        return not text
+    if pattern[0] != "*":
+        return bool(text) and pattern[0] == text[0] and _glob(pattern[1:], text[1:])
+    end = 0
+    while True:
+        if _glob(pattern[1:], text[end:]):
+            return True
+        if end >= len(text) or text[end] == ".":
+            return False
+        end += 1
+
+
+def _path_matches(path: str, patterns: tuple[str, ...]) -> bool:
+    # index.rs:15772-15778
+    for p in patterns:
+        if "*" in p:
+            if _glob(p, path) or (p.endswith(".*") and path.startswith(p[:-2])):
+                return True
+        elif path == p or path.startswith(p + "."):
+            return True
+    return False
+
+
+def _paths(value: Any, prefix: str, includes: tuple[str, ...], excludes: tuple[str, ...]) -> Any:
+    # index.rs:15781-15822 `collect_and_filter`: an emptied object and a null leaf disappear.
+    if not isinstance(value, Mapping):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        path = f"{prefix}.{k}" if prefix else k
+        wanted = (
+            not includes
+            or _path_matches(path, includes)
+            or any(i.startswith(path + ".") for i in includes)
+        )
+        if wanted and not _path_matches(path, excludes):
+            kept = _paths(v, path, includes, excludes)
+            if kept is not None:
+                out[k] = kept
+    return None if not out and prefix else out
