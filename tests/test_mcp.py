@@ -246,7 +246,7 @@ def test_calls_run_concurrently_and_a_cancelled_one_is_dropped(server: Connected
     error, payload = server.call("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1})
     assert error is False and payload["ok"] is True
     # The server dropped the call when the client cancelled it (it says so in its log).
-    server.run(lambda _: until(lambda: "'xerj_search' mcp-" in server.log() and "cancelled by the client" in server.log()))
+    server.run(lambda _: until(lambda: "xerj_search mcp-" in server.log() and "cancelled by the client" in server.log()))
 
 
 @needs_sdk
