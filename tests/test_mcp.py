@@ -246,7 +246,7 @@ def test_calls_run_concurrently_and_a_cancelled_one_is_dropped(server: Connected
     error, payload = server.call("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1})
     assert error is False and payload["ok"] is True
     # The server dropped the call when the client cancelled it (it says so in its log).
-    server.run(lambda _: until(lambda: "'xerj_search' mcp-" in server.log() and "cancelled by the client" in server.log()))
+    server.run(lambda _: until(lambda: "xerj_search mcp-" in server.log() and "cancelled by the client" in server.log()))
 
 
 @needs_sdk
@@ -438,3 +438,11 @@ def test_arguments_past_the_depth_limit_are_an_error_result(server: Connected, x
     error, payload = server.call("xerj_search", {"index": "docs", "query": {"bool": {"filter": filters}}})
     assert error is True and "nested deeper than 64 levels" in json.dumps(payload["error"])
     assert xerj.requests == []
+
+
+@needs_sdk
+def test_credentials_in_the_url_name_the_environment_variables() -> None:
+    err = io.StringIO()
+    assert main(["mcp", "--url", "http://u:s3cret-pw@127.0.0.1:9200"], stderr=err) == 2
+    assert "$XERJ_API_KEY" in err.getvalue() and "$XERJ_AUTH" in err.getvalue()
+    assert "s3cret-pw" not in err.getvalue()

@@ -330,6 +330,10 @@ def test_url_templates_take_the_models_names_out() -> None:
     assert _tracing.url_template(HttpRequest("POST", "/_memory/a%2Fb/_recall", {}, kind="memory_recall")) \
         == "/_memory/{namespace}/_recall"
     assert _tracing.url_template(HttpRequest("POST", "/_memory/agent", {}, kind="memory_store")) == "/_memory/{namespace}"
+    from xerj_tools._listing import CAT_INDICES, RESOLVE_ALL
+
+    assert _tracing.url_template(RESOLVE_ALL) == "/_resolve/index/*"
+    assert _tracing.url_template(CAT_INDICES) == "/_cat/indices"
     # A custom handler's path of another shape has no template: the span is named by the method.
     assert _tracing.url_template(HttpRequest("POST", "/docs/_count", {}, kind="search")) is None
     assert _tracing.url_template(HttpRequest("GET", "/docs/_doc/1", None)) is None

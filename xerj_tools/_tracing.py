@@ -237,13 +237,16 @@ _TEMPLATES = {
     "search": (re.compile(r"/[^/]+/_search"), "/{index}/_search"),
     "memory_store": (re.compile(r"/_memory/[^/]+"), "/_memory/{namespace}"),
     "memory_recall": (re.compile(r"/_memory/[^/]+/_recall"), "/_memory/{namespace}/_recall"),
-    "listing": (re.compile(r"/_cat/indices"), "/_cat/indices"),
+    # The listing's two fixed paths (_listing.py) hold no model-chosen name: each is its own.
+    "listing": (re.compile(r"/_resolve/index/\*|/_cat/indices"), ""),
 }
 
 
 def url_template(request: HttpRequest) -> str | None:
     known = _TEMPLATES.get(request.kind)
-    return known[1] if known is not None and known[0].fullmatch(request.path) else None
+    if known is None or not known[0].fullmatch(request.path):
+        return None
+    return known[1] or request.path
 
 
 class _AttemptScope(_Null):

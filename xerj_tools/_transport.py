@@ -54,7 +54,10 @@ def _check_url(url: str) -> str:
         raise ConfigurationError("a XERJ URL must look like http://host:9200 or https://host:9200")
     if parts.username or parts.password:
         # XERJ accepts only ApiKey or Bearer (auth.rs:185-194), and a URL travels into logs.
-        raise ConfigurationError("put credentials in api_key=, not in the XERJ URL")
+        raise ConfigurationError(
+            "put credentials in api_key= (on the command line: $XERJ_API_KEY, or a whole "
+            "Authorization value in $XERJ_AUTH for `mcp`), not in the XERJ URL"
+        )
     return url.rstrip("/")
 
 

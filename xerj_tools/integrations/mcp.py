@@ -13,13 +13,16 @@ are (FastMCP derives schemas from Python signatures). Needs ``pip install 'xerj-
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
 import logging
 import os
+import signal
 import socket
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -141,7 +144,7 @@ def build_server(dispatcher: AsyncDispatcher) -> Server[Any]:
         try:
             result = await dispatcher.run(call)
         except asyncio.CancelledError:  # the client cancelled: the request in flight is dropped
-            logger.info("%r %s: cancelled by the client", params.name, call.call_id)
+            logger.info("%s %s: cancelled by the client", params.name, call.call_id)
             raise
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.content)], is_error=not result.ok
@@ -164,14 +167,84 @@ async def serve_stdio(dispatcher: AsyncDispatcher) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(dispatcher: AsyncDispatcher, sock: socket.socket, path: str = "/mcp") -> None:
-    """Serve streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM)."""
+async def serve_http(
+    dispatcher: AsyncDispatcher,
+    sock: socket.socket,
+    path: str = "/mcp",
+    *,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM).
+
+    With `stop`, the caller owns the signals: uvicorn installs no handlers of its own and
+    shuts down gracefully (connections, then the sessions) once `stop` is set.
+    """
     import uvicorn
 
     host = sock.getsockname()[0]
     app = build_server(dispatcher).streamable_http_app(streamable_http_path=path, host=host)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    if stop is None:
+        await uvicorn.Server(config).serve(sockets=[sock])
+        return
+
+    class OwnSignals(uvicorn.Server):
+        """uvicorn without its signal handlers (which re-raise the signal once shut down)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    server = OwnSignals(config)
+
+    async def watch() -> None:
+        await stop.wait()
+        server.should_exit = True
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()
+
+
+class _Signals:
+    """SIGINT and SIGTERM recorded, never raised: the server stops where it chooses to.
+
+    Installed before the start line is written, so an interrupt at any moment (even before
+    the event loop exists) ends in the same clean stop instead of a KeyboardInterrupt landing
+    inside asyncio's own setup or teardown.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+        self._wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.received is None:
+            self.received = signum
+        if self._wake is not None:
+            loop, event = self._wake
+            loop.call_soon_threadsafe(event.set)
+
+    def event(self) -> asyncio.Event:
+        """An event set on the first signal (already set if one came before the loop ran)."""
+        event = asyncio.Event()
+        self._wake = (asyncio.get_running_loop(), event)
+        if self.received is not None:
+            event.set()
+        return event
 
 
 _LOOPBACK_NAMES = ("localhost",)
@@ -234,6 +307,11 @@ def serve(
     `authorization` (a ready header value) defaults to ``$XERJ_AUTH``, which XERJ's own MCP
     server reads, and wins over the key. Configuration errors raise `ConfigurationError`
     before anything is served.
+
+    SIGINT and SIGTERM stop it gracefully at any moment, even right after the start line:
+    the HTTP server stops accepting, its sessions close, then the dispatcher. SIGTERM (a
+    service manager's stop) returns 0; SIGINT raises `KeyboardInterrupt` after the stop,
+    which the CLI reports as one line, ``xerj-tools: interrupted``, and exit status 130.
     """
     err = err or sys.stderr
     authorization = authorization or os.environ.get("XERJ_AUTH") or None
@@ -256,6 +334,7 @@ def serve(
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.WARNING)
     logger.setLevel(log_level.upper())
+    signals = _Signals().__enter__()  # before the start line: a client may interrupt on seeing it
     err.write(
         f"xerj-tools mcp {__version__}: {shown} tools over {where}; XERJ at "
         f"{', '.join(dispatcher.urls)}; policy {policy_path or '(default)'}\n"
@@ -263,18 +342,39 @@ def serve(
     err.flush()
 
     async def main() -> None:
-        async with dispatcher:
-            if sock is None:
-                await serve_stdio(dispatcher)
+        stdio_stopped = False
+        stop = signals.event()
+        async with dispatcher:  # the sessions end inside; the XERJ connections close on exit
+            if sock is not None:
+                await serve_http(dispatcher, sock, stop=stop)
             else:
-                await serve_http(dispatcher, sock)
+                serving = asyncio.ensure_future(serve_stdio(dispatcher))
+                stopping = asyncio.ensure_future(stop.wait())
+                await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                stopping.cancel()
+                if serving.done():
+                    serving.result()
+                else:
+                    # The SDK's stdin reader sits in read(2) on a thread that nothing can wake:
+                    # stop serving, close the dispatcher, then end the process without it.
+                    serving.cancel()
+                    stdio_stopped = True
+        if signals.received is not None:
+            name = signal.Signals(signals.received).name
+            logger.info("stopped on %s: sessions and XERJ connections closed", name)
+        if stdio_stopped:
+            if signals.received == signal.SIGINT:
+                err.write("xerj-tools: interrupted\n")
+            err.flush()
+            os._exit(130 if signals.received == signal.SIGINT else 0)
 
     try:
         asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
     finally:
+        signals.__exit__()
         if sock is not None:
             sock.close()
         logging.getLogger().removeHandler(handler)
+    if signals.received == signal.SIGINT:
+        raise KeyboardInterrupt  # after the clean stop: the CLI says "interrupted", exits 130
     return 0
