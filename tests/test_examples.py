@@ -21,10 +21,12 @@ EXPECTED = {
     "tracing.py": ["put to rest", "failing over", "  agent turn {'xerj_tools.turn': 1}",
                    "    execute_tool xerj_search", "· xerj_tools.failover", "'error.type': 'unreachable'"],
     "openai_agents.py": ['"code":"invalid_json"', "← {\"ok\":true,\"tool\":\"xerj_semantic_search\"", "(T-4, T-6)"],
+    "mcp_client.py": ["xerj_memory_store: Store a memory (read-only: False)", "a repaired call: isError=False",
+                      "repairs ['$.size", "a refused call: isError=True", "policy_denied"],
     "langgraph_agent.py": ["call_1 [error]", "call_3 [success]", "XERJ was asked once", "(pm-103)"],
 }
 # Examples of an integration run when its optional extra is installed (CI installs them all).
-NEEDS = {"openai_agents.py": ("agents",), "langgraph_agent.py": ("langgraph", "langchain_openai")}
+NEEDS = {"openai_agents.py": ("agents",), "mcp_client.py": ("mcp",), "langgraph_agent.py": ("langgraph", "langchain_openai")}
 
 
 def test_every_example_is_tested() -> None:
