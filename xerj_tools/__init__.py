@@ -9,6 +9,7 @@ with Dispatcher() as dispatcher:                # XERJ_URL / XERJ_API_KEY from t
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from typing import is_typeddict as _is_typeddict
 
 from ._agent import arun_agent, astream_agent, run_agent, stream_agent
 from ._bounds import MAX_ARGUMENT_DEPTH
@@ -107,17 +108,33 @@ __all__ = [
 import logging as _logging
 
 
+def _public(value: Any) -> Any:
+    # Public classes and functions say where users import them from (`xerj_tools.ToolCall`,
+    # not `xerj_tools._calls.ToolCall`) in reprs, tracebacks, pickles and docs, as httpx does.
+    # TypedDicts keep their home module: typing resolves their string annotations there.
+    if isinstance(value, type) and _is_typeddict(value):
+        return value
+    if isinstance(value, type) or (callable(value) and hasattr(value, "__code__")):
+        value.__module__ = __name__
+    return value
+
+
 def __getattr__(name: str) -> Any:
     # The dispatchers pull in httpx; offline validation (`xerj-tools validate`) never needs it.
     if name == "Dispatcher":
         from ._dispatch import Dispatcher
 
-        return Dispatcher
+        return _public(Dispatcher)
     if name == "AsyncDispatcher":
         from ._async_dispatch import AsyncDispatcher
 
-        return AsyncDispatcher
+        return _public(AsyncDispatcher)
     raise AttributeError(f"module 'xerj_tools' has no attribute {name!r}")
+
+
+for _name in __all__:
+    if _name not in ("Dispatcher", "AsyncDispatcher") and not _name.startswith("__"):
+        _public(globals()[_name])
 
 
 _logging.getLogger("xerj_tools").addHandler(_logging.NullHandler())

@@ -47,6 +47,19 @@ __all__ = [
 class XerjToolsError(Exception):
     """Base class of every exception raised by xerj-tools."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The subclasses' constructors take other arguments than `args` holds, so the default
+        # (`cls(*args)`) cannot rebuild them: restore args and attributes without `__init__`,
+        # so that an error survives a process pool or a task queue whole.
+        return (_restore, (type(self), self.args, self.__dict__))
+
+
+def _restore(cls: type[XerjToolsError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class ConfigurationError(XerjToolsError):
     """A mistake of the developer: bad configuration, tools file or handler table."""

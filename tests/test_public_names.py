@@ -1,0 +1,62 @@
+"""The public surface: where names say they live, and errors that cross a process boundary."""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+import typing
+
+import pytest
+
+import xerj_tools
+from xerj_tools import (
+    ArgumentsError,
+    EngineError,
+    MissingHandlerError,
+    PolicyDenied,
+    Problem,
+    ToolDefinitionError,
+    UnknownToolError,
+)
+
+
+def _public_objects() -> list[tuple[str, object]]:
+    return [(name, getattr(xerj_tools, name)) for name in xerj_tools.__all__]
+
+
+@pytest.mark.parametrize(
+    "name", [n for n, o in _public_objects() if inspect.isclass(o) or inspect.isfunction(o)]
+)
+def test_public_classes_and_functions_live_in_xerj_tools(name: str) -> None:
+    value = getattr(xerj_tools, name)
+    if typing.is_typeddict(value):
+        # typing resolves a TypedDict's string annotations in its home module
+        assert typing.get_type_hints(value)
+        return
+    assert value.__module__ == "xerj_tools"
+    assert getattr(xerj_tools, value.__qualname__) is value
+
+
+def test_the_lazily_imported_dispatchers_too() -> None:
+    assert xerj_tools.Dispatcher.__module__ == "xerj_tools"
+    assert xerj_tools.AsyncDispatcher.__module__ == "xerj_tools"
+    assert repr(xerj_tools.Dispatcher).startswith("<class 'xerj_tools.Dispatcher'")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        UnknownToolError("xerj_nope", ["xerj_search"]),
+        ArgumentsError("bad", problems=[Problem("$.size", "too big")], code="invalid_json"),
+        EngineError("down", code="unavailable", status=503, retryable=True, details={"a": 1}),
+        MissingHandlerError(["a", "b"]),
+        ToolDefinitionError("broken", tool_name="t"),
+        PolicyDenied("no", details={"refused": "index"}),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_errors_survive_pickling_whole(error: Exception) -> None:
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert copy.__dict__ == error.__dict__
