@@ -1,6 +1,6 @@
 """xerj-tools: let an OpenAI-style model search a XERJ engine through function calling.
 
-registry = load_registry()                      # the six XERJ tools, validated once
+registry = load_registry()                      # the XERJ tools, validated once
 tools = registry.chat_tools()                   # pass as tools= to Chat Completions
 with Dispatcher() as dispatcher:                # XERJ_URL / XERJ_API_KEY from the environment
     messages += dispatcher.dispatch_many(message.tool_calls)
@@ -31,7 +31,7 @@ from ._exceptions import (
     XerjToolsError,
 )
 from ._format import ERROR_CODES
-from ._handlers import HANDLERS, Handler, HttpRequest
+from ._handlers import Handler, HttpRequest
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
@@ -47,6 +47,7 @@ from ._turns import (
 )
 from ._usage import TokenUsage
 from ._validation import Problem, ValidationResult
+from .tools import HANDLERS, XERJ_TOOLS, Received, Tool
 
 if TYPE_CHECKING:
     from ._async_dispatch import AsyncDispatcher
@@ -58,6 +59,7 @@ __all__ = [
     "ERROR_CODES",
     "HANDLERS",
     "MAX_ARGUMENT_DEPTH",
+    "XERJ_TOOLS",
     "AgentEvent",
     "AgentResult",
     "ArgumentsError",
@@ -77,11 +79,13 @@ __all__ = [
     "Policy",
     "PolicyDenied",
     "Problem",
+    "Received",
     "ResponsesToolOutput",
     "RetryPolicy",
     "RunFinished",
     "TextDelta",
     "TokenUsage",
+    "Tool",
     "ToolCall",
     "ToolCallError",
     "ToolCallStarted",

@@ -24,6 +24,7 @@ from ._registry import ToolRegistry
 from ._retry import RetryPolicy, async_retrying, should_retry
 from ._tracing import tool_call as tool_call_scope
 from ._transport import AsyncTransport
+from .tools import Tool
 
 __all__ = ["AsyncDispatcher"]
 
@@ -44,6 +45,7 @@ class AsyncDispatcher(_Base):
         authorization: str | None = None,
         client: httpx.AsyncClient | None = None,
         handlers: Mapping[str, Handler] | None = None,
+        tools: Sequence[Tool] = (),
         retry: RetryPolicy | None = None,
         rerank_fallback: bool = True,
         rerank_memory_seconds: float = 300.0,
@@ -63,7 +65,7 @@ class AsyncDispatcher(_Base):
     ) -> None:
         super().__init__(
             registry, url=url, api_key=api_key, authorization=authorization, handlers=handlers,
-            retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
+            tools=tools, retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
             connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
             pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
             budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,

@@ -211,8 +211,8 @@ def _tools(args: argparse.Namespace, out: TextIO) -> int:
 def _lint(args: argparse.Namespace, out: TextIO) -> int:
     from importlib import resources
 
-    from ._handlers import HANDLERS
     from ._lint import lint_tools
+    from .tools import HANDLERS
 
     try:
         if args.file:

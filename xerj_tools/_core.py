@@ -11,8 +11,9 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from ._body import clean
@@ -27,8 +28,8 @@ from ._exceptions import (
     ToolCallError,
     UnknownToolError,
 )
-from ._format import dumps, engine_error, error_payload, own_first_write, success_payload
-from ._handlers import HANDLERS, Handler, HttpRequest, dot_segment
+from ._format import dumps, engine_error, error_payload
+from ._handlers import Handler, HttpRequest
 from ._listing import LISTING_TTL, IndexListing, list_indices
 from ._outcome import Outcome, Reply
 from ._policy import Policy, PolicyDenied
@@ -36,6 +37,8 @@ from ._registry import ToolRegistry
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
 from ._validation import integral_numbers
+from .tools import Received, Tool, reading_tool, tool_table
+from .tools._paths import dot_segment
 
 __all__ = ["DispatchCore", "ToolResult"]
 
@@ -105,24 +108,30 @@ class Prepared:
 
     request: HttpRequest
     repairs: tuple[str, ...] = ()
-    tool: str = ""
+    tool: Tool | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    page_from: int | None = None  # the `from` of a search that can page, else None
+    page_from: int | None = None  # where a hit list that can page started (its `paging`)
 
     @property
     def key(self) -> str:
         """Tool and canonical arguments: identical calls in one turn share it."""
-        return self.tool + "\x00" + dumps(dict(sorted(self.arguments.items())))
+        name = self.tool.name if self.tool is not None else ""
+        return name + "\x00" + dumps(dict(sorted(self.arguments.items())))
 
 
 class DispatchCore:
-    """Every decision of dispatch, shared by `Dispatcher` and `AsyncDispatcher`."""
+    """Every decision of dispatch, shared by `Dispatcher` and `AsyncDispatcher`.
+
+    `policy` None means the default `Policy()`: every path (both dispatchers, the CLI's
+    ``call --dry-run``, the integrations) is guarded alike.
+    """
 
     def __init__(
         self,
         registry: ToolRegistry,
         handlers: Mapping[str, Handler] | None,
         *,
+        tools: Sequence[Tool] = (),
         rerank_fallback: bool,
         rerank_memory_seconds: float,
         repair: bool = True,
@@ -132,18 +141,26 @@ class DispatchCore:
         policy: Policy | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        table = {name: h for name, h in HANDLERS.items() if name in registry}
-        table.update(handlers or {})
+        table = tool_table(registry.names, handlers, tools)
         missing = [name for name in registry.names if name not in table]
         if missing:
             raise MissingHandlerError(missing)
+        if undefined := [t.name for t in tools if t.name not in registry]:
+            raise ConfigurationError(
+                f"no definition for tool(s) {', '.join(undefined)} in the registry: add each "
+                "to the tools file the registry is loaded from"
+            )
+        # Your tools' checks join their definitions (the library's own are attached on load).
+        registry = registry.with_checks(
+            {t.name: t.checks_for(registry[t.name].parameters) for t in tools}
+        )
         for value in (budget, *(budgets or {}).values()):
             if value < MIN_BUDGET:
                 raise ConfigurationError(f"a budget must be at least {MIN_BUDGET} characters")
         if max_buckets < 1:
             raise ConfigurationError("max_buckets must be at least 1")
         self.registry = registry
-        self.handlers = table
+        self.tools: Mapping[str, Tool] = MappingProxyType(table)
         self.rerank_fallback = rerank_fallback
         self.rerank_memory = _RerankMemory(rerank_memory_seconds, clock)
         self.listing = IndexListing(LISTING_TTL, clock)
@@ -151,7 +168,9 @@ class DispatchCore:
         self.budget = budget
         self.budgets = dict(budgets or {})
         self.max_buckets = max_buckets
-        self.policy = policy
+        # Guardrails are on unless the operator says otherwise: no dot-indices (XERJ's memory
+        # indices among them), no oversized arguments.
+        self.policy = policy if policy is not None else Policy()
         self.clock = clock
 
     def prepare(self, call: ToolCall) -> Prepared | ToolCallError:
@@ -159,7 +178,7 @@ class DispatchCore:
         spec = self.registry.get(call.name)
         if spec is None or call.custom:
             return UnknownToolError(call.name, self.registry.names)
-        if self.policy is not None and (too_large := self.policy.check_size(call.arguments)):
+        if too_large := self.policy.check_size(call.arguments):
             return too_large
         result = self.registry.validate(call.name, call.arguments, repair=self.repair)
         if not result.ok or result.arguments is None:
@@ -174,21 +193,20 @@ class DispatchCore:
             return error
         # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
         arguments: dict[str, Any] = integral_numbers(result.arguments, spec.validator.schema)
-        notes: list[str] = []
-        if self.policy is not None:
-            applied = self.policy._apply(
-                call.name, arguments, read_body=may_name_indices(call.arguments, arguments)
+        tool = self.tools[call.name]
+        applied = self.policy._apply(
+            tool, arguments, read_body=may_name_indices(call.arguments, arguments)
+        )
+        if isinstance(applied, PolicyDenied):
+            return applied
+        arguments, notes = applied
+        if notes and not (recheck := self.registry.validate(call.name, arguments)).ok:
+            return PolicyDenied(
+                "the operator's limits leave this call invalid: " + recheck.summary(),
+                details={"refused": "limits"},
             )
-            if isinstance(applied, PolicyDenied):
-                return applied
-            arguments, notes = applied
-            if notes and not (recheck := self.registry.validate(call.name, arguments)).ok:
-                return PolicyDenied(
-                    "the operator's limits leave this call invalid: " + recheck.summary(),
-                    details={"refused": "limits"},
-                )
         try:
-            request = self.handlers[call.name](arguments)
+            request = tool.build(arguments)
         except ToolCallError as exc:  # a custom handler may refuse a call in the model's terms
             return exc
         except Exception as exc:
@@ -206,13 +224,16 @@ class DispatchCore:
                 f"an argument became the path segment {segment!r}, which HTTP reads as a "
                 "relative path; nothing was sent. Use a real name"
             )
+        if (refused := self.policy.write_refusal(tool, request)) is not None:
+            return refused
         if notes:
             request = replace(request, notes=(*request.notes, *notes))
+        tool = reading_tool(tool, request)
         page_from = None
-        if request.kind == "search" and "from" in spec.parameters.get("properties", {}):
-            value = (request.body or {}).get("from", 0)
+        if tool.paging is not None and tool.paging in spec.parameters.get("properties", {}):
+            value = (request.body or {}).get(tool.paging, 0)
             page_from = value if isinstance(value, int) else 0
-        return Prepared(request, result.repairs, call.name, arguments, page_from)
+        return Prepared(request, result.repairs, tool, arguments, page_from)
 
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
@@ -229,13 +250,17 @@ class DispatchCore:
             if refusal.lasting:  # the node's configuration; a transient fault is not remembered
                 self.rerank_memory.remember(node, refusal.reason)
             if not self.rerank_fallback:
-                return error_payload(tool, engine_error(outcome, request, tool), attempts=attempts)
+                advice = prepared.tool.too_large if prepared.tool is not None else None
+                error = engine_error(outcome, request, advice)
+                return error_payload(tool, error, attempts=attempts)
             note = {"applied": False, "reason": refusal.reason, "fallback": FALLBACK}
             rerank_fallback(outcome.status)
             request = request.without_rerank()
             outcome, attempts = yield request
-        payload = self.finish(tool, request, outcome, attempts, note)
-        if payload.get("error", {}).get("code") == "index_not_found" and request.kind == "search":
+        payload = self.finish(prepared.tool or tool, request, outcome, attempts, note)
+        if payload.get("error", {}).get("code") == "index_not_found" and (
+            prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
+        ):
             # The model guessed an index name: tell it which ones exist (those it may search).
             names = yield from list_indices(self.listing, node)
             if names := self._allowed_indices(names):
@@ -246,34 +271,32 @@ class DispatchCore:
         return payload
 
     def _allowed_indices(self, names: list[str], limit: int = 50) -> list[str]:
-        if self.policy is not None:
-            names = [n for n in names if self.policy.allows_index(n)]
-        else:
-            names = [n for n in names if not n.startswith(".")]
-        return names[:limit]
+        return [n for n in names if self.policy.allows_index(n)][:limit]
 
     def finish(
         self,
-        tool: str,
+        tool: Tool | str,
         request: HttpRequest,
         outcome: Outcome,
         attempts: int,
         note: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        if isinstance(outcome, Reply) and 200 <= outcome.status < 300:
+        """The payload for what came back: the tool's reading of an answer, else the error."""
+        if isinstance(tool, str):
+            tool = reading_tool(self.tools.get(tool) or tool, request)
+        if isinstance(outcome, Reply) and tool.answered(outcome):
             try:
-                payload = success_payload(tool, outcome, request, note)
+                payload = tool.answer(Received(tool.name, outcome, request, note, attempts))
             except EngineError as exc:
-                return error_payload(tool, exc, attempts=attempts)
+                return error_payload(tool.name, exc, attempts=attempts)
             # From here on the engine's values are finite and at most MAX_DEPTH deep, so
             # shaping and budget fitting (recursive) and serialising cannot fail on them.
             payload = clean(payload)
             if "aggregations" in payload:
                 payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
-            if request.kind == "memory_store" and attempts > 1:
-                payload = own_first_write(payload, request)
             return payload
-        return error_payload(tool, engine_error(outcome, request, tool), attempts=attempts)
+        error = engine_error(outcome, request, tool.too_large)
+        return error_payload(tool.name, error, attempts=attempts)
 
     def _shape(
         self, tool: str, payload: dict[str, Any], prepared: Prepared | None
@@ -295,7 +318,10 @@ class DispatchCore:
         def next_page(shown: int) -> dict[str, int] | None:
             return None if page_from is None else {"from": page_from + shown}
 
-        memories = prepared is not None and prepared.request.kind == "memory_recall"
+        # TODO(budget): "document" and "json" get the generic JSON fitter once it lands.
+        memories = (
+            prepared is not None and prepared.tool is not None and (prepared.tool.fit == "memories")
+        )
         payload = fit_payload(payload, budget, next_page=next_page, memories=memories)
         return payload, dumps(payload)
 

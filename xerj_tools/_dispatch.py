@@ -28,6 +28,7 @@ from ._registry import ToolRegistry, load_registry
 from ._retry import RetryPolicy, retrying, should_retry
 from ._tracing import tool_call as tool_call_scope
 from ._transport import Endpoint, SyncTransport, TransportSettings
+from .tools import Tool
 
 __all__ = ["Dispatcher"]
 
@@ -44,6 +45,7 @@ class _Base:
         api_key: str | None,
         authorization: str | None,
         handlers: Mapping[str, Handler] | None,
+        tools: Sequence[Tool],
         retry: RetryPolicy | None,
         rerank_fallback: bool,
         rerank_memory_seconds: float,
@@ -63,14 +65,10 @@ class _Base:
         if not (0 < deadline < float("inf")):
             raise ConfigurationError("deadline must be a positive number of seconds")
         self.deadline = deadline
-        self.registry = registry if registry is not None else load_registry()
-        # Guardrails are on unless the operator says otherwise: no dot-indices (XERJ's memory
-        # indices among them), no oversized arguments.
-        policy = policy if policy is not None else Policy()
-        self.policy = policy
         self._core = DispatchCore(
-            self.registry,
+            registry if registry is not None else load_registry(),
             handlers,
+            tools=tools,
             rerank_fallback=rerank_fallback,
             rerank_memory_seconds=rerank_memory_seconds,
             repair=repair,
@@ -80,6 +78,7 @@ class _Base:
             policy=policy,
             clock=clock,
         )
+        self.registry, self.policy = self._core.registry, self._core.policy
         self._endpoint = Endpoint.create(url, api_key=api_key, authorization=authorization)
         self._settings = TransportSettings(
             connect_timeout=connect_timeout,
@@ -87,8 +86,7 @@ class _Base:
             verify=verify,
             pool_size=pool_size,
             max_response_bytes=min(
-                max_response_bytes,
-                (policy.max_response_bytes if policy else None) or max_response_bytes,
+                max_response_bytes, self.policy.max_response_bytes or max_response_bytes
             ),
         )
         self.retry = retry if retry is not None else RetryPolicy()
@@ -181,7 +179,7 @@ class Dispatcher(_Base):
     ``dispatch(call)`` takes a Chat Completions tool call or a Responses ``function_call`` item
     (SDK object or dict) and returns the tool message to append, in the same API's shape.
     Nothing the model or the engine does raises out of it; configuration mistakes raise here,
-    in the constructor.
+    in the constructor. `tools` takes your own `Tool` objects (docs/tools.md).
     """
 
     def __init__(
@@ -193,6 +191,7 @@ class Dispatcher(_Base):
         authorization: str | None = None,
         client: httpx.Client | None = None,
         handlers: Mapping[str, Handler] | None = None,
+        tools: Sequence[Tool] = (),
         retry: RetryPolicy | None = None,
         rerank_fallback: bool = True,
         rerank_memory_seconds: float = 300.0,
@@ -213,7 +212,7 @@ class Dispatcher(_Base):
     ) -> None:
         super().__init__(
             registry, url=url, api_key=api_key, authorization=authorization, handlers=handlers,
-            retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
+            tools=tools, retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
             connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
             pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
             budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,

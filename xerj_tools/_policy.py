@@ -10,24 +10,23 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._body_indices import WRAPPER, named_indices
 from ._exceptions import ConfigurationError, ToolCallError
+from ._handlers import HttpRequest
+
+if TYPE_CHECKING:
+    from .tools import Tool
 
 __all__ = ["Policy", "PolicyDenied"]
 
-_CAPS = {
-    "size": (
-        "max_size",
-        ("xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search"),
-    ),
-    "k": ("max_k", ("xerj_semantic_search", "xerj_vector_search", "xerj_memory_recall")),
-    "num_candidates": ("max_num_candidates", ("xerj_vector_search",)),
-}
-_SEARCH_TOOLS = ("xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search")
-_MEMORY_TOOLS = ("xerj_memory_store", "xerj_memory_recall")
 _WILDCARDS = "*?["
+# Endpoints a POST may reach without changing data, for a tool that does not say whether it
+# writes (`Tool.writes` None).
+_READ_ENDPOINTS = frozenset(
+    {"_search", "_msearch", "_count", "_mget", "_recall", "_explain", "_field_caps", "_terms_enum"}
+)
 # Arguments that are not queries: the URL's own index, vectors, and what a memory stores.
 _NOT_QUERIES = frozenset({"index", "namespace", "text", "metadata", "id", "query_vector", "vector"})
 
@@ -72,15 +71,18 @@ def _may_overlap(part: str, pattern: str) -> bool:
 class Policy:
     """What the operator allows the model to do; given to the dispatcher as ``policy=``.
 
-    - `allow_indices` / `deny_indices`: glob patterns for the search tools' `index`. Indices
-      starting with ``.`` (XERJ's memory indices among them) are denied by default; a wildcard
-      that could reach a denied index (``*``, ``_all``) is refused too.
+    - `allow_indices` / `deny_indices`: glob patterns for every index argument of every tool
+      (`Tool.index_args`; for a tool that declares none, every argument named like ``index``,
+      ``indices``, ``index_*``, ``*_index``). Indices starting with ``.`` (XERJ's memory
+      indices among them) are denied by default; a wildcard that could reach a denied index
+      (``*``, ``_all``) is refused too.
     - `max_size`, `max_k`, `max_num_candidates`, `max_rerank_window`: caps, clamped (and the
       model told) or refused, by `caps`.
     - `allow_rerank`: False keeps document text on the node (the reranker sends it off).
-    - `read_only`: no `xerj_memory_store`.
-    - `namespace` (exactly this one) or `namespace_prefix` (a tenant's prefix): the memory
-      tools can neither read nor write outside it.
+    - `read_only`: no tool that writes (`xerj_memory_store`, any `Tool(writes=True)`, and a tool
+      that does not say whose request is not a read).
+    - `namespace` (exactly this one) or `namespace_prefix` (a tenant's prefix): no tool can
+      read or write outside it (`Tool.namespace_args`, or arguments named like ``namespace``).
     - `max_argument_bytes`: the largest arguments string accepted from the model.
     - `max_response_bytes`: stop reading an engine response past this size.
     - `allow_remotes`: False (the default) refuses cross-cluster expressions (``cluster:index``,
@@ -176,48 +178,47 @@ class Policy:
         return None
 
     def apply(
-        self, tool: str, arguments: Mapping[str, Any]
+        self, tool: str | Tool, arguments: Mapping[str, Any]
     ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
-        """Check validated arguments; return them (clamped where allowed) with notes, or a refusal."""
+        """Check validated arguments; return them (clamped where allowed) with notes, or a refusal.
+
+        A name is looked up among the library's own tools; any other name is judged by its
+        arguments' names (the traits a `Tool` leaves undeclared are inferred the same way).
+        """
+        if isinstance(tool, str):
+            from .tools import handler_tool, tool_named
+
+            tool = tool_named(tool) or handler_tool(tool, _no_request)
         return self._apply(tool, arguments, read_body=True)
 
     def _apply(
-        self, tool: str, arguments: Mapping[str, Any], *, read_body: bool
+        self, tool: Tool, arguments: Mapping[str, Any], *, read_body: bool
     ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
         # `read_body=False` only where the arguments' text shows no clause that names an index
         # (`may_name_indices`); the dispatcher knows the text, `apply` does not.
         args = dict(arguments)
         notes: list[str] = []
-        index = args.get("index")
-        if (
-            tool in _SEARCH_TOOLS
-            and isinstance(index, str)
-            and (reason := self._index_refusal(index))
-        ):
-            return PolicyDenied(reason, details={"refused": "index"})
-        if (
-            read_body
-            and tool != "xerj_memory_store"
-            and (refusal := self._body_refusal(args)) is not None
-        ):
+        for key in tool.index_arguments(args):
+            for index in _names(args.get(key)):
+                if reason := self._index_refusal(index):
+                    return PolicyDenied(reason, details={"refused": "index"})
+        if read_body and tool.queries and (refusal := self._body_refusal(args)) is not None:
             return refusal
-        if tool in _MEMORY_TOOLS:
-            if tool == "xerj_memory_store" and self.read_only:
-                return PolicyDenied(
-                    "this agent is read-only: storing memories is not allowed",
-                    details={"refused": "xerj_memory_store"},
-                )
-            if (reason := self._namespace_refusal(args.get("namespace"))) is not None:
-                return PolicyDenied(reason, details={"refused": "namespace"})
+        if tool.writes and self.read_only:
+            return _read_only(tool.name)
+        for key in tool.namespace_arguments(args):
+            for namespace in _names(args.get(key)):
+                if (reason := self._namespace_refusal(namespace)) is not None:
+                    return PolicyDenied(reason, details={"refused": "namespace"})
         if args.get("rerank") is not None and not self.allow_rerank:
             return PolicyDenied(
                 "rerank is not allowed here: it sends document text off the node; search without it",
                 details={"refused": "rerank"},
             )
-        for key, (attr, tools) in _CAPS.items():
+        for key, attr in tool.cap_arguments(args).items():
             cap = getattr(self, attr)
             value = _whole(args.get(key))
-            if tool in tools and cap is not None and value is not None and value > cap:
+            if cap is not None and value is not None and value > cap:
                 if self.caps == "refuse":
                     return PolicyDenied(
                         f"{key} {value} is above the limit of {cap}", details={"refused": key}
@@ -242,3 +243,35 @@ class Policy:
                 f"rerank.window lowered from {window} to {self.max_rerank_window} by the operator's policy"
             )
         return args, notes
+
+    def write_refusal(self, tool: Tool, request: HttpRequest) -> PolicyDenied | None:
+        """Under `read_only`, refuse the request of a tool that does not say whether it writes
+        (`Tool.writes` None) unless it is a GET/HEAD or a POST to a read endpoint."""
+        if not self.read_only or tool.writes is not None or not _writes(request):
+            return None
+        return _read_only(tool.name)
+
+
+def _names(value: Any) -> list[str]:
+    """The names an index or namespace argument holds: a string, or strings in a list."""
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _writes(request: HttpRequest) -> bool:
+    method = request.method.upper()
+    if method in ("GET", "HEAD"):
+        return False
+    last = request.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    return not (method == "POST" and last in _READ_ENDPOINTS)
+
+
+def _read_only(tool: str) -> PolicyDenied:
+    return PolicyDenied(
+        f"this agent is read-only: {tool} writes, so it is not allowed", details={"refused": tool}
+    )
+
+
+def _no_request(arguments: Mapping[str, Any]) -> HttpRequest:
+    raise AssertionError("Policy.apply builds no request")

@@ -7,7 +7,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from os import PathLike
 from pathlib import Path
@@ -92,6 +92,20 @@ class ToolRegistry:
 
     def get(self, name: str) -> ToolSpec | None:
         return self._specs.get(name)
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        return self._specs[name]
+
+    def with_checks(self, checks: Mapping[str, Sequence[Check]]) -> ToolRegistry:
+        """This registry with the checks of the named tools replaced (the same validators)."""
+        if not checks:
+            return self
+        return ToolRegistry(
+            [
+                replace(spec, checks=tuple(checks[spec.name])) if spec.name in checks else spec
+                for spec in self._specs.values()
+            ]
+        )
 
     def chat_tools(self) -> list[dict[str, Any]]:
         """Definitions to pass as ``tools=`` to ``client.chat.completions.create``."""
@@ -192,8 +206,9 @@ def load_registry(
     """Load a tools file (the bundled ``tools.json`` by default) into a `ToolRegistry`.
 
     Every schema is checked and compiled here, once; a bad file raises `ToolDefinitionError`.
-    `checks` adds per-tool checks beyond JSON Schema; the XERJ tools' stated limits are
-    attached by default, and a tool of the same name in your own file gets them too.
+    `checks` adds per-tool checks beyond JSON Schema; the library's own tools' checks
+    (`xerj_tools.tools`) are attached by default, and a tool of the same name in your own file
+    gets them too.
     """
     if path is None and checks is None:
         return _bundled_registry()
@@ -210,7 +225,7 @@ def _bundled_registry() -> ToolRegistry:
 def _load(
     path: str | PathLike[str] | None, checks: Mapping[str, Sequence[Check]] | None
 ) -> ToolRegistry:
-    from ._limits import XERJ_CHECKS
+    from .tools import XERJ_TOOLS
 
     if path is None:
         text = resources.files("xerj_tools").joinpath("tools.json").read_text("utf-8")
@@ -226,6 +241,12 @@ def _load(
         data = data["tools"]
     if not isinstance(data, list):
         raise ToolDefinitionError(f"{source} must hold a JSON array of tool definitions")
-    table: dict[str, Sequence[Check]] = dict(XERJ_CHECKS)
-    table.update(checks or {})
-    return ToolRegistry([_spec_from_definition(d, i, table) for i, d in enumerate(data)])
+    specs = [_spec_from_definition(d, i, checks or {}) for i, d in enumerate(data)]
+    return ToolRegistry(
+        [
+            replace(spec, checks=XERJ_TOOLS[spec.name].checks_for(spec.parameters))
+            if spec.name in XERJ_TOOLS and spec.name not in (checks or {})
+            else spec
+            for spec in specs
+        ]
+    )

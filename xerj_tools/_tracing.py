@@ -14,6 +14,7 @@ loop's turn spans are in `_trace_turns`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -231,22 +232,25 @@ class _Null:
 _NULL = _Null()
 
 
-# The built-in handlers' paths, with the model's index and namespace names taken out (the
-# HTTP conventions' `url.template`); a path of another shape gets no template.
-_TEMPLATES = {
-    "search": (re.compile(r"/[^/]+/_search"), "/{index}/_search"),
-    "memory_store": (re.compile(r"/_memory/[^/]+"), "/_memory/{namespace}"),
-    "memory_recall": (re.compile(r"/_memory/[^/]+/_recall"), "/_memory/{namespace}/_recall"),
-    # The listing's two fixed paths (_listing.py) hold no model-chosen name: each is its own.
-    "listing": (re.compile(r"/_resolve/index/\*|/_cat/indices"), ""),
-}
+@functools.cache
+def _templates() -> tuple[tuple[re.Pattern[str], str], ...]:
+    # The library's own tools' paths (`Tool.path`), with the model's index, namespace and id
+    # taken out (the HTTP conventions' `url.template`); a path of another shape gets none. The
+    # listing's two fixed paths (_listing.py) hold no model-chosen name: each is its own.
+    from .tools import XERJ_TOOLS
+
+    paths = sorted({t.path for t in XERJ_TOOLS.values() if t.path}, key=lambda p: -p.count("/"))
+    return (
+        *((re.compile(re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(p))), p) for p in paths),
+        (re.compile(r"/_resolve/index/\*|/_cat/indices"), ""),
+    )
 
 
 def url_template(request: HttpRequest) -> str | None:
-    known = _TEMPLATES.get(request.kind)
-    if known is None or not known[0].fullmatch(request.path):
-        return None
-    return known[1] or request.path
+    for pattern, template in _templates():
+        if pattern.fullmatch(request.path):
+            return template or request.path
+    return None
 
 
 class _AttemptScope(_Null):

@@ -1,14 +1,47 @@
-"""Index expressions and memory namespaces: what a model may put into a URL path segment."""
+"""What a model may put into a URL path segment: index expressions, memory namespaces, document
+ids; and how a value becomes one segment."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
 from typing import Any
+from urllib.parse import quote, unquote
 
-from ._validation import Problem
+from .._exceptions import ArgumentsError
+from .._validation import Problem
 
-__all__ = ["index_problem", "namespace_problem"]
+__all__ = ["document_id_problem", "dot_segment", "index_problem", "namespace_problem", "segment"]
+
+_DOT_SEGMENTS = frozenset({".", ".."})
+
+
+def dot_segment(path: str) -> str | None:
+    """The first segment of `path` that is ``.`` or ``..`` (also percent-encoded), or None.
+
+    httpx resolves such segments before sending (RFC 3986 dot-segment removal: ``/a/../b`` is
+    sent as ``/b``), and a server may decode ``%2e%2e`` into one: either way the request would
+    reach another endpoint than the one built. No XERJ name is ``.`` or ``..``.
+    """
+    for part in path.split("/"):
+        if unquote(part) in _DOT_SEGMENTS:
+            return part
+    return None
+
+
+def segment(value: str, *, keep: str = "", path: str = "$") -> str:
+    """`value` as one path segment. Everything but unreserved characters is percent-encoded, so
+    no value can leave its segment (an index list keeps its commas and wildcards via `keep`).
+    `.` and `..` are unreserved, so they are refused here rather than let httpx resolve them."""
+    if value in _DOT_SEGMENTS:
+        raise ArgumentsError(
+            f"{value!r} cannot be a path segment",
+            problems=(
+                Problem(path, f"{value!r} is not a name: it would be read as a relative path"),
+            ),
+        )
+    return quote(value, safe=keep)
+
 
 # memory_api.rs:101-124 `validate_namespace`; used with `fullmatch`.
 _NAMESPACE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,199}")
@@ -73,4 +106,16 @@ def namespace_problem(value: Any, path: str = "$.namespace") -> Problem | None:
         return Problem(path, f"invalid namespace {value!r}: must not contain '..'")
     if value.endswith("-edges"):
         return Problem(path, f"invalid namespace {value!r}: names ending in -edges are reserved")
+    return None
+
+
+def document_id_problem(value: Any, path: str = "$.id") -> Problem | None:
+    """Why `value` cannot be a document id in ``/{index}/_doc/{id}``, or None. Any non-empty
+    text is sent percent-encoded as one segment, except ``.`` and ``..`` (see `dot_segment`)."""
+    if not isinstance(value, str):
+        return None
+    if not value:
+        return Problem(path, "must not be empty; give the document's _id")
+    if value in _DOT_SEGMENTS:
+        return Problem(path, f"{value!r} is not a document id: it would be read as a relative path")
     return None

@@ -1,4 +1,5 @@
-"""The limits the XERJ tool descriptions state in prose (and the engine enforces), as checks.
+"""The limits the XERJ tool descriptions state in prose (and the engine enforces), as checks;
+each tool attaches its own (`xerj_tools.tools`).
 
 Each rule cites what it guards. Every check tolerates values of the wrong type: the schema
 reports those, and the checks still run so that the model sees every problem in one message.
@@ -10,10 +11,19 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeGuard
 
-from ._names import index_problem, namespace_problem
-from ._validation import Check, Problem
+from .._validation import Check, Problem
+from ._paths import index_problem, namespace_problem
 
-__all__ = ["MAX_RESULT_WINDOW", "XERJ_CHECKS"]
+__all__ = [
+    "MAX_RESULT_WINDOW",
+    "hybrid_problems",
+    "recall_problems",
+    "search_problems",
+    "semantic_problems",
+    "store_problems",
+    "unknown_keys",
+    "vector_problems",
+]
 
 # XERJ's parser refuses `from + size > 10000` (xerj-query/src/parser.rs:151-158); a kNN `k`
 # feeds `size = max(size, k)` (xerj-api/src/es_compat.rs:5899), so the same bound applies to it.
@@ -73,7 +83,7 @@ def _int_value(args: Mapping[str, Any], key: str, default: int) -> int:
     return default
 
 
-def _unknown_keys(known: Sequence[str], hints: Mapping[str, str] | None = None) -> Check:
+def unknown_keys(known: Sequence[str], hints: Mapping[str, str] | None = None) -> Check:
     """Refuse arguments the handler would silently drop, so the model never believes they ran."""
     allowed = frozenset(known)
 
@@ -181,7 +191,7 @@ def _query_clause(value: Any, path: str) -> Iterator[Problem]:
         )
 
 
-def _search(args: Mapping[str, Any]) -> Iterator[Problem]:
+def search_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := index_problem(args.get("index"))) is not None:
         yield problem
     yield from _query_clause(args.get("query"), "$.query")
@@ -225,7 +235,7 @@ def _non_empty_string(args: Mapping[str, Any], key: str, what: str) -> Iterator[
         yield Problem(f"$.{key}", f"must be a non-empty {what}")
 
 
-def _semantic(args: Mapping[str, Any]) -> Iterator[Problem]:
+def semantic_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := index_problem(args.get("index"))) is not None:
         yield problem
     yield from _non_empty_string(args, "field", "field name")
@@ -234,7 +244,7 @@ def _semantic(args: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _query_clause(args.get("filter"), "$.filter")
 
 
-def _vector_search(args: Mapping[str, Any]) -> Iterator[Problem]:
+def vector_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := index_problem(args.get("index"))) is not None:
         yield problem
     yield from _non_empty_string(args, "field", "field name")
@@ -244,7 +254,7 @@ def _vector_search(args: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _query_clause(args.get("filter"), "$.filter")
 
 
-def _hybrid(args: Mapping[str, Any]) -> Iterator[Problem]:
+def hybrid_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := index_problem(args.get("index"))) is not None:
         yield problem
     queries = args.get("queries")
@@ -270,7 +280,7 @@ def _hybrid(args: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _rerank(args, needs_query=True)
 
 
-def _memory_store(args: Mapping[str, Any]) -> Iterator[Problem]:
+def store_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := namespace_problem(args.get("namespace"))) is not None:
         yield problem
     yield from _vector(args, "vector")
@@ -282,7 +292,7 @@ def _memory_store(args: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _number_range(args, "dedup_threshold", 0.0, 1.0, "$")
 
 
-def _memory_recall(args: Mapping[str, Any]) -> Iterator[Problem]:
+def recall_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := namespace_problem(args.get("namespace"))) is not None:
         yield problem
     yield from _vector(args, "vector")
@@ -306,71 +316,3 @@ def _memory_recall(args: Mapping[str, Any]) -> Iterator[Problem]:
             yield Problem("$.query", "must be a non-empty string")
         else:
             yield Problem("$", "give a query (text) or a vector to recall by")
-
-
-def _properties(tool: str) -> tuple[str, ...]:
-    return _PROPERTIES[tool]
-
-
-_PROPERTIES: dict[str, tuple[str, ...]] = {
-    "xerj_search": (
-        "index",
-        "query",
-        "size",
-        "from",
-        "sort",
-        "source",
-        "aggs",
-        "track_total_hits",
-        "rerank",
-    ),
-    "xerj_semantic_search": ("index", "field", "query", "k", "filter", "size"),
-    "xerj_vector_search": (
-        "index",
-        "field",
-        "query_vector",
-        "k",
-        "num_candidates",
-        "filter",
-        "size",
-    ),
-    "xerj_hybrid_search": ("index", "queries", "fusion", "rrf_k", "size", "rerank"),
-    "xerj_memory_store": (
-        "namespace",
-        "text",
-        "metadata",
-        "vector",
-        "id",
-        "dedup",
-        "dedup_threshold",
-    ),
-    "xerj_memory_recall": (
-        "namespace",
-        "query",
-        "vector",
-        "semantic",
-        "k",
-        "filter",
-        "recency_weight",
-    ),
-}
-_NO_AGGS = "aggregations are not supported with hybrid queries; run them as a separate xerj_search"
-_HINTS: dict[str, dict[str, str]] = {
-    "xerj_search": {
-        "_source": "the argument is called `source`",
-        "aggregations": "the argument is called `aggs`",
-    },
-    "xerj_hybrid_search": {"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
-}
-
-XERJ_CHECKS: dict[str, tuple[Check, ...]] = {
-    name: (_unknown_keys(_properties(name), _HINTS.get(name)), check)
-    for name, check in (
-        ("xerj_search", _search),
-        ("xerj_semantic_search", _semantic),
-        ("xerj_vector_search", _vector_search),
-        ("xerj_hybrid_search", _hybrid),
-        ("xerj_memory_store", _memory_store),
-        ("xerj_memory_recall", _memory_recall),
-    )
-}

@@ -1,0 +1,88 @@
+"""The tools the dispatcher can run, one `Tool` object each.
+
+`XERJ_TOOLS` holds the library's own: the publishers' definitions in ``tools.json`` and the
+first-party additions beside them. A tool of yours is declared the same way and passed as
+``Dispatcher(tools=[Tool(...)])``; a plain handler (``handlers={name: fn}``) is wrapped into a
+`Tool` whose policy traits are inferred from its arguments' names (see `Tool`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+
+from .._handlers import Handler, HttpRequest
+from ._memory import RECALL, STORE
+from ._search import HYBRID, SEARCH, SEMANTIC, VECTOR
+from ._tool import FitStrategy, Origin, Received, Tool, read_json
+
+__all__ = [
+    "HANDLERS",
+    "XERJ_TOOLS",
+    "FitStrategy",
+    "Origin",
+    "Received",
+    "Tool",
+    "handler_tool",
+    "read_json",
+    "reading_tool",
+    "tool_named",
+    "tool_table",
+]
+
+XERJ_TOOLS: Mapping[str, Tool] = MappingProxyType(
+    {tool.name: tool for tool in (SEARCH, SEMANTIC, VECTOR, HYBRID, STORE, RECALL)}
+)
+"""The library's own tools by name (read-only)."""
+
+HANDLERS: Mapping[str, Handler] = MappingProxyType(
+    {name: tool.build for name, tool in XERJ_TOOLS.items()}
+)
+"""The library's own tools' request builders by name (read-only; each is `Tool.build`)."""
+
+# A plain handler's reply is read as the request it built says (`HttpRequest.kind`): the one
+# place a kind string picks a reading, kept for the ``handlers=`` contract.
+_BY_KIND: Mapping[str, Tool] = MappingProxyType(
+    {"search": SEARCH, "memory_store": STORE, "memory_recall": RECALL}
+)
+
+
+def tool_named(name: str) -> Tool | None:
+    """The library's own tool of this name, or None."""
+    return XERJ_TOOLS.get(name)
+
+
+def handler_tool(name: str, handler: Handler) -> Tool:
+    """A plain handler as a `Tool`. Over a tool of the library's own name it keeps that tool's
+    checks and policy traits; otherwise every trait is inferred (the policy fails closed)."""
+    base = XERJ_TOOLS.get(name)
+    if base is not None:
+        return replace(base, build=handler, origin="handler")
+    return Tool(name, handler, strict_arguments=False, origin="handler")
+
+
+def reading_tool(tool: Tool | str, request: HttpRequest) -> Tool:
+    """The tool that reads the reply to `request`: a plain handler's by its request's kind."""
+    if isinstance(tool, str):
+        tool = XERJ_TOOLS.get(tool) or handler_tool(tool, lambda _: request)
+    if tool.origin != "handler":
+        return tool
+    like = _BY_KIND.get(request.kind)
+    if like is None:
+        return replace(tool, read=read_json, fit="json", paging=None)
+    return replace(tool, read=like.read, fit=like.fit, paging=like.paging)
+
+
+def tool_table(
+    names: Iterable[str], handlers: Mapping[str, Handler] | None, tools: Iterable[Tool]
+) -> dict[str, Tool]:
+    """The dispatcher's tools: the library's own that `names` lists, then plain handlers, then
+    your `Tool` objects (each replaces a tool of the same name)."""
+    wanted = set(names)
+    table = {name: tool for name, tool in XERJ_TOOLS.items() if name in wanted}
+    for name, handler in (handlers or {}).items():
+        table[name] = handler_tool(name, handler)
+    for tool in tools:
+        table[tool.name] = tool
+    return table

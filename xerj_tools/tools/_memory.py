@@ -1,0 +1,153 @@
+"""The memory tools: `xerj_memory_store` (``POST /_memory/{namespace}``) and
+`xerj_memory_recall` (``POST /_memory/{namespace}/_recall``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._format import engine_error, invalid, unusable
+from .._handlers import HttpRequest
+from ._checks import recall_problems, store_problems
+from ._paths import segment
+from ._tool import Received, Tool, copy_args
+
+__all__ = ["RECALL", "STORE", "read_recall", "read_store"]
+
+
+def new_memory_id() -> str:
+    return str(uuid.uuid4())
+
+
+def memory_store(
+    args: Mapping[str, Any], *, new_id: Callable[[], str] = new_memory_id
+) -> HttpRequest:
+    """`xerj_memory_store` → ``POST /_memory/{namespace}`` (memory_api.rs:299-382).
+
+    The memory id is chosen here, before the first attempt, when the model gave none: XERJ
+    overwrites an existing id, so a retried store can never create a second memory.
+    """
+    body: dict[str, Any] = {"text": args.get("text", ""), "id": args.get("id") or new_id()}
+    copy_args(args, body, "metadata", "vector", "dedup", "dedup_threshold")
+    path = f"/_memory/{segment(args['namespace'], path='$.namespace')}"
+    return HttpRequest("POST", path, body)
+
+
+def memory_recall(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_memory_recall` → ``POST /_memory/{namespace}/_recall`` (memory_api.rs:429-573).
+
+    The description says `vector` takes precedence over `query`/`semantic`; the engine answers
+    400 when both are sent. So a vector is sent alone, and the model is told the query was unused.
+    """
+    body: dict[str, Any] = {}
+    notes: tuple[str, ...] = ()
+    if args.get("vector"):
+        body["vector"] = list(args["vector"])
+        if args.get("query") or args.get("semantic"):
+            notes = ("vector given, so query/semantic were not used (vector takes precedence)",)
+    else:
+        copy_args(args, body, "query", "semantic")
+    copy_args(args, body, "k", "filter", "recency_weight")
+    path = f"/_memory/{segment(args['namespace'], path='$.namespace')}/_recall"
+    return HttpRequest("POST", path, body, notes=notes)
+
+
+def own_first_write(payload: dict[str, Any], request: HttpRequest) -> dict[str, Any]:
+    """A store that was retried after a lost answer, with ``dedup: true``, finds the first
+    attempt's write as its own near-duplicate: XERJ answers ``created: false, deduplicated:
+    true`` with the id this call chose (memory_api.rs:326-344). That memory is this call's, and
+    it is stored: say so."""
+    if payload.get("deduplicated") is not True or payload.get("id") != (request.body or {}).get(
+        "id"
+    ):
+        return payload
+    out = {k: v for k, v in payload.items() if k not in ("deduplicated", "score")}
+    out["created"] = True
+    out["notes"] = [
+        *out.get("notes", []),
+        "stored: an earlier attempt of this call wrote the memory before its answer was lost; "
+        "the retry found that write (the same id), not another memory",
+    ]
+    return out
+
+
+def _data(received: Received) -> dict[str, Any]:
+    data = received.reply.data
+    if not isinstance(data, dict) or unusable(received.reply, data) is not None:
+        raise engine_error(received.reply, received.request)
+    return data
+
+
+def read_store(received: Received) -> dict[str, Any]:
+    """Store's ``{"id": ...}`` answer (memory_api.rs:373-379)."""
+    data = _data(received)
+    if not isinstance(data.get("id"), str):
+        raise invalid(received.reply, "the `id` of the stored memory")
+    out: dict[str, Any] = {"ok": True, "tool": received.tool}
+    for key in ("namespace", "id", "created", "deduplicated", "score"):
+        if key in data:
+            out[key] = data[key]
+    return own_first_write(out, received.request) if received.attempts > 1 else out
+
+
+def read_recall(received: Received) -> dict[str, Any]:
+    """Recall's ``{"hits": [...]}`` answer (memory_api.rs:572)."""
+    data = _data(received)
+    raw = data.get("hits")
+    if not isinstance(raw, list):
+        raise invalid(received.reply, "the `hits` list of a recall")
+    hits = [
+        {k: h.get(k) for k in ("id", "text", "metadata", "score")}
+        for h in raw if isinstance(h, dict)
+    ]  # fmt: skip
+    return {
+        "ok": True,
+        "tool": received.tool,
+        "namespace": data.get("namespace"),
+        "total": len(hits),
+        "hits": hits,
+    }
+
+
+def _too_large_recall(request: HttpRequest) -> str:
+    return f"Recall fewer memories: call again with a smaller k (it was {(request.body or {}).get('k', 10)})."
+
+
+def _too_large_store(request: HttpRequest) -> str:
+    return (
+        "XERJ's answer to the store was too large to read, so it is unknown whether the "
+        "memory was stored; recall it before storing it again."
+    )
+
+
+_MEMORY: dict[str, Any] = {
+    "index_args": (),
+    "namespace_args": ("namespace",),
+    "origin": "published",
+}
+
+STORE = Tool(
+    "xerj_memory_store",
+    memory_store,
+    read=read_store,
+    checks=(store_problems,),
+    caps={},
+    writes=True,
+    queries=False,  # text and metadata are stored, not run
+    path="/_memory/{namespace}",
+    too_large=_too_large_store,
+    **_MEMORY,
+)
+RECALL = Tool(
+    "xerj_memory_recall",
+    memory_recall,
+    read=read_recall,
+    checks=(recall_problems,),
+    fit="memories",
+    caps={"k": "max_k"},
+    writes=False,
+    path="/_memory/{namespace}/_recall",
+    too_large=_too_large_recall,
+    **_MEMORY,
+)

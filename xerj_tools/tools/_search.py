@@ -1,0 +1,284 @@
+"""The four search tools: `xerj_search`, `xerj_semantic_search`, `xerj_vector_search` and
+`xerj_hybrid_search`. Each builds ``POST /{index}/_search`` and reads XERJ's search envelope."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._format import engine_error, invalid, unusable
+from .._handlers import HttpRequest
+from .._hits import decode_search, hit, shard_reasons
+from .._source_view import source_view
+from ._checks import hybrid_problems, search_problems, semantic_problems, vector_problems
+from ._paths import segment
+from ._tool import Received, Tool, copy_args, integral
+
+__all__ = ["HYBRID", "SEARCH", "SEMANTIC", "VECTOR", "read_search"]
+
+
+def _search_path(index: str) -> str:
+    return f"/{segment(index, keep=',*', path='$.index')}/_search"
+
+
+def _vector_fields(query: Any, out: set[str], depth: int = 0) -> set[str]:
+    """The embedding fields a query names: `<f>_vector` and `<f>_vector_chunks` for each
+    `semantic` clause on field f, and the field of each `knn` clause with its `_chunks`."""
+    if depth > 64:
+        return out
+    if isinstance(query, dict):
+        for key, value in query.items():
+            if key in ("semantic", "knn") and isinstance(value, dict):
+                field = value.get("field")
+                if isinstance(field, str) and field:
+                    target = field if key == "knn" else f"{field}_vector"
+                    out.update((target, f"{target}_chunks"))
+            _vector_fields(value, out, depth + 1)
+    elif isinstance(query, list):
+        for item in query:
+            _vector_fields(item, out, depth + 1)
+    return out
+
+
+def _source(value: Any, query: Any) -> Any:
+    """`_source` as sent. The model's own choice goes as it is (and is applied again as the answer
+    is decoded, `_source_view`, where XERJ ignores it); by default, the embedding fields
+    the query names are excluded by their exact names (the only form XERJ's filter honours),
+    and nothing at all is sent when the query names none."""
+    if value is False or value == "false":
+        return False
+    if value is not None and value is not True and value != "true":
+        return value  # specific fields, as a list or a comma string: the model asked for them
+    if isinstance(query, dict) and len(query) == 1 and next(iter(query)) in ("semantic", "knn"):
+        return None  # the kNN path: XERJ applies no `_source` filter here
+    names = _vector_fields(query, set())
+    return {"excludes": sorted(names)} if names else None
+
+
+def search(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_search` → ``POST /{index}/_search``; `source` is sent as `_source` (es_compat.rs:2144)."""
+    body: dict[str, Any] = {"query": args.get("query") or {}}
+    copy_args(args, body, "size", "from", "sort", "aggs", "track_total_hits")
+    if (source := _source(args.get("source"), body["query"])) is not None:
+        body["_source"] = source
+    if args.get("rerank") is not None:
+        body["rerank"] = args["rerank"]
+    return HttpRequest("POST", _search_path(args["index"]), body)
+
+
+def semantic_search(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_semantic_search`: the `filter` goes inside the `semantic` clause (parser.rs:2324-2348)."""
+    clause: dict[str, Any] = {"field": args["field"], "query": args["query"]}
+    copy_args(args, clause, "k", "filter")
+    body: dict[str, Any] = {"query": {"semantic": clause}}
+    copy_args(args, body, "size")  # no `_source`: XERJ applies none on this path (see above)
+    return HttpRequest("POST", _search_path(args["index"]), body)
+
+
+def vector_search(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_vector_search`: a top-level `knn` clause (es_compat.rs:5811-5827)."""
+    knn: dict[str, Any] = {"field": args["field"], "query_vector": list(args["query_vector"])}
+    copy_args(args, knn, "k", "num_candidates", "filter")
+    body: dict[str, Any] = {"knn": knn}
+    copy_args(args, body, "size")  # no `_source`: XERJ applies none on this path (see above)
+    return HttpRequest("POST", _search_path(args["index"]), body)
+
+
+def hybrid_search(args: Mapping[str, Any]) -> HttpRequest:
+    """`xerj_hybrid_search`: `rrf_k` becomes ``fusion: {"type": "rrf", "k": N}`` (parser.rs:2392-2397)."""
+    hybrid: dict[str, Any] = {"queries": [dict(q) for q in args["queries"]]}
+    if args.get("rrf_k") is not None:
+        hybrid["fusion"] = {"type": args.get("fusion") or "rrf", "k": integral(args["rrf_k"])}
+    elif args.get("fusion") is not None:
+        hybrid["fusion"] = args["fusion"]
+    body: dict[str, Any] = {"query": {"hybrid": hybrid}}
+    copy_args(args, body, "size")
+    # Each sub-query runs as its own search with this `_source` (index.rs:5364): the text
+    # ones apply it, the semantic and kNN ones do not, and fusion keeps the hit as the first
+    # list that found it carried it (index.rs:17490-17513 `fuse_rrf`, and `fuse_linear`).
+    if (source := _source(None, body["query"])) is not None:
+        body["_source"] = source
+    if args.get("rerank") is not None:
+        body["rerank"] = args["rerank"]
+    return HttpRequest("POST", _search_path(args["index"]), body)
+
+
+def _total(hits: Mapping[str, Any], out: dict[str, Any]) -> None:
+    total = hits.get("total")
+    if isinstance(total, dict):
+        out["total"] = total.get("value")
+        if total.get("relation") == "gte":
+            out["total_relation"] = "gte"  # at least this many; the engine stopped counting
+    elif isinstance(total, int):
+        out["total"] = total
+    else:
+        out["total"] = None  # track_total_hits was false
+    if not _count(out["total"]):
+        out["total"] = None  # anything but a count is not one (a list would also blow the budget)
+        out.pop("total_relation", None)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _rerank_block(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    block = data.get("_rerank")
+    if not isinstance(block, dict):
+        return None
+    out: dict[str, Any] = {"applied": bool(block.get("applied"))}
+    for key in ("reason", "judged", "unjudged", "pruned_below_min_score", "provider", "score_kind"):
+        if block.get(key) is not None:
+            out[key] = block[key]
+    if out["applied"]:
+        out["scores"] = "probability"  # every _score is the judge's probability, or null
+    return out
+
+
+def _fusion(request: HttpRequest) -> dict[str, Any] | None:
+    query = (request.body or {}).get("query")
+    hybrid = query.get("hybrid") if isinstance(query, dict) else None
+    if not isinstance(hybrid, dict):
+        return None
+    fusion = hybrid.get("fusion", "rrf")
+    kind = fusion.get("type", "rrf") if isinstance(fusion, dict) else fusion
+    out: dict[str, Any] = {"type": kind}
+    if kind == "rrf":
+        out["k"] = fusion.get("k", 60) if isinstance(fusion, dict) else 60
+    out["queries"] = len(hybrid.get("queries") or [])
+    return out
+
+
+def _search_payload(
+    tool: str,
+    data: Mapping[str, Any],
+    request: HttpRequest,
+    rerank_note: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"ok": True, "tool": tool}
+    hits = data.get("hits") if isinstance(data.get("hits"), dict) else {}
+    assert isinstance(hits, dict)
+    _total(hits, out)
+    raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
+    assert isinstance(raw_hits, list)
+    view = source_view(request)
+    out["hits"] = [hit(h, view) for h in raw_hits if isinstance(h, dict)]
+    if "aggregations" in data:
+        out["aggregations"] = data["aggregations"]
+    rerank = dict(rerank_note) if rerank_note else _rerank_block(data)
+    if rerank is None and request.reranked:
+        rerank = {"applied": False, "reason": "the node returned no _rerank block"}
+    out["ranked_by"] = "reranker" if rerank and rerank.get("applied") else "engine"
+    if rerank is not None:
+        out["rerank"] = rerank
+    if (fusion := _fusion(request)) is not None:
+        out["fusion"] = fusion
+    warnings = []
+    if data.get("timed_out") is True:
+        warnings.append("the search timed out on the node; hits may be incomplete")
+    shards = data.get("_shards")
+    if isinstance(shards, dict) and _count(shards.get("failed")) and shards["failed"] > 0:
+        total = shards.get("total") if _count(shards.get("total")) else "?"
+        warning = f"{shards['failed']} of {total} shards failed; hits may be incomplete"
+        if reasons := shard_reasons(shards.get("failures")):
+            warning += ": " + "; ".join(reasons)  # what the model needs to fix its query
+        warnings.append(warning)
+    if data.get("terminated_early") is True:
+        warnings.append("the search terminated early")
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
+def read_search(received: Received) -> dict[str, Any]:
+    """XERJ's search envelope (es_compat.rs), each hit cut to what the model asked for."""
+    reply, request = received.reply, received.request
+    data = decode_search(reply, source_view(request))
+    if not isinstance(data, dict) or unusable(reply, data) is not None:
+        raise engine_error(reply, request)
+    hits = data.get("hits")
+    if not (isinstance(hits, dict) and isinstance(hits.get("hits"), list)):
+        raise invalid(reply, "the `hits.hits` list of a search result")
+    return _search_payload(received.tool, data, request, received.rerank)
+
+
+def _fewer(body: Mapping[str, Any]) -> tuple[Any, str]:
+    size = body.get("size", 10)
+    return size, f"e.g. {max(1, size // 4)}" if isinstance(size, int) and size > 1 else "fewer"
+
+
+def _too_large_search(request: HttpRequest) -> str:
+    size, fewer = _fewer(request.body or {})
+    return (
+        f"Ask for less: a smaller size (it was {size}; {fewer}), or only the fields you need "
+        'in `source`, e.g. ["title"].'
+    )
+
+
+def _too_large_vectors(request: HttpRequest) -> str:
+    body = request.body or {}
+    size, fewer = _fewer(body)
+    clause = body.get("knn") or (body.get("query") or {}).get("semantic") or {}
+    # k defaults to num_candidates, then 10 (parser.rs:2261-2267 at e6e8e6a)
+    k = clause.get("k") or clause.get("num_candidates") or 10
+    return (
+        f"Ask for fewer hits: call again with a smaller size or k (size was {size}, k {k}; "
+        f"{fewer}). On this search XERJ returns every hit's whole document, its embeddings "
+        "included, so fewer hits is the way to a smaller answer."
+    )
+
+
+def _too_large_hybrid(request: HttpRequest) -> str:
+    size, fewer = _fewer(request.body or {})
+    return f"Ask for fewer hits: call again with a smaller size (it was {size}; {fewer})."
+
+
+_NO_AGGS = "aggregations are not supported with hybrid queries; run them as a separate xerj_search"
+_SEARCHING: dict[str, Any] = {
+    "read": read_search,
+    "fit": "hits",
+    "index_args": ("index",),
+    "namespace_args": (),
+    "writes": False,
+    "path": "/{index}/_search",
+    "origin": "published",
+}
+
+SEARCH = Tool(
+    "xerj_search",
+    search,
+    checks=(search_problems,),
+    paging="from",
+    caps={"size": "max_size"},
+    hints={
+        "_source": "the argument is called `source`",
+        "aggregations": "the argument is called `aggs`",
+    },
+    too_large=_too_large_search,
+    **_SEARCHING,
+)
+SEMANTIC = Tool(
+    "xerj_semantic_search",
+    semantic_search,
+    checks=(semantic_problems,),
+    caps={"size": "max_size", "k": "max_k"},
+    too_large=_too_large_vectors,
+    **_SEARCHING,
+)
+VECTOR = Tool(
+    "xerj_vector_search",
+    vector_search,
+    checks=(vector_problems,),
+    caps={"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"},
+    too_large=_too_large_vectors,
+    **_SEARCHING,
+)
+HYBRID = Tool(
+    "xerj_hybrid_search",
+    hybrid_search,
+    checks=(hybrid_problems,),
+    caps={"size": "max_size"},
+    hints={"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
+    too_large=_too_large_hybrid,
+    **_SEARCHING,
+)

@@ -1,0 +1,172 @@
+"""The tool object: everything the dispatcher knows about one tool, declared in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .._exceptions import EngineError
+from .._format import engine_error, unusable
+from .._handlers import Handler, HttpRequest
+from .._outcome import Reply
+from .._validation import Check
+from ._checks import unknown_keys
+
+__all__ = [
+    "FitStrategy", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral", "read_json",
+]  # fmt: skip
+
+FitStrategy = Literal["hits", "memories", "document", "json"]
+"""How a result is fitted into the budget: a hit list (paged by `Tool.paging`), a memory list,
+one document, or any JSON."""
+
+Origin = Literal["published", "first-party", "custom", "handler"]
+"""Where a tool comes from: the publishers' definitions in ``tools.json``, an addition of this
+library (also in ``tools.json``), a `Tool` of yours, or a plain handler of yours (``handlers=``)."""
+
+
+@dataclass(frozen=True)
+class Received:
+    """What XERJ sent back for one call, as a tool's `read` gets it."""
+
+    tool: str
+    reply: Reply
+    request: HttpRequest
+    rerank: Mapping[str, Any] | None = None  # the dispatcher's note when it dropped rerank
+    attempts: int = 1
+
+
+Reader = Callable[[Received], dict[str, Any]]
+"""Turns an answered reply into the payload the model reads; raises `EngineError` (code
+``invalid_response``) when the reply is not the result the tool needs."""
+
+
+def read_json(received: Received) -> dict[str, Any]:
+    """The default reading: XERJ's JSON object, whole, as ``result``."""
+    data = received.reply.data
+    if not isinstance(data, dict) or unusable(received.reply, data) is not None:
+        raise engine_error(received.reply, received.request)
+    return {"ok": True, "tool": received.tool, "result": data}
+
+
+def integral(value: Any) -> Any:
+    # JSON Schema counts 5.0 as an integer; XERJ's serde `usize` fields refuse it.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def copy_args(args: Mapping[str, Any], body: dict[str, Any], *keys: str) -> None:
+    for key in keys:
+        if args.get(key) is not None:
+            body[key] = integral(args[key])
+
+
+def is_2xx(reply: Reply) -> bool:
+    return 200 <= reply.status < 300
+
+
+# The fail-closed rule for a tool whose traits are not declared: its top-level arguments are
+# judged by their names (case-insensitive).
+def _index_like(key: str) -> bool:
+    k = key.lower()
+    return (
+        k in ("index", "indices")
+        or k.startswith(("index_", "indices_"))
+        or k.endswith(("_index", "_indices"))
+    )
+
+
+def _namespace_like(key: str) -> bool:
+    k = key.lower()
+    return (
+        k in ("namespace", "namespaces") or k.startswith("namespace_") or k.endswith("_namespace")
+    )
+
+
+_CAP_NAMES = {"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"}
+
+
+def inferred_caps(arguments: Mapping[str, Any]) -> dict[str, str]:
+    return {k: _CAP_NAMES[k] for k in arguments if k in _CAP_NAMES}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool, declared once: how it checks, builds, reads and fits, and what the policy guards.
+
+    - `name`: the function name in the tools file (its definition, the JSON Schema, stays there).
+    - `build`: validated arguments → `HttpRequest`; pure, no I/O.
+    - `read`: the answered reply → the payload the model reads (default: the JSON as ``result``).
+    - `checks`: limits beyond JSON Schema. With `strict_arguments`, an argument the schema does
+      not list is refused (derived from the schema's ``properties``; `hints` explain some).
+    - `fit`: ``"hits"``, ``"memories"``, ``"document"`` or ``"json"``; `paging`: the argument
+      that pages a hit list (``"from"``), or None.
+    - Policy traits. `index_args`: the arguments that are index expressions; `namespace_args`:
+      memory namespaces; `caps`: argument → `Policy` attribute (``{"size": "max_size"}``);
+      `writes`: the tool changes data (refused under ``Policy(read_only=True)``); `queries`: its
+      arguments may hold query DSL that names indices. Left as None, a trait is inferred: any
+      top-level argument named ``index``, ``indices``, ``index_*``, ``*_index`` (or ``*_indices``)
+      is an index expression, ``namespace``, ``namespaces``, ``namespace_*`` or ``*_namespace``
+      a namespace, ``size``/``k``/``num_candidates`` are capped, and a request that is not a
+      GET/HEAD nor a POST to a read endpoint (``_search``, ``_count``, …) is a write.
+    - `path`: the URL template for tracing (``/{index}/_search``); `too_large`: what the model
+      can ask for instead when the answer is too large; `answered`: whether a reply is a result
+      to read (default: a 2xx status) rather than an error.
+    """
+
+    name: str
+    build: Handler
+    read: Reader = read_json
+    checks: tuple[Check, ...] = ()
+    fit: FitStrategy = "json"
+    paging: str | None = None
+    index_args: tuple[str, ...] | None = None
+    namespace_args: tuple[str, ...] | None = None
+    caps: Mapping[str, str] | None = None
+    writes: bool | None = None
+    queries: bool = True
+    path: str | None = None
+    hints: Mapping[str, str] = field(default_factory=dict)
+    strict_arguments: bool = True
+    too_large: Callable[[HttpRequest], str | None] | None = None
+    answered: Callable[[Reply], bool] = is_2xx
+    origin: Origin = "custom"
+
+    def index_arguments(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        """The arguments of this call that the policy holds to its index rules."""
+        if self.index_args is not None:
+            return self.index_args
+        return tuple(k for k in arguments if _index_like(k))
+
+    def namespace_arguments(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        if self.namespace_args is not None:
+            return self.namespace_args
+        return tuple(k for k in arguments if _namespace_like(k))
+
+    def cap_arguments(self, arguments: Mapping[str, Any]) -> Mapping[str, str]:
+        return self.caps if self.caps is not None else inferred_caps(arguments)
+
+    def checks_for(self, parameters: Mapping[str, Any]) -> tuple[Check, ...]:
+        """The checks attached to the tool's definition: unknown arguments (from the schema's
+        property list, unless it allows others), then the tool's own."""
+        properties = parameters.get("properties")
+        if (
+            not self.strict_arguments
+            or not isinstance(properties, Mapping)
+            or not properties
+            or parameters.get("additionalProperties", False) is not False
+        ):
+            return self.checks
+        return (unknown_keys(tuple(properties), self.hints), *self.checks)
+
+    def answer(self, received: Received) -> dict[str, Any]:
+        """The payload for an answered reply: `read`, then the request's notes."""
+        out = self.read(received)
+        if received.request.notes:
+            out["notes"] = [*received.request.notes, *out.get("notes", [])]
+        return out
+
+    def refusal(self, reply: Reply, request: HttpRequest) -> EngineError:
+        return engine_error(reply, request, self.too_large)
