@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from xerj_tools import Dispatcher, load_registry
 from xerj_tools._cli import EXAMPLES, main
 from xerj_tools._offline import read_calls
 from xerj_tools.testing import XerjStandIn
@@ -164,7 +165,7 @@ def test_validate_imports_nothing_of_the_network_stack() -> None:
 def test_tools_in_each_target_shape(target: str) -> None:
     code, out, _ = run("tools", "--target", target)
     tools = json.loads(out)
-    assert code == 0 and len(tools) == 6
+    assert code == 0 and len(tools) == len(load_registry())
     first = tools[0]
     if target == "chat":
         assert first["function"]["name"] == "xerj_search"
@@ -221,6 +222,19 @@ def test_call_dry_run_prints_the_request_and_redacts_the_key(monkeypatch: pytest
                      "body": {"query": "tea", "k": 3}, "repairs": ['$.k: "3" → 3']}
     code, out, _ = run("call", "xerj_search", '{"index": "../x"}', "--dry-run")
     assert code == 1 and json.loads(out)["error"]["code"] == "invalid_arguments"
+
+
+def test_call_dry_run_refuses_what_the_dispatcher_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One default policy for every path: the dry run prints no request the dispatcher would refuse.
+    monkeypatch.setenv("XERJ_URL", "http://127.0.0.1:9")
+    for args in ('{"index": ".xerj-memory-tenant-b", "query": {}}', '{"index": "*", "query": {}}'):
+        code, out, _ = run("call", "xerj_search", args, "--dry-run")
+        error = json.loads(out)["error"]
+        assert code == 1 and error["code"] == "policy_denied" and error["refused"] == "index"
+        with XerjStandIn() as xerj, Dispatcher(url=xerj.url) as dispatcher:
+            result = dispatcher.run({"id": "c", "type": "function",
+                                     "function": {"name": "xerj_search", "arguments": args}})
+            assert result.code == "policy_denied" and xerj.requests == []
 
 
 def test_call_dispatches_to_the_node(monkeypatch: pytest.MonkeyPatch) -> None:

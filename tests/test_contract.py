@@ -1,4 +1,4 @@
-"""XERJ's wire contract, as the six tools rely on it: one suite for the stand-in and a real node.
+"""XERJ's wire contract, as the tools rely on it: one suite for the stand-in and a real node.
 
 Every test states a behaviour read in XERJ's source (paths at commit e6e8e6a, 1.0.0-rc.4, or
 the newer rerank stage where it says so) and checks it over HTTP. Each runs against two targets:

@@ -12,8 +12,17 @@ from typing import Any
 
 import openai
 import pytest
+from tool_examples import example_arguments
 
-from xerj_tools import AsyncDispatcher, Dispatcher, RetryPolicy, arun_agent, run_agent
+from xerj_tools import (
+    XERJ_TOOLS,
+    AsyncDispatcher,
+    Dispatcher,
+    RetryPolicy,
+    arun_agent,
+    load_registry,
+    run_agent,
+)
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
 from conftest import SleepRecorder, chat_call
@@ -155,3 +164,39 @@ def test_agent_loop(case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStan
     check(case, json.loads(messages[2]["content"]), None, xerj)
     stats = result.tool_stats["xerj_search"]
     assert stats.errors == (0 if case.code is None else 1)
+
+
+# The same faults for every tool of the registry (a new tool joins by being in tools.json): the
+# code the model sees, the attempts, and a too-large hint in the tool's own terms.
+REGISTRY = load_registry()
+EVERY_TOOL = [
+    Case("429 without Retry-After", [Fault(status=429)] * 4, "rate_limited", 4),
+    Case("502/503/504 flapping, then ok", [Fault(status=s) for s in (502, 503, 504)], None, 4),
+    Case("500", [Fault(status=500, body={"error": {"type": "x", "reason": "boom"}, "status": 500})], "server_error", 1),
+    Case("HTML proxy page (200)", [Fault(status=200, body=HTML, content_type="text/html")], "invalid_response", 1),
+    Case("truncated JSON", [Fault(status=200, body=b'{"hits": {"total": {"val')], "invalid_response", 1),
+    Case("an empty JSON object (200)", [Fault(status=200, body={})], "invalid_response", 1),
+    Case("body beyond the cap", [Fault(status=200, body=b'{"x": "' + b"a" * 5000 + b'"}')],
+         "response_too_large", 1, options={"max_response_bytes": 1000}),
+]
+
+
+@pytest.mark.parametrize("case", EVERY_TOOL, ids=str)
+@pytest.mark.parametrize("tool", REGISTRY.names)
+def test_every_tool_meets_the_faults(tool: str, case: Case, mode: str, sleeps: SleepRecorder,
+                                     xerj: XerjStandIn) -> None:
+    xerj.fail_next(*case.faults)
+    call = chat_call(tool, example_arguments(REGISTRY, tool))
+    if mode == "sync":
+        with Dispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
+            result = dispatcher.run(call)
+    else:
+        async def go() -> Any:
+            async with AsyncDispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
+                return await dispatcher.run(call)
+
+        result = asyncio.run(go())
+    assert result.code == case.code, result.payload
+    assert result.attempts == case.attempts and len(xerj.requests) == case.attempts
+    if case.code == "response_too_large":
+        assert XERJ_TOOLS[tool].too_large is not None and result.payload["error"]["hint"]

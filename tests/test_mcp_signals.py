@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from xerj_tools import load_registry
 from xerj_tools.testing import XerjStandIn
 
 pytestmark = pytest.mark.skipif(
@@ -87,7 +88,7 @@ def test_sigterm_stops_the_http_server_with_a_session_open(xerj: XerjStandIn) ->
         process.send_signal(signal.SIGTERM)
         return len(listed.tools)
 
-    assert asyncio.run(session_then_sigterm()) == 6
+    assert asyncio.run(session_then_sigterm()) == len(load_registry())
     rest = finish(process)
     assert process.returncode == 0, rest
     assert "stopped on SIGTERM: sessions and XERJ connections closed" in rest

@@ -5,10 +5,21 @@ from __future__ import annotations
 import json
 import socket
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from tool_examples import example_arguments
 
-from xerj_tools import ConfigurationError, Policy, PolicyDenied
+from xerj_tools import (
+    XERJ_TOOLS,
+    ConfigurationError,
+    HttpRequest,
+    Policy,
+    PolicyDenied,
+    Tool,
+    ToolRegistry,
+    load_registry,
+)
 from xerj_tools.testing import XerjStandIn
 
 from conftest import Runner
@@ -287,4 +298,116 @@ def test_escaped_or_encoded_clauses_are_read_too(make_runner: Any, xerj: XerjSta
     result = policy_runner(make_runner, xerj).run({"id": "c", "type": "function", "function": {
         "name": "xerj_search", "arguments": raw}})
     assert result.code == "policy_denied" and result.payload["error"]["refused"] == "index"
+    assert xerj.requests == []
+
+
+# The rules follow the tools' declared traits, for every tool of the registry: a tool added to it
+# is guarded without a line here.
+REGISTRY = load_registry()
+INDEX_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].index_args or ()]
+NAMESPACE_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].namespace_args or ()]
+
+
+@pytest.mark.parametrize(("tool", "key"), INDEX_ARGS)
+def test_every_index_argument_is_held_to_the_index_rules(make_runner: Any, xerj: XerjStandIn, tool: str,
+                                                         key: str) -> None:
+    arguments = {**example_arguments(REGISTRY, tool), key: ".xerj-memory-tenant-b"}
+    payload = make_runner(url=xerj.url).payload(tool, arguments)  # the default policy
+    assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == "index"
+    assert xerj.requests == []
+
+
+@pytest.mark.parametrize(("tool", "key"), NAMESPACE_ARGS)
+def test_every_namespace_argument_is_held_to_the_tenant(make_runner: Any, xerj: XerjStandIn, tool: str,
+                                                        key: str) -> None:
+    arguments = {**example_arguments(REGISTRY, tool), key: "tenant-b"}
+    payload = policy_runner(make_runner, xerj, namespace="tenant-a").payload(tool, arguments)
+    assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == "namespace"
+    assert xerj.requests == []
+
+
+@pytest.mark.parametrize("tool", REGISTRY.names)
+def test_read_only_refuses_exactly_the_tools_that_write(make_runner: Any, xerj: XerjStandIn, tool: str) -> None:
+    payload = policy_runner(make_runner, xerj, read_only=True).payload(tool, example_arguments(REGISTRY, tool))
+    if XERJ_TOOLS[tool].writes:
+        assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == tool
+        assert xerj.requests == []
+    else:
+        assert xerj.requests and payload.get("error", {}).get("code") != "policy_denied"
+
+
+def custom_registry(tmp_path: Any, name: str, **properties: Any) -> ToolRegistry:
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps([{"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": properties}}}]))
+    return load_registry(path)
+
+
+def stats(args: Any) -> HttpRequest:
+    index = next(v for k, v in args.items() if "ind" in k.lower())
+    index = index if isinstance(index, str) else ",".join(index)
+    return HttpRequest("GET", f"/{quote(index, safe=',*')}/_stats")
+
+
+@pytest.mark.parametrize("arguments", [
+    {"index": ".secret"},
+    {"indices": ["docs", ".secret"]},
+    {"index_name": ".xerj-memory-tenant-b"},
+    {"target_index": "*"},
+    {"INDEX": "_all"},
+])
+def test_a_custom_tool_with_an_index_argument_is_guarded_by_default(make_runner: Any, xerj: XerjStandIn,
+                                                                     tmp_path: Any, arguments: dict[str, Any]) -> None:
+    # Fails closed: the plain handler declares nothing, its arguments' names say what they are.
+    key = next(iter(arguments))
+    schema = {"type": "array", "items": {"type": "string"}} if key == "indices" else {"type": "string"}
+    registry = custom_registry(tmp_path, "my_stats", **{key: schema})
+    runner = make_runner(registry=registry, url=xerj.url, handlers={"my_stats": stats})
+    payload = runner.payload("my_stats", arguments)
+    assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == "index"
+    assert xerj.requests == []
+    assert isinstance(Policy().apply("my_stats", arguments), PolicyDenied)  # no dispatcher needed
+    runner.payload("my_stats", {key: ["docs"] if key == "indices" else "docs"})
+    assert [r.path for r in xerj.requests] == ["/docs/_stats"]  # an allowed index goes through
+
+
+def test_a_custom_tool_with_a_namespace_argument_is_held_to_the_tenant(make_runner: Any, xerj: XerjStandIn,
+                                                                       tmp_path: Any) -> None:
+    registry = custom_registry(tmp_path, "my_notes", namespace={"type": "string"})
+
+    def notes(args: Any) -> HttpRequest:
+        return HttpRequest("GET", f"/_memory/{quote(args['namespace'], safe='')}")
+
+    runner = make_runner(registry=registry, url=xerj.url, handlers={"my_notes": notes},
+                         policy=Policy(namespace="tenant-a"))
+    payload = runner.payload("my_notes", {"namespace": "tenant-b"})
+    assert payload["error"]["refused"] == "namespace" and xerj.requests == []
+
+
+@pytest.mark.parametrize(("method", "path", "refused"), [
+    ("PUT", "/docs/_doc/1", True),
+    ("DELETE", "/docs/_doc/1", True),
+    ("POST", "/docs/_update/1", True),
+    ("POST", "/docs/_count", False),
+    ("GET", "/docs/_doc/1", False),
+])
+def test_read_only_refuses_a_custom_tool_whose_request_writes(make_runner: Any, xerj: XerjStandIn, tmp_path: Any,
+                                                              method: str, path: str, refused: bool) -> None:
+    registry = custom_registry(tmp_path, "my_write", index={"type": "string"})
+    runner = make_runner(registry=registry, url=xerj.url, handlers={"my_write": lambda _: HttpRequest(method, path)},
+                         policy=Policy(read_only=True))
+    payload = runner.payload("my_write", {"index": "docs"})
+    assert (payload.get("error", {}).get("refused") == "my_write") is refused
+    assert (xerj.requests == []) is refused
+
+
+def test_a_declared_tool_is_guarded_by_its_traits(make_runner: Any, xerj: XerjStandIn, tmp_path: Any) -> None:
+    registry = custom_registry(tmp_path, "copy_docs", source={"type": "string"}, dest={"type": "string"})
+    tool = Tool("copy_docs", lambda a: HttpRequest("POST", "/_reindex", {"source": {"index": a["source"]},
+                                                                         "dest": {"index": a["dest"]}}),
+                index_args=("source", "dest"), writes=True)
+    runner = make_runner(registry=registry, url=xerj.url, tools=[tool])
+    assert runner.payload("copy_docs", {"source": ".secret", "dest": "docs"})["error"]["refused"] == "index"
+    read_only = make_runner(registry=registry, url=xerj.url, tools=[tool], policy=Policy(read_only=True))
+    assert read_only.payload("copy_docs", {"source": "a", "dest": "b"})["error"]["refused"] == "copy_docs"
     assert xerj.requests == []

@@ -17,7 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xerj_tools import MAX_ARGUMENT_DEPTH, Dispatcher, Policy, load_registry
+from xerj_tools import (
+    MAX_ARGUMENT_DEPTH,
+    XERJ_TOOLS,
+    Dispatcher,
+    Policy,
+    RetryPolicy,
+    load_registry,
+)
+from xerj_tools.testing import XerjStandIn
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "250"))
 REGISTRY = load_registry()
@@ -61,6 +69,7 @@ PLAUSIBLE: dict[str, Any] = {
     "recency_weight": st.floats(-1, 2), "id": st.text(max_size=10),
     "filter": st.just({"term": {"kind": "runbook"}}), "metadata": st.just({"kind": "note"}),
 }
+# Beyond what every tool's requests must hold (`check_request`), the body keys some tools may send.
 ALLOWED_BODY = {
     "xerj_search": {"query", "size", "from", "sort", "aggs", "track_total_hits", "_source", "rerank"},
     "xerj_semantic_search": {"query", "size", "_source"},
@@ -70,16 +79,28 @@ ALLOWED_BODY = {
     "xerj_memory_recall": {"query", "vector", "semantic", "k", "filter", "recency_weight"},
 }
 SEARCH_REPLY = {"took": 1, "timed_out": False, "hits": {"total": {"value": 0, "relation": "eq"}, "hits": []}}
+BY_TYPE: dict[str, Any] = {"string": st.text(max_size=12), "integer": integer, "number": st.floats(-1, 2),
+                           "boolean": st.booleans(), "array": st.lists(leaf, max_size=3), "object": json_value}
+
+
+def plausible(key: str, schema: Any) -> st.SearchStrategy[Any]:
+    """Values a model would plausibly send for `key`: the table's, else by the schema's type (so a
+    new tool's new argument is fuzzed too)."""
+    if key in PLAUSIBLE:
+        return PLAUSIBLE[key]  # type: ignore[no-any-return]
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return BY_TYPE.get(kind if isinstance(kind, str) else "", json_value)  # type: ignore[no-any-return]
 
 
 def arguments_for(tool: str) -> st.SearchStrategy[Any]:
     parameters = REGISTRY.get(tool).parameters  # type: ignore[union-attr]
+    properties = parameters["properties"]
     required = set(parameters.get("required", []))
-    optional = [k for k in parameters["properties"] if k not in required]
-    likely = st.fixed_dictionaries({k: PLAUSIBLE[k] for k in required},
-                                   optional={k: PLAUSIBLE[k] for k in optional})
-    fuzzed = st.fixed_dictionaries({}, optional={k: st.one_of(PLAUSIBLE[k], json_value, hostile)
-                                                 for k in parameters["properties"]})
+    optional = [k for k in properties if k not in required]
+    likely = st.fixed_dictionaries({k: plausible(k, properties[k]) for k in required},
+                                   optional={k: plausible(k, properties[k]) for k in optional})
+    fuzzed = st.fixed_dictionaries({}, optional={k: st.one_of(plausible(k, v), json_value, hostile)
+                                                 for k, v in properties.items()})
     poisoned = st.builds(lambda args, key, bad: {**args, key: bad}, likely,
                          st.sampled_from(sorted(parameters["properties"])), hostile)
     very_deep = st.integers(1_000, 100_000).map(
@@ -104,75 +125,84 @@ def strict_json(content: bytes) -> Any:
     return json.loads(content, parse_constant=refuse)
 
 
-def check_request(tool: str, arguments: Any, request: httpx.Request) -> None:
-    body = strict_json(request.content)
+def check_request(tool: str, request: httpx.Request) -> None:
+    """What any tool may send: its declared path with each name in one segment (no dot segment,
+    no dot- or underscore-index, a valid namespace), strict JSON without nulls, a result window
+    XERJ accepts; and for some tools, only their body keys."""
     raw = request.url.raw_path.decode().split("?")[0].strip("/").split("/")
-    assert request.method == "POST" and set(body) <= ALLOWED_BODY[tool]
-    assert None not in body.values()
-    if tool.startswith("xerj_memory"):
-        assert raw[0] == "_memory" and len(raw) == (2 if tool == "xerj_memory_store" else 3)
-        assert unquote(raw[1]).islower() or unquote(raw[1]).replace(".", "").replace("-", "").replace("_", "").isalnum()
-        if tool == "xerj_memory_recall":
-            assert raw[2] == "_recall" and not ("vector" in body and "query" in body)
-        else:
-            assert isinstance(body["text"], str) and body["id"]
+    template = (XERJ_TOOLS[tool].path or "").strip("/").split("/")
+    assert len(raw) == len(template), (raw, template)
+    for part, want in zip(raw, template, strict=True):
+        if not want.startswith("{"):
+            assert part == want
+            continue
+        name = unquote(part)
+        assert name and name not in (".", "..") and "/" not in part
+        if want == "{index}":
+            assert not name.startswith((".", "_"))
+        if want == "{namespace}":
+            assert name.islower() or name.replace(".", "").replace("-", "").replace("_", "").isalnum()
+    assert request.method in ("GET", "POST")
+    if not request.content:
+        assert request.method == "GET"
         return
-    assert len(raw) == 2 and raw[1] == "_search" and not unquote(raw[0]).startswith((".", "_"))
+    body = strict_json(request.content)
+    assert request.method == "POST" and isinstance(body, dict) and None not in body.values()
+    assert set(body) <= ALLOWED_BODY.get(tool, set(body))
     size, start = body.get("size", 10), body.get("from", 0)
     assert isinstance(size, int) and isinstance(start, int) and size >= 0 and start >= 0 and size + start <= 10_000
+    if tool == "xerj_memory_recall":
+        assert not ("vector" in body and "query" in body)
+    if tool == "xerj_memory_store":
+        assert isinstance(body["text"], str) and body["id"]
 
 
-@pytest.mark.parametrize("tool", sorted(ALLOWED_BODY))
+@pytest.mark.parametrize("tool", REGISTRY.names)
 def test_dispatch_never_raises_and_sends_only_contract_requests(tool: str) -> None:
+    # Against the stand-in, over a real socket: whatever it answers, what was sent must be a
+    # request the contract allows, and a call refused before sending must have sent nothing.
     sent: list[httpx.Request] = []
+    with XerjStandIn() as xerj, httpx.Client(event_hooks={"request": [sent.append]}) as client:
+        dispatcher = Dispatcher(url=xerj.url, client=client, retry=RetryPolicy(max_attempts=1))
+        outcomes: list[bool] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
-        if request.url.path.endswith("_search"):
-            return httpx.Response(200, json=SEARCH_REPLY)
-        if request.url.path.endswith("_recall"):
-            return httpx.Response(200, json={"hits": [], "namespace": "n"})
-        return httpx.Response(201, json={"id": "x", "namespace": "n", "created": True})
+        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(arguments=arguments_for(tool), decoded=st.booleans())
+        def check(arguments: Any, decoded: bool) -> None:
+            sent.clear()
+            raw = arguments if decoded else encode(arguments)  # a dict, as an SDK or caller may pass it
+            message = dispatcher.dispatch({"id": "c", "type": "function", "function": {"name": tool, "arguments": raw}})
+            payload = json.loads(message["content"])  # type: ignore[typeddict-item]
+            calls = [r for r in sent if not r.url.path.startswith("/_resolve/")]  # the listing follows a miss
+            outcomes.append(bool(calls))
+            if calls:
+                assert len(calls) == 1
+                check_request(tool, calls[0])
+            else:
+                assert not payload["ok"]
+                assert payload["error"]["code"] in ("invalid_arguments", "invalid_json", "policy_denied")
+                assert payload["error"]["hint"]
 
-    client = httpx.Client(transport=httpx.MockTransport(handler))
-    dispatcher = Dispatcher(url="http://xerj.test", client=client)
-
-    outcomes: list[bool] = []
-
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(arguments=arguments_for(tool), decoded=st.booleans())
-    def check(arguments: Any, decoded: bool) -> None:
-        sent.clear()
-        raw = arguments if decoded else encode(arguments)  # a dict, as an SDK or caller may pass it
-        message = dispatcher.dispatch({"id": "c", "type": "function", "function": {"name": tool, "arguments": raw}})
-        payload = json.loads(message["content"])  # type: ignore[typeddict-item]
-        outcomes.append(payload["ok"])
-        if payload["ok"]:
-            assert len(sent) == 1
-            check_request(tool, arguments, sent[0])
-        else:
-            assert sent == [] and payload["error"]["code"] in ("invalid_arguments", "invalid_json", "policy_denied")
-            assert payload["error"]["hint"]
-
-    try:
-        check()
-    finally:
-        dispatcher.close()
-        client.close()
+        try:
+            check()
+        finally:
+            dispatcher.close()
     # the generated calls reach both branches: some are sent, most are refused
     assert any(outcomes) and not all(outcomes), (sum(outcomes), len(outcomes))
     print(f"{tool}: {sum(outcomes)} of {len(outcomes)} generated calls were sent")
 
 
 CAPS = {"max_size": 50, "max_k": 40, "max_num_candidates": 100}
-CAPPED = {  # where each capped number sits in the request body
-    "xerj_search": [("size",)],
-    "xerj_semantic_search": [("size",), ("query", "semantic", "k")],
-    "xerj_vector_search": [("size",), ("knn", "k"), ("knn", "num_candidates")],
-    "xerj_hybrid_search": [("size",)],
-    "xerj_memory_recall": [("k",)],
-}
+# The tools the operator's caps apply to, and the arguments each caps (`Tool.caps`).
+CAPPED = {name: tuple(tool.caps) for name, tool in XERJ_TOOLS.items() if name in REGISTRY and tool.caps}
 LIMIT = {"size": CAPS["max_size"], "k": CAPS["max_k"], "num_candidates": CAPS["max_num_candidates"]}
+
+
+def capped_values(value: Any, keys: tuple[str, ...]) -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        found = [(k, v) for k, v in value.items() if k in keys and not isinstance(v, (dict, list))]
+        return found + [pair for v in value.values() for pair in capped_values(v, keys)]
+    return [pair for v in value for pair in capped_values(v, keys)] if isinstance(value, list) else []
 
 
 @pytest.mark.parametrize("caps", ["clamp", "refuse"])
@@ -182,18 +212,19 @@ def test_caps_hold_for_integers_written_as_floats(tool: str, caps: str) -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         sent.append(request)
-        if request.url.path.endswith("_recall"):
-            return httpx.Response(200, json={"hits": [], "namespace": "n"})
-        return httpx.Response(200, json=SEARCH_REPLY)
+        return httpx.Response(200, json=SEARCH_REPLY)  # what comes back does not matter here
 
     client = httpx.Client(transport=httpx.MockTransport(handler))
     dispatcher = Dispatcher(url="http://xerj.test", client=client, policy=Policy(caps=caps, **CAPS))  # type: ignore[arg-type]
     written = st.one_of(st.integers(1, 12_000).map(str), st.integers(1, 12_000).map(lambda n: f"{n}.0"),
                         st.tuples(st.integers(1, 12), st.integers(0, 4)).map(lambda t: f"{t[0]}e{t[1]}"))
 
+    parameters = REGISTRY[tool].parameters
+    required = {k: plausible(k, parameters["properties"][k]) for k in parameters.get("required", [])}
+
     @settings(max_examples=max(EXAMPLES // 5, 20), deadline=None, suppress_health_check=list(HealthCheck))
-    @given(base=st.fixed_dictionaries({k: PLAUSIBLE[k] for k in REGISTRY.get(tool).parameters.get("required", [])}),  # type: ignore[union-attr]
-           numbers=st.dictionaries(st.sampled_from([p[-1] for p in CAPPED[tool]]), written, min_size=1))
+    @given(base=st.fixed_dictionaries(required),
+           numbers=st.dictionaries(st.sampled_from(CAPPED[tool]), written, min_size=1))
     def check(base: dict[str, Any], numbers: dict[str, str]) -> None:
         sent.clear()
         fields = [json.dumps(base)[1:-1]] if base else []
@@ -203,12 +234,8 @@ def test_caps_hold_for_integers_written_as_floats(tool: str, caps: str) -> None:
         if not sent:
             return
         body = strict_json(sent[0].content)
-        for path in CAPPED[tool]:
-            value: Any = body
-            for part in path:
-                value = value.get(part) if isinstance(value, dict) else None
-            if value is not None:
-                assert type(value) is int and value <= LIMIT[path[-1]], (text, body)
+        for key, value in capped_values(body, CAPPED[tool]):  # wherever the tool put them
+            assert type(value) is int and value <= LIMIT[key], (text, body)
         if caps == "refuse":
             assert all(float(v) <= LIMIT[k] for k, v in numbers.items()), (text, payload)
 

@@ -15,12 +15,15 @@ from xerj_tools import ToolDefinitionError, load_registry
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_tools_json_holds_the_six_published_definitions() -> None:
+def test_tools_json_holds_the_published_definitions_then_the_first_party_ones() -> None:
     tools = json.loads((ROOT / "tools.json").read_text())
-    assert [t["function"]["name"] for t in tools] == [
+    published = [
         "xerj_search", "xerj_semantic_search", "xerj_vector_search",
         "xerj_hybrid_search", "xerj_memory_store", "xerj_memory_recall",
     ]  # fmt: skip
+    first_party = [n for n, t in xerj_tools.XERJ_TOOLS.items() if t.origin == "first-party"]
+    assert [t["function"]["name"] for t in tools] == published + first_party
+    assert list(xerj_tools.XERJ_TOOLS) == published + first_party  # every tool has its Tool
     # Against the publishers' seed, with the documented corrections: test_tools_corrections.py
 
 

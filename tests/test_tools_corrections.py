@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from xerj_tools import XERJ_TOOLS
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = Path(__file__).parent / "fixtures" / "tools.seed.json"  # a copy of what the publishers published
 DOC = ROOT / "docs" / "tools-corrections.md"
@@ -37,7 +39,15 @@ def corrected_seed() -> list[dict[str, Any]]:
 
 
 def test_tools_json_is_the_seed_with_exactly_the_documented_corrections() -> None:
-    assert json.loads((ROOT / "tools.json").read_text("utf-8")) == corrected_seed()
+    tools = json.loads((ROOT / "tools.json").read_text("utf-8"))
+    published = corrected_seed()
+    assert tools[: len(published)] == published
+    # After the publishers' definitions, only the library's first-party additions, in order.
+    added = [t["function"]["name"] for t in tools[len(published):]]
+    assert added == [name for name, tool in XERJ_TOOLS.items() if tool.origin == "first-party"]
+    assert {n for n, t in XERJ_TOOLS.items() if t.origin == "published"} == {
+        t["function"]["name"] for t in published
+    }
 
 
 def test_the_seed_fixture_is_the_publishers_file_when_it_is_at_hand() -> None:
