@@ -32,7 +32,7 @@ from ._wire import (
     serde_struct,
 )
 
-__all__ = ["RerankMode", "search", "search_request"]
+__all__ = ["RerankMode", "index_not_found", "search", "search_request"]
 
 # The typed fields of `EsSearchBody` (es_compat.rs:2133-2232) that serde can refuse; every
 # other key is an `Option<Value>`. `size` and `from` are `usize` with defaults, so `null`, a
@@ -110,16 +110,21 @@ def _resolve(indices: Mapping[str, Index], expr: str) -> list[Index]:
         if name in indices:
             chosen.append(indices[name])
         elif not tolerant:
-            error = {
-                "type": "index_not_found_exception",
-                "reason": f"no such index [{name}]",
-                "resource.type": "index_or_alias",
-                "resource.id": name,
-                "index_uuid": "_na_",
-                "index": name,
-            }
-            raise _NotFound({"error": {"root_cause": [dict(error)], **error}, "status": 404})
+            raise _NotFound(index_not_found(name))
     return chosen
+
+
+def index_not_found(name: str) -> dict[str, Any]:
+    """The 404 body for a missing index, decorated as ES does (api error.rs:181-232)."""
+    error = {
+        "type": "index_not_found_exception",
+        "reason": f"no such index [{name}]",
+        "resource.type": "index_or_alias",
+        "resource.id": name,
+        "index_uuid": "_na_",
+        "index": name,
+    }
+    return {"error": {"root_cause": [dict(error)], **error}, "status": 404}
 
 
 class _NotFound(Exception):

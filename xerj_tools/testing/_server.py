@@ -168,7 +168,7 @@ class _Server(ThreadingHTTPServer):
 class XerjStandIn:
     """A stand-in for a XERJ node, for tests and the demo. It is not XERJ.
 
-    It serves the six tools' endpoints on 127.0.0.1 with XERJ's request rules, response shapes,
+    It serves the XERJ tools' endpoints on 127.0.0.1 with XERJ's request rules, response shapes,
     status codes and error bodies (both rerank generations, the API-key check), over a small
     built-in corpus (indices ``docs`` and ``tickets``) and an in-memory memory store. Every
     request is logged in `requests`; `fail_next` queues faults.

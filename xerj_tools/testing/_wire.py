@@ -2,7 +2,7 @@
 
 Citations are XERJ paths at commit e6e8e6a (``engine/crates/xerj-api/src/…``); the table in
 ``CONTRACT.md`` lists them all. Messages follow serde_json's wording; the ``line``/``column``
-suffix is computed from the raw bytes the way serde_json reports it for the cases the six
+suffix is computed from the raw bytes the way serde_json reports it for the cases the
 tools can reach (a wrong top-level value, a missing or unknown field).
 """
 
