@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from xerj_tools import Policy
+from xerj_tools import XERJ_TOOLS, Policy, load_registry
 from xerj_tools._cli import main
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
@@ -307,7 +307,9 @@ def guarded(stand_in: XerjStandIn, tmp_path_factory: pytest.TempPathFactory) -> 
 @needs_sdk
 def test_a_policy_file_binds_the_server(guarded: Connected, xerj: XerjStandIn) -> None:
     listed = guarded.run(lambda client: client.list_tools()).tools
-    assert "xerj_memory_store" not in [t.name for t in listed] and len(listed) == 5  # read-only
+    writers = [n for n, t in XERJ_TOOLS.items() if t.writes]
+    assert writers == ["xerj_memory_store"]  # read-only: the tools that write are not listed
+    assert [t.name for t in listed] == [n for n in load_registry().names if n not in writers]
     assert "policy.toml" in guarded.log()
 
     refusals = [

@@ -42,10 +42,10 @@ from .._calls import ToolCall
 from .._exceptions import ConfigurationError
 from .._policy import Policy
 from .._registry import ToolRegistry
+from ..tools import XERJ_TOOLS, Tool
 from ._policy_file import load_policy_file
 
 __all__ = [
-    "TOOL_HINTS",
     "ToolHints",
     "build_server",
     "list_tools",
@@ -54,6 +54,7 @@ __all__ = [
     "serve",
     "serve_http",
     "serve_stdio",
+    "tool_hints",
 ]
 
 logger = logging.getLogger("xerj_tools")
@@ -88,27 +89,28 @@ class ToolHints:
         )
 
 
-TOOL_HINTS: Mapping[str, ToolHints] = {
-    "xerj_search": ToolHints("Search an index (query DSL)", True, True),
-    "xerj_semantic_search": ToolHints("Semantic search", True, True),
-    "xerj_vector_search": ToolHints("Vector (kNN) search", True, True),
-    "xerj_hybrid_search": ToolHints("Hybrid search", True, True),
-    "xerj_memory_store": ToolHints("Store a memory", False, False),
-    "xerj_memory_recall": ToolHints("Recall memories", True, True),
-}
+def tool_hints(tool: Tool) -> ToolHints | None:
+    """A tool's title and hints, from its `Tool` (a tool that writes is neither read-only nor
+    idempotent: each store without an `id` adds another memory)."""
+    if tool.title is None:
+        return None
+    return ToolHints(tool.title, tool.writes is False, tool.writes is False)
 
 
-def list_tools(registry: ToolRegistry, policy: Policy | None = None) -> list[types.Tool]:
+def list_tools(
+    registry: ToolRegistry, policy: Policy | None = None, tools: Mapping[str, Tool] = XERJ_TOOLS
+) -> list[types.Tool]:
     """The ``tools/list`` entries: the published schemas unchanged, with titles and hints.
 
-    A read-only policy leaves out `xerj_memory_store` (a call to it is still refused).
+    A read-only policy leaves out the tools that write (a call to one is still refused).
     """
-    tools = []
+    listed = []
     for spec in registry:
-        if policy is not None and policy.read_only and spec.name == "xerj_memory_store":
+        tool = tools.get(spec.name)
+        if policy is not None and policy.read_only and tool is not None and tool.writes:
             continue
-        hints = TOOL_HINTS.get(spec.name)
-        tools.append(
+        hints = tool_hints(tool) if tool is not None else None
+        listed.append(
             types.Tool(
                 name=spec.name,
                 title=hints.title if hints else None,
@@ -117,12 +119,12 @@ def list_tools(registry: ToolRegistry, policy: Policy | None = None) -> list[typ
                 annotations=hints.annotations() if hints else None,
             )
         )
-    return tools
+    return listed
 
 
 def build_server(dispatcher: AsyncDispatcher) -> Server[Any]:
     """A low-level MCP `Server` that lists the dispatcher's tools and runs calls through it."""
-    listing = list_tools(dispatcher.registry, dispatcher.policy)
+    listing = list_tools(dispatcher.registry, dispatcher.policy, dispatcher._core.tools)
 
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None

@@ -130,6 +130,7 @@ _MEMORY: dict[str, Any] = {
 STORE = Tool(
     "xerj_memory_store",
     memory_store,
+    title="Store a memory",
     read=read_store,
     checks=(store_problems,),
     caps={},
@@ -142,6 +143,7 @@ STORE = Tool(
 RECALL = Tool(
     "xerj_memory_recall",
     memory_recall,
+    title="Recall memories",
     read=read_recall,
     checks=(recall_problems,),
     fit="memories",

@@ -247,6 +247,7 @@ _SEARCHING: dict[str, Any] = {
 SEARCH = Tool(
     "xerj_search",
     search,
+    title="Search an index (query DSL)",
     checks=(search_problems,),
     paging="from",
     caps={"size": "max_size"},
@@ -260,6 +261,7 @@ SEARCH = Tool(
 SEMANTIC = Tool(
     "xerj_semantic_search",
     semantic_search,
+    title="Semantic search",
     checks=(semantic_problems,),
     caps={"size": "max_size", "k": "max_k"},
     too_large=_too_large_vectors,
@@ -268,6 +270,7 @@ SEMANTIC = Tool(
 VECTOR = Tool(
     "xerj_vector_search",
     vector_search,
+    title="Vector (kNN) search",
     checks=(vector_problems,),
     caps={"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"},
     too_large=_too_large_vectors,
@@ -276,6 +279,7 @@ VECTOR = Tool(
 HYBRID = Tool(
     "xerj_hybrid_search",
     hybrid_search,
+    title="Hybrid search",
     checks=(hybrid_problems,),
     caps={"size": "max_size"},
     hints={"aggs": _NO_AGGS, "aggregations": _NO_AGGS},

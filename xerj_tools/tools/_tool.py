@@ -113,7 +113,7 @@ class Tool:
       GET/HEAD nor a POST to a read endpoint (``_search``, ``_count``, …) is a write.
     - `path`: the URL template for tracing (``/{index}/_search``); `too_large`: what the model
       can ask for instead when the answer is too large; `answered`: whether a reply is a result
-      to read (default: a 2xx status) rather than an error.
+      to read (default: a 2xx status) rather than an error. `title`: a human title (MCP).
     """
 
     name: str
@@ -133,6 +133,7 @@ class Tool:
     too_large: Callable[[HttpRequest], str | None] | None = None
     answered: Callable[[Reply], bool] = is_2xx
     origin: Origin = "custom"
+    title: str | None = None
 
     def index_arguments(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The arguments of this call that the policy holds to its index rules."""
