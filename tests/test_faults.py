@@ -105,19 +105,23 @@ def options(case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStandIn) -> 
     return {"url": closed_port() if case.refused else xerj.url, "sleep": sleep, **case.options}
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_dispatch(case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStandIn) -> None:
+def run_one(call: dict[str, Any], case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStandIn) -> Any:
+    """One call through `Dispatcher.run` or `AsyncDispatcher.run`, after queueing the case's faults."""
     xerj.fail_next(*case.faults)
-    call = chat_call("xerj_search", case.arguments)
     if mode == "sync":
         with Dispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
-            result = dispatcher.run(call)
-    else:
-        async def go() -> Any:
-            async with AsyncDispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
-                return await dispatcher.run(call)
+            return dispatcher.run(call)
 
-        result = asyncio.run(go())
+    async def go() -> Any:
+        async with AsyncDispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
+            return await dispatcher.run(call)
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_dispatch(case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStandIn) -> None:
+    result = run_one(chat_call("xerj_search", case.arguments), case, mode, sleeps, xerj)
     check(case, dict(result.payload), result.attempts, xerj)
     if case.name == "429 with Retry-After":
         assert sleeps.waits == [2.0]
@@ -185,17 +189,7 @@ EVERY_TOOL = [
 @pytest.mark.parametrize("tool", REGISTRY.names)
 def test_every_tool_meets_the_faults(tool: str, case: Case, mode: str, sleeps: SleepRecorder,
                                      xerj: XerjStandIn) -> None:
-    xerj.fail_next(*case.faults)
-    call = chat_call(tool, example_arguments(REGISTRY, tool))
-    if mode == "sync":
-        with Dispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
-            result = dispatcher.run(call)
-    else:
-        async def go() -> Any:
-            async with AsyncDispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
-                return await dispatcher.run(call)
-
-        result = asyncio.run(go())
+    result = run_one(chat_call(tool, example_arguments(REGISTRY, tool)), case, mode, sleeps, xerj)
     assert result.code == case.code, result.payload
     assert result.attempts == case.attempts and len(xerj.requests) == case.attempts
     if case.code == "response_too_large":

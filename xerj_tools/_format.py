@@ -24,80 +24,74 @@ __all__ = [
     "unusable",
 ]
 
-# code -> (retryable, hint). Codes are a stable interface; the README lists them. Read-only.
-ERROR_CODES: Mapping[str, tuple[bool, str]] = MappingProxyType(
-    {
-        "invalid_json": (
-            False,
-            "Send the arguments as one JSON object that matches the tool's parameters.",
-        ),
-        "invalid_arguments": (False, "Fix every listed problem, then call the tool again."),
-        "unknown_tool": (False, "Call one of the tools you were given, spelled exactly."),
-        "bad_request": (
-            False,
-            "XERJ refused the request as written; read the reason, change the query and call again.",
-        ),
-        "index_not_found": (
-            False,
-            "Check the index name; a wildcard pattern such as name-* returns no hits instead of failing.",
-        ),
-        "not_found": (
-            False,
-            "The path does not exist on this XERJ node; check the names in the call.",
-        ),
-        "rerank_unavailable": (False, "Repeat the search without `rerank`."),
-        "unauthorized": (
-            False,
-            "XERJ refused the dispatcher's credentials; changing the call will not help. Tell the user.",
-        ),
-        "forbidden": (
-            False,
-            "This credential may not do that; do not retry. Tell the user or choose another index or namespace.",
-        ),
-        "rate_limited": (
-            True,
-            "XERJ is overloaded; wait before calling again, or continue without this result.",
-        ),
-        "timeout": (
-            True,
-            "XERJ did not answer in time; narrow the query (smaller size, a filter) or try again later.",
-        ),
-        "unreachable": (
-            True,
-            "XERJ cannot be reached right now; tell the user or try again later.",
-        ),
-        "server_error": (True, "XERJ failed on its side; try again later or with a simpler query."),
-        "invalid_response": (True, "XERJ's answer could not be read; try again later."),
-        "response_too_large": (
-            False,
-            "Ask for less: a smaller size, or only the source fields you need.",
-        ),
-        "policy_denied": (
-            False,
-            "The operator's policy does not allow this; change the call as the reason says, or do without it.",
-        ),
-        "cancelled": (
-            True,
-            "The run was interrupted before this call finished; call it again if you still need the result.",
-        ),
-        "denied": (
-            False,
-            "The user did not allow this call; do not repeat it. Continue without it, or ask the user.",
-        ),
-        "repeated_call": (
-            False,
-            "You already have this exact result in the conversation; use it, or change the arguments.",
-        ),
-        "incomplete_call": (
-            False,
-            "Your output was cut off before this call was complete; make the call again, shorter.",
-        ),
-        "handler_error": (
-            False,
-            "This tool failed inside the dispatcher; do not retry the same call. Tell the user.",
-        ),
-    }
-)
+# code -> (retryable, hint). Codes are a stable interface; the README lists them.
+_ERROR_CODES: dict[str, tuple[bool, str]] = {
+    "invalid_json": (
+        False,
+        "Send the arguments as one JSON object that matches the tool's parameters.",
+    ),
+    "invalid_arguments": (False, "Fix every listed problem, then call the tool again."),
+    "unknown_tool": (False, "Call one of the tools you were given, spelled exactly."),
+    "bad_request": (
+        False,
+        "XERJ refused the request as written; read the reason, change the query and call again.",
+    ),
+    "index_not_found": (
+        False,
+        "Check the index name; a wildcard pattern such as name-* returns no hits instead of failing.",
+    ),
+    "not_found": (False, "The path does not exist on this XERJ node; check the names in the call."),
+    "rerank_unavailable": (False, "Repeat the search without `rerank`."),
+    "unauthorized": (
+        False,
+        "XERJ refused the dispatcher's credentials; changing the call will not help. Tell the user.",
+    ),
+    "forbidden": (
+        False,
+        "This credential may not do that; do not retry. Tell the user or choose another index or namespace.",
+    ),
+    "rate_limited": (
+        True,
+        "XERJ is overloaded; wait before calling again, or continue without this result.",
+    ),
+    "timeout": (
+        True,
+        "XERJ did not answer in time; narrow the query (smaller size, a filter) or try again later.",
+    ),
+    "unreachable": (True, "XERJ cannot be reached right now; tell the user or try again later."),
+    "server_error": (True, "XERJ failed on its side; try again later or with a simpler query."),
+    "invalid_response": (True, "XERJ's answer could not be read; try again later."),
+    "response_too_large": (
+        False,
+        "Ask for less: a smaller size, or only the source fields you need.",
+    ),
+    "policy_denied": (
+        False,
+        "The operator's policy does not allow this; change the call as the reason says, or do without it.",
+    ),
+    "cancelled": (
+        True,
+        "The run was interrupted before this call finished; call it again if you still need the result.",
+    ),
+    "denied": (
+        False,
+        "The user did not allow this call; do not repeat it. Continue without it, or ask the user.",
+    ),
+    "repeated_call": (
+        False,
+        "You already have this exact result in the conversation; use it, or change the arguments.",
+    ),
+    "incomplete_call": (
+        False,
+        "Your output was cut off before this call was complete; make the call again, shorter.",
+    ),
+    "handler_error": (
+        False,
+        "This tool failed inside the dispatcher; do not retry the same call. Tell the user.",
+    ),
+}
+ERROR_CODES: Mapping[str, tuple[bool, str]] = MappingProxyType(_ERROR_CODES)
+"""Each error code: whether the call may be retried as it is, and the hint (read-only)."""
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
