@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ._documents import get_document
 from ._engine import Index, new_engine_indices
 from ._listing import cat_indices, listed_indices, resolve_index
 from ._memory import (
@@ -336,6 +337,8 @@ class XerjStandIn:
             return memory_forget(self.memories, segments[1], None)
         if name == "forget":
             return memory_forget(self.memories, segments[1], segments[2])
+        if name == "doc":
+            return get_document(self.indices, self.memories, segments[0], segments[2])
         if name == "cat":  # always text, whatever the query string says: see _listing.py
             return 200, cat_indices(listed_indices(self.indices, self.memories))
         if name == "resolve":
@@ -367,6 +370,8 @@ def _route(segments: list[str]) -> tuple[str, tuple[str, ...]] | None:
         return "recall", ("POST",)  # router.rs:695
     if n == 3 and segments[0] == "_memory":
         return "forget", ("DELETE",)  # router.rs:696
+    if n == 3 and segments[1] == "_doc" and segments[0] != "":
+        return "doc", ("GET",)  # router.rs:286-292; the stand-in serves the GET only
     if n <= 2 and segments[-1] == "_search" and segments[0] != "":
         return "search", ("GET", "POST")  # router.rs:301-308
     return None

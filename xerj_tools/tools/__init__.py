@@ -13,6 +13,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from .._handlers import Handler, HttpRequest
+from ._document import GET_DOCUMENT
 from ._memory import RECALL, STORE
 from ._search import HYBRID, SEARCH, SEMANTIC, VECTOR
 from ._tool import FitStrategy, Origin, Received, Tool, read_json
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 XERJ_TOOLS: Mapping[str, Tool] = MappingProxyType(
-    {tool.name: tool for tool in (SEARCH, SEMANTIC, VECTOR, HYBRID, STORE, RECALL)}
+    {t.name: t for t in (SEARCH, SEMANTIC, VECTOR, HYBRID, STORE, RECALL, GET_DOCUMENT)}
 )
 """The library's own tools by name (read-only)."""
 
