@@ -241,3 +241,21 @@ def test_a_failed_listing_leaves_the_plain_message(runner: Any, xerj: XerjStandI
     error = runner.payload("xerj_search", {"index": "doc", "query": {}})["error"]
     assert error["code"] == "index_not_found" and "indices" not in error
     assert error["hint"].startswith("Check the index name")
+
+
+def test_a_declared_tool_that_fails_to_read_is_answered_not_raised(tmp_path: Any, xerj: XerjStandIn) -> None:
+    from xerj_tools import ConfigurationError, Tool
+
+    extra = tmp_path / "tools.json"
+    extra.write_text(json.dumps([{"type": "function", "function": {"name": "count_docs", "parameters": {
+        "type": "object", "properties": {"index": {"type": "string"}}, "required": ["index"]}}}]))
+    tool = Tool("count_docs", lambda a: HttpRequest("POST", f"/{a['index']}/_search", {"size": 0}),
+                read=lambda got: got.reply.data["no such key"])
+    with Dispatcher(load_registry(extra), url=xerj.url, tools=[tool]) as d:
+        payload = json.loads(d.dispatch(chat_call("count_docs", {"index": "tickets"}))["content"])
+        assert payload["error"]["code"] == "handler_error" and "no such key" not in json.dumps(payload)
+        # an argument the schema does not list is refused, as for the library's own tools
+        payload = json.loads(d.dispatch(chat_call("count_docs", {"index": "tickets", "size": 3}))["content"])
+        assert payload["error"]["code"] == "invalid_arguments"
+    with pytest.raises(ConfigurationError):
+        Dispatcher(load_registry(extra), url=xerj.url, tools=[tool, Tool("nowhere", tool.build)])

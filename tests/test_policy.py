@@ -411,3 +411,14 @@ def test_a_declared_tool_is_guarded_by_its_traits(make_runner: Any, xerj: XerjSt
     read_only = make_runner(registry=registry, url=xerj.url, tools=[tool], policy=Policy(read_only=True))
     assert read_only.payload("copy_docs", {"source": "a", "dest": "b"})["error"]["refused"] == "copy_docs"
     assert xerj.requests == []
+
+
+def test_the_custom_tool_example_in_docs_tools_md_runs() -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "tools.md").read_text("utf-8")
+    blocks = re.findall(r"```python\n(.*?)\n```", text, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/tools.md", "exec"), {})

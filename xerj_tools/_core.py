@@ -73,6 +73,16 @@ class ToolResult:
         return self.call.answer(self.content)
 
 
+def _raised(tool: str, part: str, exc: Exception) -> ToolCallError:
+    # Where it was raised, not its message: a message may quote the arguments or the answer.
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    logger.error(
+        "%s for %s raised %s at %s:%s",
+        part, tool, type(exc).__name__, where.filename, where.lineno,
+    )  # fmt: skip
+    return ToolCallError(f"the {part} raised {type(exc).__name__}", code="handler_error")
+
+
 class _RerankMemory:
     """Per cluster (its node list): when rerank was last refused, and why; forgotten after `ttl`
     seconds. The nodes of one cluster are taken to share their rerank configuration."""
@@ -210,13 +220,7 @@ class DispatchCore:
         except ToolCallError as exc:  # a custom handler may refuse a call in the model's terms
             return exc
         except Exception as exc:
-            # Where it was raised, not its message: a message may quote the arguments.
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            logger.error(
-                "handler for %s raised %s at %s:%s",
-                call.name, type(exc).__name__, where.filename, where.lineno,
-            )  # fmt: skip
-            return ToolCallError(f"the handler raised {type(exc).__name__}", code="handler_error")
+            return _raised(call.name, "handler", exc)
         if (segment := dot_segment(request.path)) is not None:
             # Whatever handler built it: httpx would resolve the segment away and send the
             # request elsewhere (see `dot_segment`), so it is refused before it reaches httpx.
@@ -284,11 +288,15 @@ class DispatchCore:
         """The payload for what came back: the tool's reading of an answer, else the error."""
         if isinstance(tool, str):
             tool = reading_tool(self.tools.get(tool) or tool, request)
-        if isinstance(outcome, Reply) and tool.answered(outcome):
-            try:
+        try:
+            answered = isinstance(outcome, Reply) and tool.answered(outcome)
+            if answered and isinstance(outcome, Reply):
                 payload = tool.answer(Received(tool.name, outcome, request, note, attempts))
-            except EngineError as exc:
-                return error_payload(tool.name, exc, attempts=attempts)
+        except EngineError as exc:
+            return error_payload(tool.name, exc, attempts=attempts)
+        except Exception as exc:  # a custom tool's reading: nothing raises out of dispatch
+            return error_payload(tool.name, _raised(tool.name, "reader", exc), attempts=attempts)
+        if answered:
             # From here on the engine's values are finite and at most MAX_DEPTH deep, so
             # shaping and budget fitting (recursive) and serialising cannot fail on them.
             payload = clean(payload)

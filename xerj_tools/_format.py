@@ -143,7 +143,7 @@ def engine_error(
             "cancelled": "cancelled",
             "deadline": "timeout",
         }[outcome.kind]
-        said = advice(request) if advice is not None and code == "response_too_large" else None
+        said = _advice(advice, request) if code == "response_too_large" else None
         late = {} if outcome.deadline is None else {"deadline": outcome.deadline}
         return EngineError(f"{outcome.detail} ({outcome.node})", code=code, hint=said, details=late)
     status, kind = outcome.status, outcome.error_type
@@ -175,6 +175,13 @@ def engine_error(
     else:
         code = "bad_request"
     return EngineError(reason, code=code, status=status, type=kind, details=details, hint=hint)
+
+
+def _advice(advice: Callable[[HttpRequest], str | None] | None, request: HttpRequest) -> str | None:
+    try:
+        return advice(request) if advice is not None else None
+    except Exception:  # a custom tool's advice: the error goes out without it
+        return None
 
 
 def unusable(reply: Reply, data: Any = None) -> str | None:

@@ -165,6 +165,8 @@ class Tool:
     def answer(self, received: Received) -> dict[str, Any]:
         """The payload for an answered reply: `read`, then the request's notes."""
         out = self.read(received)
+        if not isinstance(out, dict):
+            raise TypeError(f"the reader of {self.name} returned {type(out).__name__}, not a dict")
         if received.request.notes:
             out["notes"] = [*received.request.notes, *out.get("notes", [])]
         return out
