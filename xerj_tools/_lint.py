@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import copy
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -10,6 +10,7 @@ from typing import Any, Literal
 import jsonschema
 
 from ._registry import TOOL_NAME, ToolRegistry
+from ._shapes import shape_named
 
 __all__ = ["TARGETS", "Finding", "convert", "lint_tools", "strict_blockers"]
 
@@ -137,16 +138,14 @@ def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
 
 def convert(registry: ToolRegistry, target: Target) -> list[dict[str, Any]]:
     """The definitions in the form `target` expects."""
-    if target == "chat":
-        return registry.chat_tools()
-    if target == "responses":
-        return registry.responses_tools()
-    key = "input_schema" if target == "anthropic" else "inputSchema"
+    if target != "mcp":
+        return shape_named(target).definitions(registry)
+    # MCP is not a wire shape of calls here (the MCP server answers through its own SDK).
     return [
         {
             "name": spec.name,
             "description": spec.description,
-            key: json.loads(json.dumps(spec.parameters)),
+            "inputSchema": copy.deepcopy(dict(spec.parameters)),
         }
         for spec in registry
     ]
