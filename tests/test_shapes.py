@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
@@ -350,3 +352,46 @@ def test_the_loop_shapes_read_a_model_turn(shape: WireShape) -> None:
     )  # fmt: skip
     step = shape.step(response)
     assert [(c.call_id, c.api) for c in step.calls] == [("c1", shape.name)] and step.finish == "tool_calls"
+
+
+# The docs page's Anthropic loop, run against the stand-in with a scripted client.
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "wire-shapes.md"
+
+
+class TextBlock(pydantic.BaseModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ScriptedMessages:
+    """`client.messages` of the anthropic SDK, answering from a script."""
+
+    def __init__(self, script: list[list[Any]]) -> None:
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+
+    def create(self, **request: Any) -> Any:
+        self.requests.append({**request, "messages": list(request["messages"])})
+        return type("Message", (), {"content": self.script.pop(0)})()
+
+
+def test_the_docs_anthropic_loop_runs(xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    (block,) = re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.S)
+    monkeypatch.setenv("XERJ_URL", xerj.url)
+    monkeypatch.delenv("XERJ_API_KEY", raising=False)
+    namespace: dict[str, Any] = {}
+    exec(compile(block, str(DOCS), "exec"), namespace)
+    messages = ScriptedMessages([
+        [TextBlock(text="Searching."), ToolUseBlock(id="toolu_1", name="xerj_search", input=SEARCH),
+         ToolUseBlock(id="toolu_2", name="xerj_search", input="not an object")],
+        [TextBlock(text="A saturated pool slowed checkout.")],
+    ])  # fmt: skip
+    client = type("Client", (), {"messages": messages})()
+    assert namespace["ask"](client, "a-model", "checkout?") == "A saturated pool slowed checkout."
+    assert [r.path for r in xerj.requests] == ["/docs/_search"]
+    second = messages.requests[1]
+    assert second["tools"] == load_registry().anthropic_tools()
+    answer = second["messages"][-1]
+    assert answer["role"] == "user"
+    assert [(b["tool_use_id"], b["is_error"]) for b in answer["content"]] == [("toolu_1", False), ("toolu_2", True)]
