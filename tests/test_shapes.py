@@ -13,14 +13,8 @@ from typing import Any, Literal
 
 import pydantic
 import pytest
+from openai.types.chat import ChatCompletionMessageToolCall  # the function kind, old and new
 from openai.types.responses import ResponseFunctionToolCall
-
-try:  # openai >= 1.99 split tool calls into function and custom ones
-    from openai.types.chat import ChatCompletionMessageFunctionToolCall
-except ImportError:  # the oldest openai declared (1.66)
-    from openai.types.chat import (  # type: ignore[assignment, no-redef]
-        ChatCompletionMessageToolCall as ChatCompletionMessageFunctionToolCall,
-    )
 
 from xerj_tools import (
     AsyncDispatcher,
@@ -60,7 +54,7 @@ def tool_use(name: str, arguments: Any, call_id: str = "toolu_1") -> dict[str, A
 def _chat(call_id: str, arguments: Any) -> tuple[Any, Any]:
     raw = json.dumps(arguments)
     wire = {"id": call_id, "type": "function", "function": {"name": "xerj_search", "arguments": raw}}
-    return wire, ChatCompletionMessageFunctionToolCall.model_validate(wire)
+    return wire, ChatCompletionMessageToolCall.model_validate(wire)
 
 
 def _responses(call_id: str, arguments: Any) -> tuple[Any, Any]:
