@@ -10,12 +10,13 @@ from typing import Any, Literal
 import jsonschema
 
 from ._registry import TOOL_NAME, ToolRegistry
-from ._shapes import shape_named
+from ._shapes import SHAPES, shape_named
 
 __all__ = ["TARGETS", "Finding", "convert", "lint_tools", "strict_blockers"]
 
-Target = Literal["chat", "responses", "anthropic", "mcp"]
-TARGETS: tuple[Target, ...] = ("chat", "responses", "anthropic", "mcp")
+# Each wire shape's definitions, and MCP's.
+_SHAPE_NAMES = tuple(sorted(shape.name for shape in SHAPES))
+TARGETS: tuple[str, ...] = (*_SHAPE_NAMES, "mcp")
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,9 @@ def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
                 )
             )
         blockers = list(strict_blockers(parameters)) if isinstance(parameters, Mapping) else []
-        for target in ("chat", "responses", "anthropic"):
+        for name in _SHAPE_NAMES:
             for reason in blockers:
-                findings.append(Finding("strict", label, f"[{target}] {reason}"))
+                findings.append(Finding("strict", label, f"[{name}] {reason}"))
         findings.append(
             Finding(
                 "strict", label, "[mcp] MCP has no strict mode; the schema is sent as inputSchema"
@@ -136,7 +137,7 @@ def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
     return findings
 
 
-def convert(registry: ToolRegistry, target: Target) -> list[dict[str, Any]]:
+def convert(registry: ToolRegistry, target: str) -> list[dict[str, Any]]:
     """The definitions in the form `target` expects."""
     if target != "mcp":
         return shape_named(target).definitions(registry)
