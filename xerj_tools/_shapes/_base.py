@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -58,7 +59,7 @@ def describe(obj: Any) -> str:
     if isinstance(kind, str):
         what += f" of type {_REPR.repr(kind)}"
     if isinstance(obj, Mapping):
-        keys = sorted(str(k) for k in list(obj)[:20])
+        keys = sorted(str(k) for k in itertools.islice(obj, 20))
         what += f" with keys {', '.join(keys[:8])}{', …' if len(keys) > 8 else ''}"
     return what
 
