@@ -323,7 +323,7 @@ def test_a_plain_string_starts_a_responses_run(xerj: XerjStandIn) -> None:
 
 
 def test_responses_stream_assembly_from_argument_deltas() -> None:
-    from xerj_tools._turns import ResponsesAssembler
+    from xerj_tools._shapes import ResponsesAssembler
 
     events: list[dict[str, Any]] = [{"type": "response.created", "response": {}}]
     for index, (call_id, name, pieces) in enumerate([("c1", "xerj_search", ['{"index": ', '"docs"}']),

@@ -43,6 +43,8 @@ SHAPES = {
     "chat_completion.json": (2, [(None, "call_c2")]),
     "responses_items.json": (2, [(None, "call_r2")]),
     "responses_response.json": (2, [(None, "call_r4")]),
+    "anthropic_messages.json": (3, [(None, "toolu_a2")]),
+    "anthropic_response.json": (2, [(None, "toolu_r2")]),
 }
 
 

@@ -13,7 +13,6 @@ from typing import is_typeddict as _is_typeddict
 
 from ._agent import arun_agent, astream_agent, run_agent, stream_agent
 from ._bounds import MAX_ARGUMENT_DEPTH
-from ._calls import ChatToolMessage, ResponsesToolOutput, ToolCall, ToolMessage, parse_tool_call
 from ._core import ToolResult
 from ._exceptions import (
     ArgumentsError,
@@ -35,6 +34,15 @@ from ._handlers import Handler, HttpRequest
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
+from ._shapes import (
+    AnthropicToolResult,
+    ChatToolMessage,
+    ResponsesToolOutput,
+    ToolCall,
+    ToolMessage,
+    parse_tool_call,
+    turn_messages,
+)
 from ._turns import (
     AgentEvent,
     AgentResult,
@@ -62,6 +70,7 @@ __all__ = [
     "XERJ_TOOLS",
     "AgentEvent",
     "AgentResult",
+    "AnthropicToolResult",
     "ArgumentsError",
     "AsyncDispatcher",
     "ChatToolMessage",
@@ -107,6 +116,7 @@ __all__ = [
     "parse_tool_call",
     "run_agent",
     "stream_agent",
+    "turn_messages",
 ]
 
 import logging as _logging

@@ -15,28 +15,23 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import _trace_turns
 from ._answers import PendingAnswers
-from ._calls import ToolCall
 from ._core import DispatchCore, ToolResult
 from ._exceptions import ConfigurationError, MaxTurnsExceeded
+from ._shapes import Assembler, Step, ToolCall, loop_shape
 from ._turns import (
     AgentEvent,
     AgentResult,
-    ChatAssembler,
-    ResponsesAssembler,
     RunFinished,
-    Step,
     TextDelta,
     ToolCallStarted,
     ToolResultEvent,
     ToolStats,
     TurnFinished,
     call_key,
-    chat_step,
     deny_reason,
     final_outcome,
     incomplete_reason,
     record,
-    responses_step,
 )
 from ._usage import TokenUsage
 
@@ -65,8 +60,7 @@ class _Run:
         on_max_turns: str,
         create_kwargs: dict[str, Any],
     ) -> None:
-        if api not in ("chat", "responses"):
-            raise ConfigurationError("api must be 'chat' or 'responses'")
+        self.shape = loop_shape(api)  # the wire shape: definitions, requests, replies
         if max_turns < 1 or max_repeats < 1:
             raise ConfigurationError("max_turns and max_repeats must be at least 1")
         if on_max_turns not in ("return", "raise"):
@@ -76,7 +70,7 @@ class _Run:
         # A list is extended in place, so that the caller holds a valid transcript even when
         # the run is interrupted.
         self.transcript: list[Any] = messages if isinstance(messages, list) else list(messages)
-        self.dispatcher, self.api, self.model = dispatcher, api, model
+        self.dispatcher, self.model = dispatcher, model
         self.core: DispatchCore = dispatcher._core
         self.max_turns, self.max_repeats, self.on_max_turns = max_turns, max_repeats, on_max_turns
         self.kwargs = create_kwargs
@@ -86,19 +80,17 @@ class _Run:
         self.last_text = ""
         self.answers = PendingAnswers(None, [])  # the current turn's
         self.ready: dict[str, ToolResult] = {}  # its calls answered without XERJ
-        registry = dispatcher.registry
-        self.tools = registry.chat_tools() if api == "chat" else registry.responses_tools()
+        self.tools = self.shape.definitions(dispatcher.registry)
         self.trace = _trace_turns.NO_TURN
 
     def begin(self, turn: int) -> None:
         """A turn starts: its span, when something traces."""
-        self.trace = _trace_turns.turn(turn, self.model, self.api)
+        self.trace = _trace_turns.turn(turn, self.model, self.shape.name)
 
     def request(self, stream: bool) -> dict[str, Any]:
-        key = "messages" if self.api == "chat" else "input"
         request = {
             "model": self.model,
-            key: list(self.transcript),
+            str(self.shape.request_key): list(self.transcript),
             "tools": self.tools,
             **self.kwargs,
         }
@@ -107,14 +99,13 @@ class _Run:
         return request
 
     def create(self, client: Any) -> Any:
-        create = client.chat.completions.create if self.api == "chat" else client.responses.create
-        return self.trace.wrap(create)
+        return self.trace.wrap(self.shape.create(client))
 
     def step(self, response: Any) -> Step:
-        return chat_step(response) if self.api == "chat" else responses_step(response)
+        return self.shape.step(response)
 
-    def assembler(self) -> ChatAssembler | ResponsesAssembler:
-        return ChatAssembler() if self.api == "chat" else ResponsesAssembler()
+    def assembler(self) -> Assembler:
+        return self.shape.assembler()
 
     def screen(self, call: ToolCall) -> ToolResult | None:
         """The loop guard: a call repeated past `max_repeats` is answered without XERJ."""

@@ -10,12 +10,12 @@ place once it is known. Whatever stops a turn, and wherever, the transcript is v
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._calls import ToolCall
 from ._exceptions import EngineError
 from ._format import dumps, error_payload
+from ._shapes import ToolCall, answers_by_id, turn_messages
 
 __all__ = ["PendingAnswers", "cancelled_answer"]
 
@@ -25,12 +25,18 @@ CANCELLED = "the turn was interrupted before this call finished"  # as DispatchC
 def cancelled_answer(call: ToolCall) -> Any:
     """The answer a call holds until its own is known. Not an outcome yet: no span, no log."""
     return call.answer(
-        dumps(error_payload(call.name or "?", EngineError(CANCELLED, code="cancelled")))
+        dumps(error_payload(call.name or "?", EngineError(CANCELLED, code="cancelled"))),
+        ok=False,
     )
 
 
 class PendingAnswers:
-    """One answer slot per call, in call order, kept in `transcript` (when there is one)."""
+    """One answer slot per call, in call order, kept in `transcript` (when there is one).
+
+    The slots join the transcript as the calls' shape groups them (`turn_messages`): one entry
+    each for the OpenAI APIs, one user message holding them all for Anthropic. Each slot is
+    replaced where it stands: in the transcript, or in that user message's content list.
+    """
 
     def __init__(
         self,
@@ -41,37 +47,52 @@ class PendingAnswers:
     ) -> None:
         self.calls = list(calls)
         self._transcript = transcript
-        self._start = 0
         self._answered = [False] * len(self.calls)
         self._slots: list[Any] = [None] * len(self.calls)
+        # Where each slot stands: the list that holds it and its index there (a first guess).
+        self._homes: list[tuple[list[Any], int]] = []
         if transcript is not None:
             self._slots = [cancelled_answer(call) for call in self.calls]
-            self._start = len(transcript) + len(before)
-            transcript.extend([*before, *self._slots])  # one operation: never half done
+            entries = turn_messages(self._slots)
+            start = len(transcript) + len(before)
+            where = {id(slot): i for i, slot in enumerate(self._slots)}
+            homes: dict[int, tuple[list[Any], int]] = {}
+            for offset, entry in enumerate(entries):
+                if id(entry) in where:
+                    homes[where[id(entry)]] = (transcript, start + offset)
+                    continue
+                content = entry.get("content") if isinstance(entry, Mapping) else None
+                if not isinstance(content, list):
+                    continue
+                for j, block in enumerate(content):
+                    if id(block) in where:
+                        homes[where[id(block)]] = (content, j)
+            self._homes = [homes[i] for i in range(len(self._slots))]
+            transcript.extend([*before, *entries])  # one operation: never half done
 
     def put(self, position: int, message: Any) -> None:
         """The answer to the call at `position`, in place of what stood there."""
         old, self._slots[position] = self._slots[position], message
         self._answered[position] = True
-        transcript = self._transcript
-        if transcript is None:
+        if self._transcript is None:
             return
-        guess = self._start + position
-        if guess < len(transcript) and transcript[guess] is old:
-            transcript[guess] = message
+        home, guess = self._homes[position]
+        if guess < len(home) and home[guess] is old:
+            home[guess] = message
             return
-        for i, item in enumerate(transcript):  # the caller moved things meanwhile
-            if item is old:
-                transcript[i] = message
-                return
+        for holder in (home, self._transcript):  # the caller moved things meanwhile
+            for i, item in enumerate(holder):
+                if item is old:
+                    holder[i] = message
+                    return
 
     def unanswered(self) -> list[int]:
         """The positions of the calls that still hold their placeholder."""
         return [i for i, answered in enumerate(self._answered) if not answered]
 
     def by_id(self, messages: Sequence[Any]) -> None:
-        """Take answers from tool messages (either API's shape), matched by call id."""
-        found = {str(m.get("tool_call_id") or m.get("call_id")): m for m in messages}
+        """Take answers from transcript entries (any shape's, grouped ones too), by call id."""
+        found = dict(answers_by_id(messages))
         for position, call in enumerate(self.calls):
             if call.call_id in found:
                 self.put(position, found[call.call_id])

@@ -12,7 +12,6 @@ import httpx
 
 from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET
-from ._calls import ToolMessage
 from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch import _Base, _Begun
@@ -22,6 +21,7 @@ from ._outcome import Failure, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry
 from ._retry import RetryPolicy, async_retrying, should_retry
+from ._shapes import ToolMessage
 from ._tracing import tool_call as tool_call_scope
 from ._transport import AsyncTransport
 from .tools import Tool

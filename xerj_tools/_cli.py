@@ -36,6 +36,7 @@ class UsageError(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
+    from ._lint import TARGETS
 
     parser = argparse.ArgumentParser(
         prog="xerj-tools",
@@ -72,9 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--format", choices=("text", "json"), default="text")
 
     tools = add("tools", "print the tool definitions in the form a target wants")
-    tools.add_argument(
-        "--target", choices=("chat", "responses", "anthropic", "mcp"), default="chat"
-    )
+    tools.add_argument("--target", choices=TARGETS, default="chat")
     tools.add_argument("--tools-file", help="a tools file (default: the bundled tools.json)")
 
     lint = add(

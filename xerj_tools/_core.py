@@ -70,7 +70,7 @@ class ToolResult:
     @property
     def message(self) -> ToolMessage:
         """The tool message to append to the conversation, in the call's API shape."""
-        return self.call.answer(self.content)
+        return self.call.answer(self.content, ok=self.ok)
 
 
 def _raised(tool: str, part: str, exc: Exception) -> ToolCallError:
@@ -188,6 +188,8 @@ class DispatchCore:
         spec = self.registry.get(call.name)
         if spec is None or call.custom:
             return UnknownToolError(call.name, self.registry.names)
+        if (malformed := call.arguments_error()) is not None:  # the shape's own rule
+            return malformed
         if too_large := self.policy.check_size(call.arguments):
             return too_large
         result = self.registry.validate(call.name, call.arguments, repair=self.repair)

@@ -17,7 +17,6 @@ import httpx
 
 from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET
-from ._calls import ToolCall, ToolMessage, parse_tool_call
 from ._core import DispatchCore, Flow, Prepared, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._exceptions import ClosedError, ConfigurationError, ToolCallError
@@ -26,6 +25,7 @@ from ._outcome import Failure, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry, load_registry
 from ._retry import RetryPolicy, retrying, should_retry
+from ._shapes import ToolCall, ToolMessage, parse_tool_call, parse_turn
 from ._tracing import tool_call as tool_call_scope
 from ._transport import Endpoint, SyncTransport, TransportSettings
 from .tools import Tool
@@ -105,8 +105,7 @@ class _Base:
         return f"{type(self).__name__}(url={self.url!r}, tools={list(self.registry.names)!r})"
 
     def _begin(self, call: Any) -> _Begun:
-        started = self._core.clock()
-        tool_call = parse_tool_call(call)
+        started, tool_call = self._core.clock(), parse_tool_call(call)
         return tool_call, self._core.prepare(tool_call), started
 
     def _open_turn(
@@ -117,8 +116,7 @@ class _Base:
         if self._closed:
             raise ClosedError(f"this {type(self).__name__} was closed; make a new one")
         started = self._core.clock()
-        tool_calls = [parse_tool_call(c) for c in calls]
-        return PendingAnswers(transcript, tool_calls), started
+        return PendingAnswers(transcript, parse_turn(calls)), started
 
     def _plan(
         self, calls: Sequence[ToolCall], started: float
@@ -176,10 +174,11 @@ class _Base:
 class Dispatcher(_Base):
     """Runs tool calls against XERJ with a pooled `httpx.Client`; thread-safe.
 
-    ``dispatch(call)`` takes a Chat Completions tool call or a Responses ``function_call`` item
-    (SDK object or dict) and returns the tool message to append, in the same API's shape.
-    Nothing the model or the engine does raises out of it; configuration mistakes raise here,
-    in the constructor. `tools` takes your own `Tool` objects (docs/tools.md).
+    ``dispatch(call)`` takes a Chat Completions tool call, a Responses ``function_call`` item or
+    an Anthropic ``tool_use`` block (SDK object or dict) and returns the answer in the same
+    shape. Nothing the model or the engine does raises out of it; configuration mistakes raise
+    here, in the constructor, and an object that is no tool call raises `InvalidToolCallError`.
+    `tools` takes your own `Tool` objects (docs/tools.md).
     """
 
     def __init__(
@@ -268,7 +267,7 @@ class Dispatcher(_Base):
             return self._core.result(tool_call, payload, attempts, started, prepared)
 
     def dispatch(self, call: Any) -> ToolMessage:
-        """Run one call; return the tool message that answers it."""
+        """Run one call; return the answer to it, in the call's own shape."""
         return self.run(call).message
 
     def run_many(
@@ -323,12 +322,14 @@ class Dispatcher(_Base):
     def dispatch_many(
         self, calls: Iterable[Any], *, transcript: list[Any] | None = None
     ) -> list[ToolMessage]:
-        """Run a turn's calls concurrently; one tool message per call, in call order.
+        """Run a turn's calls concurrently; one answer per call, in call order (Anthropic:
+        ``tool_result`` blocks; `turn_messages` makes the one user message that carries them).
 
-        With `transcript`, an answer to each call is appended to it at once, as ``cancelled``,
+        With `transcript`, an answer to each call is added to it at once, as ``cancelled``,
         and replaced in place by the call's message when it is known: wherever the turn is
         interrupted, the calls that did not finish are answered ``cancelled`` and the
-        conversation stays valid for the next request. After `close()`: `ClosedError`.
+        conversation stays valid. An item that is no tool call raises `InvalidToolCallError`
+        before anything is sent or added; after `close()`: `ClosedError`.
         """
         return [r.message for r in self.run_many(calls, transcript=transcript)]
 

@@ -85,7 +85,8 @@ class MissingHandlerError(ConfigurationError):
 
 
 class InvalidToolCallError(ConfigurationError, TypeError):
-    """The object given to `dispatch` is not a Chat Completions or Responses tool call."""
+    """The object given to `dispatch` is no tool call of a known shape (Chat Completions,
+    Responses, Anthropic Messages), or one without an id."""
 
 
 class ClosedError(ConfigurationError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import copy
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -10,11 +10,13 @@ from typing import Any, Literal
 import jsonschema
 
 from ._registry import TOOL_NAME, ToolRegistry
+from ._shapes import SHAPES, shape_named
 
 __all__ = ["TARGETS", "Finding", "convert", "lint_tools", "strict_blockers"]
 
-Target = Literal["chat", "responses", "anthropic", "mcp"]
-TARGETS: tuple[Target, ...] = ("chat", "responses", "anthropic", "mcp")
+# Each wire shape's definitions, and MCP's.
+_SHAPE_NAMES = tuple(sorted(shape.name for shape in SHAPES))
+TARGETS: tuple[str, ...] = (*_SHAPE_NAMES, "mcp")
 
 
 @dataclass(frozen=True)
@@ -124,9 +126,9 @@ def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
                 )
             )
         blockers = list(strict_blockers(parameters)) if isinstance(parameters, Mapping) else []
-        for target in ("chat", "responses", "anthropic"):
+        for name in _SHAPE_NAMES:
             for reason in blockers:
-                findings.append(Finding("strict", label, f"[{target}] {reason}"))
+                findings.append(Finding("strict", label, f"[{name}] {reason}"))
         findings.append(
             Finding(
                 "strict", label, "[mcp] MCP has no strict mode; the schema is sent as inputSchema"
@@ -135,18 +137,16 @@ def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
     return findings
 
 
-def convert(registry: ToolRegistry, target: Target) -> list[dict[str, Any]]:
+def convert(registry: ToolRegistry, target: str) -> list[dict[str, Any]]:
     """The definitions in the form `target` expects."""
-    if target == "chat":
-        return registry.chat_tools()
-    if target == "responses":
-        return registry.responses_tools()
-    key = "input_schema" if target == "anthropic" else "inputSchema"
+    if target != "mcp":
+        return shape_named(target).definitions(registry)
+    # MCP is not a wire shape of calls here (the MCP server answers through its own SDK).
     return [
         {
             "name": spec.name,
             "description": spec.description,
-            key: json.loads(json.dumps(spec.parameters)),
+            "inputSchema": copy.deepcopy(dict(spec.parameters)),
         }
         for spec in registry
     ]

@@ -6,16 +6,18 @@ Nothing here touches the network stack: neither httpx, nor tenacity, nor openai 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from ._bounds import MAX_ARGUMENT_DEPTH, TooDeep, loads
 from ._registry import ToolRegistry
-from ._validation import Problem
+from ._shapes import SHAPES, shape_named
+from ._validation import Problem, ValidationResult
 
 __all__ = [
     "CallReport",
     "FoundCall",
+    "Unrecognised",
     "ValidationSummary",
     "find_calls",
     "read_calls",
@@ -37,6 +39,7 @@ class FoundCall:
     call_id: str | None = None
     line: int | None = None  # 1-based line of a JSONL input; None in a single JSON document
     index: int = 0  # 1-based position among all calls of the input
+    api: str | None = None  # the wire shape it came in; None for a plain record
 
     @property
     def position(self) -> str:
@@ -44,20 +47,39 @@ class FoundCall:
         return f"{where}, id {self.call_id}" if self.call_id else where
 
 
-def _get(obj: Mapping[str, Any], *keys: str) -> Any:
-    for key in keys:
-        if key in obj:
-            return obj[key]
+# Where any shape's transcripts nest their calls: messages, tool_calls, choices[].message
+# (Chat); input, output (Responses); messages[].content, a response's content (Anthropic).
+_CONTAINERS = frozenset(key for shape in SHAPES for key in shape.containers)
+_DEFINITIONS = frozenset({"tools", "functions", "tool_choice"})  # definitions, not calls
+
+
+@dataclass(frozen=True)
+class Unrecognised:
+    """An item that looks like a tool call but that no wire shape reads (a hosted tool's call,
+    another vendor's format): counted, so that an input of only such items does not pass."""
+
+    kind: str
+    line: int | None = None
+
+
+def _call_like(value: Mapping[str, Any]) -> str | None:
+    kind = value.get("type")
+    if isinstance(kind, str) and kind.endswith(("_call", "tool_use", "tool_call")):
+        return kind
+    for key in ("function_call", "functionCall", "toolUse"):  # legacy Chat, Gemini, Bedrock
+        if isinstance(value.get(key), Mapping):
+            return key
     return None
 
 
-def find_calls(value: Any) -> Iterator[tuple[str | None, str, Any]]:
-    """Yield ``(call_id, name, arguments)`` for every tool call inside `value`.
+def find_calls(value: Any) -> Iterator[FoundCall | Unrecognised]:
+    """Every tool call inside `value`, in order, each as a `FoundCall` (its `index` and `line`
+    left for the caller), and an `Unrecognised` for each call-like item no shape reads.
 
-    Understood shapes: Chat Completions tool calls, assistant messages (``tool_calls``), message
-    lists and request bodies (``messages``), chat completion responses (``choices``), Responses
-    ``function_call`` items, item lists and responses (``output``, ``input``), and plain
-    ``{"name"|"tool": ..., "arguments": ...}`` records.
+    Each wire shape's adapter recognises its own calls (Chat Completions tool calls, Responses
+    ``function_call`` items, Anthropic ``tool_use`` blocks), wherever that shape's transcripts
+    hold them: message lists and request bodies, responses, bare lists. Plain
+    ``{"name"|"tool": ..., "arguments": ...}`` records are read too.
     """
     if isinstance(value, list):
         for item in value:
@@ -65,28 +87,46 @@ def find_calls(value: Any) -> Iterator[tuple[str | None, str, Any]]:
         return
     if not isinstance(value, Mapping):
         return
-    kind = value.get("type")
-    function = value.get("function")
-    if kind == "function_call":
-        yield _get(value, "call_id", "id"), str(value.get("name", "")), value.get("arguments")
-    elif isinstance(function, Mapping) and "name" in function:
-        yield value.get("id"), str(function.get("name", "")), function.get("arguments")
-    elif ("name" in value or "tool" in value) and "arguments" in value and "role" not in value:
-        yield _get(value, "id", "call_id"), str(_get(value, "name", "tool")), value.get("arguments")
-    else:
-        for key in ("tool_calls", "messages", "input", "output"):
-            if isinstance(value.get(key), list):
-                yield from find_calls(value[key])
-        for choice in value.get("choices") or []:
-            if isinstance(choice, Mapping):
-                yield from find_calls(choice.get("message"))
+    for shape in SHAPES:
+        if shape.claims(value):
+            call = shape.read(value)
+            yield FoundCall(call.name, call.arguments, call.call_id or None, api=shape.name)
+            return
+    if ("name" in value or "tool" in value) and "arguments" in value and "role" not in value:
+        name = value["name"] if "name" in value else value.get("tool")
+        call_id = value["id"] if "id" in value else value.get("call_id")
+        yield FoundCall(str(name), value.get("arguments"), call_id)
+        return
+    if (kind := _call_like(value)) is not None:
+        yield Unrecognised(kind)
+    for key, inner in value.items():
+        if key in _CONTAINERS and isinstance(inner, (list, Mapping)):
+            yield from find_calls(inner)
+        elif key not in _DEFINITIONS:
+            yield from _call_like_inside(inner)
+
+
+def _call_like_inside(value: Any) -> Iterator[Unrecognised]:
+    """Outside the places where the shapes keep calls, only call-like items are looked for:
+    an input in a format no shape reads (Gemini's ``contents[].parts[].functionCall``, say)
+    is then told apart from one without calls."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _call_like_inside(item)
+    elif isinstance(value, Mapping):
+        if (kind := _call_like(value)) is not None:
+            yield Unrecognised(kind)
+            return
+        for key, inner in value.items():
+            if key not in _DEFINITIONS:
+                yield from _call_like_inside(inner)
 
 
 class InputError(Exception):
     """The input cannot be read at all (exit status 2)."""
 
 
-def read_calls(stream: TextIO) -> Iterator[FoundCall | tuple[int, str]]:
+def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int, str]]:
     """Stream the calls of a JSONL file, or of one JSON document.
 
     JSONL is read line by line, so a file of a million calls is never held whole; a line that is
@@ -116,9 +156,11 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | tuple[int, str]]:
             raise InputError(f"the input is {exc}") from None
         except ValueError as exc:
             raise InputError(f"the input is neither JSON nor JSON Lines: {exc}") from None
-        for call_id, name, arguments in find_calls(document):
-            index += 1
-            yield FoundCall(name, arguments, call_id, None, index)
+        for found in find_calls(document):
+            if isinstance(found, FoundCall):
+                index += 1
+                found = replace(found, index=index)
+            yield found
         return
     lines: Iterable[tuple[int, str]] = _chain((number, first), enumerate(stream, start=number + 1))
     for number, line in lines:
@@ -132,9 +174,12 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | tuple[int, str]]:
         except ValueError as exc:
             yield number, f"line {number} is not JSON: {exc}"
             continue
-        for call_id, name, arguments in find_calls(record):
-            index += 1
-            yield FoundCall(name, arguments, call_id, number, index)
+        for found in find_calls(record):
+            if isinstance(found, FoundCall):
+                index += 1
+                yield replace(found, line=number, index=index)
+            else:
+                yield replace(found, line=number)
 
 
 def _chain(head: tuple[int, str], rest: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
@@ -178,10 +223,14 @@ class ValidationSummary:
     repaired: int = 0
     unreadable: int = 0  # JSONL lines that are not JSON
     reports: list[CallReport] = field(default_factory=list)
+    # Call-like items no wire shape reads, by kind (``web_search_call``, ``functionCall``…).
+    unrecognised: dict[str, int] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
-        return bool(self.invalid or self.unreadable)
+        """Invalid calls or unreadable lines; or no call read at all from an input that held
+        call-like items: that input is in a shape this validator does not know, not valid."""
+        return bool(self.invalid or self.unreadable or (self.unrecognised and not self.calls))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -190,13 +239,14 @@ class ValidationSummary:
             "invalid": self.invalid,
             "repaired": self.repaired,
             "unreadable_lines": self.unreadable,
+            "unrecognised": dict(self.unrecognised),
             "results": [r.as_dict() for r in self.reports],
         }
 
 
 def validate_calls(
     registry: ToolRegistry,
-    found: Iterable[FoundCall | tuple[int, str]],
+    found: Iterable[FoundCall | Unrecognised | tuple[int, str]],
     *,
     repair: bool = True,
     progress: Any = None,
@@ -215,8 +265,17 @@ def validate_calls(
             summary.unreadable += 1
             report(CallReport(None, False, (Problem("$", message),), line=line))
             continue
+        if isinstance(item, Unrecognised):
+            summary.unrecognised[item.kind] = summary.unrecognised.get(item.kind, 0) + 1
+            continue
         summary.calls += 1
-        result = registry.validate(item.name, item.arguments, repair=repair)
+        shape = shape_named(item.api) if item.api and item.name in registry else None
+        malformed = shape.arguments_error(item.arguments) if shape is not None else None
+        result = (
+            registry.validate(item.name, item.arguments, repair=repair)
+            if malformed is None
+            else ValidationResult(False, None, malformed.problems)
+        )
         if result.ok:
             summary.valid += 1
             if result.repairs:

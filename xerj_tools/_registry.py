@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
@@ -18,6 +17,7 @@ from jsonschema.protocols import Validator
 
 from ._exceptions import ToolDefinitionError
 from ._fastcheck import compile_check
+from ._shapes import ANTHROPIC, CHAT, RESPONSES
 from ._validation import Check, ValidationResult, validate_arguments
 
 __all__ = ["ToolRegistry", "ToolSpec", "load_registry"]
@@ -46,18 +46,15 @@ class ToolSpec:
 
     def chat_tool(self) -> dict[str, Any]:
         """The nested Chat Completions form: ``{"type": "function", "function": {...}}``."""
-        return copy.deepcopy(dict(self.definition))
+        return CHAT.definition(self)
 
     def responses_tool(self) -> dict[str, Any]:
         """The flat Responses API form: ``{"type": "function", "name": ..., ...}``."""
-        tool: dict[str, Any] = {
-            "type": "function",
-            "name": self.name,
-            "description": self.description,
-            "parameters": copy.deepcopy(dict(self.parameters)),
-            "strict": self.strict,
-        }
-        return tool
+        return RESPONSES.definition(self)
+
+    def anthropic_tool(self) -> dict[str, Any]:
+        """The Anthropic Messages form: ``{"name", "description", "input_schema"}``."""
+        return ANTHROPIC.definition(self)
 
 
 class ToolRegistry:
@@ -109,11 +106,15 @@ class ToolRegistry:
 
     def chat_tools(self) -> list[dict[str, Any]]:
         """Definitions to pass as ``tools=`` to ``client.chat.completions.create``."""
-        return [spec.chat_tool() for spec in self._specs.values()]
+        return CHAT.definitions(self)
 
     def responses_tools(self) -> list[dict[str, Any]]:
         """Definitions to pass as ``tools=`` to ``client.responses.create``."""
-        return [spec.responses_tool() for spec in self._specs.values()]
+        return RESPONSES.definitions(self)
+
+    def anthropic_tools(self) -> list[dict[str, Any]]:
+        """Definitions to pass as ``tools=`` to Anthropic's ``client.messages.create``."""
+        return ANTHROPIC.definitions(self)
 
     def validate(self, name: str, arguments: object, *, repair: bool = False) -> ValidationResult:
         """Validate what a model emitted for tool `name`: the raw JSON string or a decoded dict.

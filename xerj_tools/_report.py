@@ -54,6 +54,17 @@ class TextReport:
             + (f"; {summary.unreadable} unreadable lines" if summary.unreadable else "")
             + "\n"
         )
+        if summary.unrecognised:
+            kinds = ", ".join(f"{k} ×{n}" for k, n in sorted(summary.unrecognised.items()))
+            verdict = "no tool call could be read" if not summary.calls else "not validated"
+            self.out.write(
+                printable(f"{verdict}: call-like items of no known shape: {kinds}") + "\n"
+            )
+        if not summary.calls:
+            self.out.write(
+                "(calls are read from Chat Completions, Responses and Anthropic Messages "
+                "transcripts, and {name, arguments} records)\n"
+            )
 
 
 class JsonReport:

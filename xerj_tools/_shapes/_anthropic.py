@@ -1,0 +1,80 @@
+"""Anthropic Messages: ``tool_use`` blocks in, ``tool_result`` blocks out, all of a turn's
+answers in one user message.
+
+The ``anthropic`` SDK is not a dependency: its content blocks are read by their attributes
+(``type``, ``id``, ``name``, ``input``), as dicts are by their keys. The agent loop does not
+speak this API; `Dispatcher.dispatch_many` does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._exceptions import ArgumentsError
+from .._validation import Problem, _json_type
+from ._base import ToolCall, ToolMessage, WireShape, get
+
+if TYPE_CHECKING:
+    from .._registry import ToolSpec
+
+__all__ = ["ANTHROPIC"]
+
+
+class Anthropic(WireShape):
+    """``{"type": "tool_use", "id", "name", "input": {...}}``, answered ``{"type": "tool_result",
+    "tool_use_id", "content", "is_error"}``; `group` puts a turn's results in one
+    ``{"role": "user", "content": [...]}`` message, as the Messages API requires."""
+
+    name = "anthropic"
+    title = "Anthropic Messages"
+    # A transcript: messages whose content lists hold the blocks; a response: its content.
+    containers = ("messages", "content")
+
+    def claims(self, obj: Any) -> bool:
+        return bool(get(obj, "type") == "tool_use")
+
+    def read(self, obj: Any) -> ToolCall:
+        call_id, name = get(obj, "id"), get(obj, "name")
+        return ToolCall(
+            call_id if isinstance(call_id, str) else "",
+            name if isinstance(name, str) else "",
+            get(obj, "input"),  # already decoded: an object, never JSON text
+            "anthropic",
+        )
+
+    def answer(self, call: ToolCall, content: str, *, ok: bool) -> ToolMessage:
+        return {
+            "type": "tool_result",
+            "tool_use_id": call.call_id,
+            "content": content,
+            "is_error": not ok,
+        }
+
+    def answered(self, message: Any) -> str | None:
+        if get(message, "type") == "tool_result":
+            return str(get(message, "tool_use_id"))
+        return None
+
+    def group(self, answers: Sequence[Any]) -> list[Any]:
+        return [{"role": "user", "content": list(answers)}]
+
+    def definition(self, spec: ToolSpec) -> dict[str, Any]:
+        """``{"name", "description", "input_schema"}``: the schema is the parameters schema."""
+        return {
+            "name": spec.name,
+            "description": spec.description,
+            "input_schema": copy.deepcopy(dict(spec.parameters)),
+        }
+
+    def arguments_error(self, arguments: Any) -> ArgumentsError | None:
+        if isinstance(arguments, Mapping):
+            return None
+        json_like = isinstance(arguments, (str, int, float, list)) or arguments is None
+        kind = _json_type(arguments) if json_like else type(arguments).__name__
+        reason = f"input must be a JSON object of the tool's arguments, got {kind}"
+        return ArgumentsError(reason, problems=(Problem("$", reason),))
+
+
+ANTHROPIC = Anthropic()

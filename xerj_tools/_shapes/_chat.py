@@ -1,0 +1,146 @@
+"""Chat Completions: ``tool_calls`` in, one ``role: tool`` message per call out."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._usage import TokenUsage, read_usage
+from ._base import Step, ToolCall, ToolMessage, WireShape, get, has
+
+if TYPE_CHECKING:
+    from .._registry import ToolSpec
+
+__all__ = ["CHAT", "ChatAssembler", "chat_step"]
+
+
+class Chat(WireShape):
+    """``{"id", "type": "function", "function": {"name", "arguments": "<JSON text>"}}`` (and the
+    free-text ``custom`` kind), answered ``{"role": "tool", "tool_call_id", "content"}``."""
+
+    name = "chat"
+    title = "Chat Completions"
+    containers = ("messages", "tool_calls", "choices", "message")
+    request_key = "messages"
+
+    def claims(self, obj: Any) -> bool:
+        # The SDK builds a call of a kind it does not know without raising, with
+        # ``function=None``: carrying the member at all marks the shape.
+        return get(obj, "type") in ("function", "custom") or has(obj, "function")
+
+    def read(self, obj: Any) -> ToolCall:
+        call_id = get(obj, "id")
+        call_id = call_id if isinstance(call_id, str) else ""
+        custom = get(obj, "type") == "custom"
+        part = get(obj, "custom" if custom else "function")
+        name = get(part, "name") if part is not None else None
+        arguments = get(part, "input" if custom else "arguments") if part is not None else None
+        return ToolCall(call_id, name if isinstance(name, str) else "", arguments, "chat", custom)
+
+    def answer(self, call: ToolCall, content: str, *, ok: bool) -> ToolMessage:
+        return {"role": "tool", "tool_call_id": call.call_id, "content": content}
+
+    def answered(self, message: Any) -> str | None:
+        if get(message, "role") == "tool":
+            return str(get(message, "tool_call_id"))
+        return None
+
+    def definition(self, spec: ToolSpec) -> dict[str, Any]:
+        """The nested form: ``{"type": "function", "function": {...}}``."""
+        return copy.deepcopy(dict(spec.definition))
+
+    def create(self, client: Any) -> Any:
+        return client.chat.completions.create
+
+    def step(self, response: Any) -> Step:
+        return chat_step(response)
+
+    def assembler(self) -> ChatAssembler:
+        return ChatAssembler()
+
+
+CHAT = Chat()
+
+
+def chat_step(completion: Any) -> Step:
+    """Read a chat completion. The assistant message is rebuilt clean: the SDK's own object
+    would carry `refusal`, `parsed` and other keys back to the API."""
+    choice = get(completion, "choices")[0]
+    message = get(choice, "message")
+    text = get(message, "content") or ""
+    calls: list[ToolCall] = []
+    wire: list[dict[str, Any]] = []
+    for tool_call in get(message, "tool_calls") or []:
+        function = get(tool_call, "function")
+        name = get(function, "name", "") if function is not None else ""
+        arguments = get(function, "arguments", "") if function is not None else ""
+        call_id = str(get(tool_call, "id", ""))
+        calls.append(ToolCall(call_id, name or "", arguments, "chat"))
+        wire.append(
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name or "", "arguments": arguments or ""},
+            }
+        )
+    item: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if wire:
+        item["tool_calls"] = wire
+    finish = str(get(choice, "finish_reason") or "stop")
+    return Step(text, calls, [item], finish, read_usage(completion))
+
+
+@dataclass
+class ChatAssembler:
+    """Assembles streamed Chat Completions chunks: text deltas and tool calls by `index`."""
+
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish: str = ""  # stays empty when the stream ends without a finish_reason
+    usage: TokenUsage | None = None  # sent last, when asked for with stream_options
+
+    def feed(self, chunk: Any) -> str | None:
+        """Take one chunk; return its text delta, if any."""
+        self.usage = read_usage(chunk) or self.usage
+        choices = get(chunk, "choices") or []
+        if not choices:
+            return None  # the usage chunk
+        choice = choices[0]
+        delta = get(choice, "delta")
+        for part in (get(delta, "tool_calls") or []) if delta is not None else []:
+            slot = self.calls.setdefault(
+                int(get(part, "index", 0)), {"id": "", "name": "", "arguments": ""}
+            )
+            if get(part, "id"):
+                slot["id"] = str(get(part, "id"))
+            function = get(part, "function")
+            if function is not None:
+                slot["name"] += get(function, "name") or ""
+                slot["arguments"] += get(function, "arguments") or ""
+        if get(choice, "finish_reason"):
+            self.finish = str(get(choice, "finish_reason"))
+        content = get(delta, "content") if delta is not None else None
+        if content:
+            self.text.append(content)
+            return str(content)
+        return None
+
+    def step(self) -> Step:
+        message = {
+            "role": "assistant",
+            "content": "".join(self.text) or None,
+            "tool_calls": [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for _, c in sorted(self.calls.items())
+            ],
+        }
+        # A stream that stopped without a finish_reason cut the turn off: its calls are not whole.
+        finish = self.finish or ("length" if self.calls else "stop")
+        step = chat_step({"choices": [{"message": message, "finish_reason": finish}]})
+        step.usage = self.usage
+        return step
