@@ -49,11 +49,15 @@ def decode_search(reply: Reply, view: SourceView) -> Any:
 
 
 def hit(row: Mapping[str, Any], view: SourceView, inner: bool = True) -> dict[str, Any]:
+    """The keys of `row` (a hit from `decode_search`) the model reads. `decode_search` shaped
+    the `_source` of every hit with an `_id` as it was parsed, so only a row without one (which
+    XERJ does not send) is shaped here: once is enough, the view being idempotent."""
     out: dict[str, Any] = {}
     for key in ("_index", "_id", "_score", "_nested", "_source"):
         if key in row:
             out[key] = row[key]
-    _shape_source(out, view)
+    if "_id" not in row:
+        _shape_source(out, view)
     for key in ("highlight", "fields", "sort", "matched_queries"):
         if key in row:
             out[key] = row[key]
