@@ -64,18 +64,19 @@ def _encoded(text: str) -> int:
     return len(text) + 2
 
 
-def _long_strings(value: Any, out: list[str]) -> None:
-    # iterative: a hit is at most MAX_DEPTH deep (cleaned), but no recursion is needed
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if len(item) > MIN_CUT:
-                out.append(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+def _blank(value: Any, longs: list[str]) -> Any:
+    """A copy of `value` with each string a cut can touch (longer than `MIN_CUT`) made empty,
+    and those strings, in order, in `longs`: the hit's skeleton, cheap to serialise."""
+    if isinstance(value, str):
+        if len(value) > MIN_CUT:
+            longs.append(value)
+            return ""
+        return value
+    if isinstance(value, dict):
+        return {k: _blank(v, longs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blank(v, longs) for v in value]
+    return value
 
 
 # `dumps`'s encoder, but raising where `dumps` would clean: a non-finite number, a deep value
@@ -105,48 +106,57 @@ def clean_envelope(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 class Measured:
-    """The hits, each cleaned and measured on first need: its size whole, and its strings a cut
-    can touch (those longer than `MIN_CUT`) as ``(length, JSON length, text)``. `hits` holds
-    them cleaned as far as they were measured."""
+    """The hits, each cleaned and measured on first need.
+
+    A hit is measured as its skeleton (`_blank`: its long strings emptied) serialised, plus
+    each long string: whole, its JSON length (computed once, when first needed); cut at a cap,
+    the JSON length of its prefix and the marker. So a 4,500-character body is read whole only
+    where it may be shown whole. `hits` holds the hits cleaned as far as they were measured.
+    """
 
     def __init__(self, hits: list[Any]) -> None:
         self.hits = list(hits)
-        self._sizes: list[int] = []
-        self._longs: list[list[tuple[int, int, str]] | None] = []
+        self._skeletons: list[int] = []  # characters of each skeleton, its long strings aside
+        self._longs: list[list[list[Any]]] = []  # per hit: [text, length, JSON length or -1]
 
     def _measure(self, upto: int) -> None:
-        for i in range(len(self._sizes), min(upto + 1, len(self.hits))):
-            self.hits[i], text = clean_json(self.hits[i])
-            self._sizes.append(len(text))
-            self._longs.append(None)
-
-    def _long(self, i: int) -> list[tuple[int, int, str]]:
-        longs = self._longs[i]
-        if longs is None:
-            found: list[str] = []
-            _long_strings(self.hits[i], found)
-            longs = self._longs[i] = [(len(s), _encoded(s), s) for s in found]
-        return longs
+        for i in range(len(self._skeletons), min(upto + 1, len(self.hits))):
+            longs: list[str] = []
+            try:
+                text = _STRICT.encode(_blank(self.hits[i], longs))
+            except (ValueError, RecursionError):
+                text = ""
+            if not text or text.count("[") + text.count("{") > MAX_DEPTH:  # see `clean_json`
+                self.hits[i] = clean(self.hits[i])
+                longs = []
+                text = dumps(_blank(self.hits[i], longs))
+            self._skeletons.append(len(text) - 2 * len(longs))
+            self._longs.append([[s, len(s), -1] for s in longs])
 
     def size(self, i: int, cap: int | None) -> int:
-        """Characters of hit `i` with its strings cut at `cap` (None: whole)."""
-        if i >= len(self._sizes):
+        """Characters of hit `i` with its strings cut at `cap` (None: whole; 0: the fewest it
+        can take with a cap of `MIN_CUT` or more, a lower bound)."""
+        if i >= len(self._skeletons):
             self._measure(i)
-        whole = self._sizes[i]
-        if cap is None:
-            return whole
-        for length, encoded, text in self._long(i):
-            if length > cap:
-                plain = encoded == length + 2  # nothing in it is escaped in JSON
-                prefix = cap + 2 if plain else size(text[:cap])
-                whole -= encoded - prefix - 10 - len(str(length - cap))  # marker(length - cap)
-        return whole
+        total = self._skeletons[i]
+        for entry in self._longs[i]:
+            text, length, encoded = entry
+            if cap == 0 and length + 2 >= MIN_CUT + 13:
+                total += MIN_CUT + 13  # cut or whole, it takes at least this much
+            elif cap is None or cap == 0 or length <= cap:
+                if encoded < 0:
+                    encoded = entry[2] = size(text)
+                total += min(encoded, MIN_CUT + 13) if cap == 0 else encoded
+            else:
+                total += _encoded(text[:cap]) + 10 + len(str(length - cap))  # + marker(...)
+        return total
 
     def count(self, cap: int | None, room: int) -> int:
         """How many hits, from the first, fit in `room` with strings cut at `cap`."""
         used = -1  # n hits take n - 1 commas
+        hit_size = self.size
         for i in range(len(self.hits)):
-            used += self.size(i, cap) + 1
+            used += hit_size(i, cap) + 1
             if used > room:
                 return i
         return len(self.hits)
@@ -170,6 +180,8 @@ def choose(measured: Measured, room: int) -> tuple[list[Any], list[str]]:
     # A cap of `room` or more cuts nothing that could fit: the search stays below it, and never
     # needs the longest string (which would mean measuring every hit of a 1,000-hit answer).
     lo, hi, best = MIN_CUT, max(room, MIN_CUT), None
+    if measured.count(0, room) < len(measured.hits):
+        lo = hi + 1  # not all can fit, whatever the cap: no search (the answer would be None)
     while lo <= hi:
         mid = (lo + hi) // 2
         if measured.count(mid, room) == len(measured.hits):
