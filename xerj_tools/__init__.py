@@ -35,6 +35,7 @@ from ._handlers import HANDLERS, Handler, HttpRequest
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
+from ._tokens import Budget, estimate_tokens
 from ._turns import (
     AgentEvent,
     AgentResult,
@@ -62,6 +63,7 @@ __all__ = [
     "AgentResult",
     "ArgumentsError",
     "AsyncDispatcher",
+    "Budget",
     "ChatToolMessage",
     "ClosedError",
     "ConfigurationError",
@@ -99,6 +101,7 @@ __all__ = [
     "__version__",
     "arun_agent",
     "astream_agent",
+    "estimate_tokens",
     "load_registry",
     "parse_tool_call",
     "run_agent",

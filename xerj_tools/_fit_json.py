@@ -8,9 +8,10 @@ The result is rendered with four caps, each loosened as far as the room allows:
 4. containers deeper than the depth cap become one line, ``"…[object: N keys: a, b, …]"``.
 
 The caps are tightened in that order, each only when the ones before it at their floor do not
-make the result fit; then the earlier ones are loosened again as far as the room allows. So the
-structure is kept breadth first: the top of the result, its long strings shortened and its long
-arrays reduced, before anything deep. The ``truncated`` block lists the paths cut (array indices
+make the result fit; then they are loosened again as far as the room allows, the string cap
+first (so that only the longest strings stay cut), then the others. So the structure is kept
+breadth first: the top of the result, its long strings shortened and its long arrays reduced,
+before anything deep. The ``truncated`` block lists the paths cut (array indices
 written ``[]``), how many items and keys were left out where, and what to ask for instead.
 
 A document keeps its metadata (``_index``, ``_id``, ``found``, ``_version``, ...) whole; the
@@ -175,8 +176,9 @@ def _choose(payload: Mapping[str, Any], room: int, protected: frozenset[str]) ->
             break
     else:
         return _Caps(string=_TIGHTEST, items=1, keys=1, depth=1)
-    # Loosen, the last tightened first, then the others back towards the string cap.
-    for name in [*reversed(tightened), "string"]:
+    # Loosen: strings first (so a string is cut only where it is among the longest), then the
+    # others, the last tightened first.
+    for name in ["string", *reversed(tightened)]:
         low = getattr(caps, name)
         best = _largest(lambda n: fits(replace(caps, **{name: n})), low, max(low, tops[name]))  # noqa: B023
         caps = replace(caps, **{name: best})
