@@ -144,7 +144,7 @@ def token_counter() -> tuple[Callable[[str], int], str]:
     except Exception:
         from xerj_tools._tokens import estimate_tokens
 
-        return estimate_tokens, "estimate (tiktoken's encodings are not available offline here)"
+        return estimate_tokens, "the estimate (tiktoken's encodings are not available offline here)"
 
 
 def dispatch_canned(tool: str, arguments: dict[str, Any], body: bytes, **options: Any) -> str:
@@ -167,11 +167,13 @@ def bench_model_reads() -> list[dict[str, Any]]:
         targets = {"≤ raw body minus bookkeeping": len(content) <= len(useful)}
         if vectors:
             targets["≥ 10× smaller than raw"] = len(raw) >= 10 * len(content)
-        out.append({"case": f"what the model reads: {name}", "unit": "characters", "ours": len(content),
-                    "baseline": len(raw), "ratio": len(raw) / len(content),
-                    "tokens": {"message": count(content), "raw": count(raw), "raw less bookkeeping": count(useful),
-                               "counted by": how},
-                    "raw_less_bookkeeping": len(useful), "targets": targets})
+        tokens = {"message": count(content), "raw": count(raw), "raw less bookkeeping": count(useful)}
+        out.append({"case": f"what the model reads: {name} (raw less bookkeeping {len(useful):,} chars; "
+                            f"tokens: message {tokens['message']:,}, raw {tokens['raw']:,}, raw less "
+                            f"bookkeeping {tokens['raw less bookkeeping']:,}, by {how})",
+                    "unit": "characters", "ours": len(content), "baseline": len(raw), "ratio": len(raw) / len(content),
+                    "tokens": {**tokens, "counted by": how}, "raw_less_bookkeeping": len(useful),
+                    "targets": targets})
     return out
 
 
@@ -298,17 +300,10 @@ def main() -> None:
     for r in cases:
         ratio = r.get("ratio")
         targets = "; ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in r["targets"].items())
-        extra = ""
-        if "peak_memory_mib" in r:
-            extra = " — peak MiB: " + ", ".join(f"{k} {v:.1f}" for k, v in r["peak_memory_mib"].items())
-        if "tokens" in r:
-            t = r["tokens"]
-            extra = (f" — tokens: message {t['message']:,}, raw {t['raw']:,}, raw less bookkeeping "
-                     f"{t['raw less bookkeeping']:,} ({t['counted by']}); raw less bookkeeping "
-                     f"{r['raw_less_bookkeeping']:,} chars")
+        memory = r.get("peak_memory_mib")
+        extra = f" — peak MiB: {', '.join(f'{k} {v:.1f}' for k, v in memory.items())}" if memory else ""
         print(f"| {r['case']}{extra} | {r['unit']} | {run.fmt(r['ours'])} | {run.fmt(r['baseline'])} | "
               f"{run.fmt(ratio) if ratio else ''} | {targets} |")
-
 
 if __name__ == "__main__":
     main()
