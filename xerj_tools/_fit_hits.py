@@ -148,7 +148,13 @@ class Measured:
                     encoded = entry[2] = size(text)
                 total += min(encoded, MIN_CUT + 13) if cap == 0 else encoded
             else:
-                total += _encoded(text[:cap]) + 10 + len(str(length - cap))  # + marker(...)
+                if encoded < 0 and length <= 4 * cap:  # read it whole once, not a prefix per cap
+                    encoded = entry[2] = size(text)
+                if encoded == length + 2:  # nothing in it is escaped: nor in its prefix
+                    prefix = cap + 2
+                else:
+                    prefix = size(text[:cap]) if encoded > 0 else _encoded(text[:cap])
+                total += prefix + 10 + len(str(length - cap))  # + marker(length - cap)
         return total
 
     def count(self, cap: int | None, room: int) -> int:
