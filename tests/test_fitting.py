@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,11 @@ def test_a_payload_without_hits_is_fitted_as_json_by_default() -> None:
     core = DispatchCore(load_registry(), None, rerank_fallback=True, rerank_memory_seconds=0, budget=2000)
     payload, content = core._shape("anything", {"ok": True, "tool": "anything", "result": stats_result()}, None)
     assert len(content) <= 2000 and payload["truncated"]["items_omitted"]
+
+
+def test_the_docs_snippet_runs() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "budget.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/budget.md", "exec"), {})
