@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,9 +31,9 @@ import jsonschema
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import fitting  # noqa: E402  (the budget's cases: fitting cost, big responses, what the model reads)
+
 from xerj_tools import AsyncDispatcher, Dispatcher, load_registry  # noqa: E402
-from xerj_tools._core import DispatchCore, Prepared  # noqa: E402
-from xerj_tools._outcome import Reply  # noqa: E402
 
 ROUNDS = 7
 SCALE = 1.0  # the share of each case's call counts that is run (--quick lowers it)
@@ -231,38 +230,6 @@ def bench_fanout(server: MinimalServer) -> list[dict[str, Any]]:
     return out
 
 
-def bench_shaping() -> dict[str, Any]:
-    hits = [{"_index": "docs", "_id": f"d-{i}", "_score": 10 - i / 1000, "_version": 1,
-             "_source": {"title": f"Document {i}", "year": 2026, "body": ("word " * 900) + str(i),
-                         "body_vector": [0.01] * 16}} for i in range(1000)]
-    body = json.dumps({"took": 5, "timed_out": False, "hits": {"total": {"value": 1000, "relation": "eq"},
-                                                              "hits": hits}}).encode()
-    core = DispatchCore(load_registry(), None, rerank_fallback=True, rerank_memory_seconds=0)
-    prepared = core.prepare(__import__("xerj_tools")._calls.ToolCall("c", "xerj_search", json.dumps(TYPICAL)))
-    assert isinstance(prepared, Prepared)
-
-    def shape() -> int:
-        reply = Reply(200, {}, body, "bench")
-        payload = core.finish("xerj_search", prepared.request, reply, 1, None)
-        return len(core.result(prepared_call, payload, 1, 0.0, prepared).content)
-
-    prepared_call = __import__("xerj_tools")._calls.ToolCall("c", "xerj_search", "{}")
-    assert shape() <= 12_000
-    ours, base, mem_ours, mem_base = [], [], [], []
-    for _ in range(5):
-        ours.append(per_call(shape, 3) * 1e3)
-        base.append(per_call(lambda: json.loads(body), 3) * 1e3)
-    for fn, sink in ((shape, mem_ours), (lambda: json.loads(body), mem_base)):
-        tracemalloc.start()
-        fn()
-        sink.append(tracemalloc.get_traced_memory()[1] / 2**20)
-        tracemalloc.stop()
-    ratios = [a / b for a, b in zip(ours, base, strict=True)]
-    return {"case": f"shaping a 1,000-hit, {len(body) / 2**20:.1f} MiB response to 12,000 chars",
-            "unit": "ms", "ours": summary(ours), "baseline": summary(base), "ratio": summary(ratios),
-            "peak_memory_mib": {"ours": mem_ours[0], "json.loads": mem_base[0]}, "targets": {}}
-
-
 def bench_connections(server: MinimalServer) -> dict[str, Any]:
     before = server.connections.value
     pool = 10
@@ -333,7 +300,9 @@ def main() -> None:
     with MinimalServer(ten_hits()) as server:
         results += [bench_dispatch(server), bench_dispatch_async(server), *bench_fanout(server),
                     bench_connections(server)]
-    results += [bench_shaping(), bench_offline()]
+        post = json.dumps({"query": TYPICAL["query"], "size": 10}).encode()
+        results += fitting.results(server.url, post, ROUNDS, SCALE)
+    results += [bench_offline()]
     machine = {"python": platform.python_version(), "cpu": cpu_name(), "cores": os.cpu_count(),
                "platform": platform.platform(), "date": time.strftime("%Y-%m-%d")}
     report = {"machine": machine, "rounds": ROUNDS, "seconds": round(time.perf_counter() - started, 1),

@@ -43,6 +43,7 @@ from ._shapes import (
     parse_tool_call,
     turn_messages,
 )
+from ._tokens import Budget, estimate_tokens
 from ._turns import (
     AgentEvent,
     AgentResult,
@@ -73,6 +74,7 @@ __all__ = [
     "AnthropicToolResult",
     "ArgumentsError",
     "AsyncDispatcher",
+    "Budget",
     "ChatToolMessage",
     "ClosedError",
     "ConfigurationError",
@@ -112,6 +114,7 @@ __all__ = [
     "__version__",
     "arun_agent",
     "astream_agent",
+    "estimate_tokens",
     "load_registry",
     "parse_tool_call",
     "run_agent",

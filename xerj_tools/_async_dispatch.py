@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from ._answers import PendingAnswers
-from ._budget import DEFAULT_BUDGET
+from ._budget import DEFAULT_BUDGET, Budget
 from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch import _Base, _Begun
@@ -55,8 +55,8 @@ class AsyncDispatcher(_Base):
         pool_size: int = 10,
         max_response_bytes: int = 32 * 1024 * 1024,
         repair: bool = True,
-        budget: int = DEFAULT_BUDGET,
-        budgets: Mapping[str, int] | None = None,
+        budget: int | Budget = DEFAULT_BUDGET,
+        budgets: Mapping[str, int | Budget] | None = None,
         max_buckets: int = 25,
         policy: Policy | None = None,
         deadline: float = DEFAULT_DEADLINE,

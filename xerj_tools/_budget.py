@@ -1,54 +1,131 @@
-"""Fitting a tool message into a character budget: cut long fields, drop trailing hits, say so.
+"""Fitting a tool message into a character budget: one entry point, four strategies, and a
+``truncated`` block that says what was cut and how to get it.
 
-The order of sacrifice: hits are kept whole while they fit; then long strings inside hits are
-cut (to the longest length that lets every hit fit, never below `MIN_CUT`) with a visible marker
-``…[+N chars]``; then whole hits are dropped from the end. The ``truncated`` block says what was
-cut and how to get the rest. Whatever the response, the serialized message never exceeds the
-budget (a property test checks it).
+`fit_result` picks the strategy by name (a tool declares its own; see docs/budget.md):
+
+- ``"hits"``: hits are kept whole while they fit; then long strings inside hits are cut (to the
+  longest length that lets every hit fit, never below `MIN_CUT`) with a visible marker
+  ``…[+N chars]``; then whole hits are dropped from the end, and ``next`` says where to resume.
+- ``"memories"``: the same, for a memory recall's hits (its hint speaks of ``k``).
+- ``"document"``: one document: its metadata (``_index``, ``_id``, ``found``, ...) is kept;
+  the longest strings, then the largest arrays of its ``_source`` are cut (`_fit_json`).
+- ``"json"``: any JSON: structure kept breadth first, long strings shortened, long arrays
+  reduced to their first items with a count of the rest, deep subtrees summarised (`_fit_json`).
+
+Whatever the response, the serialized message never exceeds the budget and is never an empty
+shell (property tests check both).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "cap_buckets", "fit_error", "fit_payload"]
+from ._exceptions import ConfigurationError
+from ._fit_hits import MIN_CUT, Measured, choose, clean_envelope, clean_json, cut_strings, size
+from ._fit_json import fit_document, fit_json
+from ._format import dumps
+from ._tokens import Budget
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "MIN_BUDGET",
+    "MIN_CUT",
+    "MIN_TOKENS",
+    "Budget",
+    "Fit",
+    "cap_buckets",
+    "checked_budget",
+    "clean_envelope",
+    "clean_json",
+    "fit_error",
+    "fit_payload",
+    "fit_result",
+    "fit_tokens",
+    "within",
+]
+
+Fit = Literal["hits", "memories", "document", "json"]
 
 DEFAULT_BUDGET = 12_000
 MIN_BUDGET = 1_000
-MIN_CUT = 200  # a cut field keeps at least this many characters
+MIN_TOKENS = 250
 _NEXT_RESERVE = 220  # room kept for the `truncated` block while choosing what to keep
+_size, _cut_strings = size, cut_strings
+
+NextPage = Callable[[int], "Mapping[str, Any] | None"]
 
 
-def _size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
+def _no_page(shown: int) -> None:
+    return None
 
 
-def _cut_strings(value: Any, cap: int, path: str, cut: list[str]) -> Any:
-    """Copy `value` with every string longer than `cap` cut and marked; record each path cut."""
-    if isinstance(value, str):
-        if len(value) > cap:
-            cut.append(path)
-            return value[:cap] + f"…[+{len(value) - cap} chars]"
+def fit_result(
+    payload: dict[str, Any], budget: int, *, fit: Fit, next_page: NextPage = _no_page
+) -> dict[str, Any]:
+    """`payload` (a tool message's envelope) fitted into `budget` characters by strategy `fit`.
+
+    A payload that fits is returned as it is; an ``ok: false`` one is fitted as an error (its
+    first problems kept). `next_page(shown)` gives the arguments that fetch what follows the
+    first `shown` items (for example ``{"from": 20}``), or None where the tool cannot page. A
+    payload without the list a strategy expects (``hits``) is fitted as ``"json"``.
+    """
+    if fit in ("hits", "memories") and payload.get("ok") and isinstance(payload.get("hits"), list):
+        # measured hit by hit: a 5 MB answer is never serialized whole
+        return fit_payload(payload, budget, next_page=next_page, memories=fit == "memories")
+    if isinstance(payload.get("hits"), list):
+        payload = {**payload, "hits": clean_json(payload["hits"])[0]}  # see `clean_envelope`
+    if size(payload) <= budget:
+        return payload
+    if not payload.get("ok"):
+        return fit_error(payload, budget)
+    if fit == "document":
+        return fit_document(payload, budget)
+    return fit_json(payload, budget, next_page=next_page)
+
+
+def checked_budget(value: int | Budget) -> int | Budget:
+    """A dispatcher's budget, checked: characters (an int, or ``Budget(chars=...)``, at least
+    `MIN_BUDGET`) or ``Budget(tokens=...)`` (at least `MIN_TOKENS`)."""
+    if isinstance(value, Budget) and value.chars is not None:
+        value = value.chars
+    if isinstance(value, Budget):
+        if value.tokens is None or value.tokens < MIN_TOKENS:
+            raise ConfigurationError(f"a budget in tokens must be at least {MIN_TOKENS} tokens")
         return value
-    if isinstance(value, dict):
-        return {
-            k: _cut_strings(v, cap, f"{path}.{k}" if path else k, cut) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_cut_strings(v, cap, path, cut) for v in value]
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_BUDGET:
+        raise ConfigurationError(f"a budget must be at least {MIN_BUDGET} characters")
     return value
 
 
-def _longest_string(value: Any) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return max((_longest_string(v) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return max((_longest_string(v) for v in value), default=0)
-    return 0
+def within(content: str, limit: int | Budget) -> bool:
+    """Whether the serialized message `content` is within `limit`."""
+    if isinstance(limit, Budget):
+        return limit.count(content) <= (limit.tokens or 0)
+    return len(content) <= limit
+
+
+def fit_tokens(
+    payload: dict[str, Any], limit: Budget, *, fit: Fit, next_page: NextPage = _no_page
+) -> tuple[dict[str, Any], str]:
+    """`payload` fitted into a budget in tokens, and its serialized form.
+
+    The fitter works in characters: the token room is turned into characters at the rate of
+    the message at hand (characters per token, as `limit.count` counts them), the payload is
+    fitted to that, and fitted again, smaller, while the result still counts too many tokens
+    (at most four times; never below `MIN_BUDGET` characters)."""
+    tokens = limit.tokens or MIN_TOKENS
+    payload, content = clean_json(payload)
+    counted = limit.count(content)
+    fitted, chars = payload, len(content)
+    for _ in range(4):
+        if counted <= tokens or chars <= MIN_BUDGET:
+            break
+        chars = max(MIN_BUDGET, min(chars - 1, int(len(content) * tokens / counted * 0.98)))
+        fitted = fit_result(payload, chars, fit=fit, next_page=next_page)
+        content = dumps(fitted)
+        counted = limit.count(content)
+    return fitted, content
 
 
 def cap_buckets(aggregations: Any, max_buckets: int) -> Any:
@@ -77,30 +154,15 @@ def _field_names(paths: list[str]) -> list[str]:
     return sorted(names)
 
 
-def _keep(hits: list[Any], cap: int | None, room: int) -> tuple[list[Any], list[str]]:
-    """The longest prefix of `hits` (cut at `cap`) whose serialized size fits in `room`."""
-    kept: list[Any] = []
-    cut: list[str] = []
-    used = 0
-    for hit in hits:
-        hit_cut: list[str] = []
-        shaped = hit if cap is None else _cut_strings(hit, cap, "", hit_cut)
-        used += _size(shaped) + (1 if kept else 0)
-        if used > room:
-            break
-        kept.append(shaped)
-        cut += hit_cut
-    return kept, cut
-
-
 def fit_payload(
     payload: dict[str, Any],
     budget: int,
     *,
-    next_page: Callable[[int], Mapping[str, Any] | None] = lambda shown: None,
+    next_page: NextPage = _no_page,
     memories: bool = False,
 ) -> dict[str, Any]:
-    """Return `payload` fitted into `budget` characters.
+    """Return `payload`, a search or recall envelope with a list `hits`, fitted into `budget`
+    characters (the ``"hits"`` and ``"memories"`` strategies).
 
     `next_page(shown)` gives the arguments that fetch the rest after `shown` hits were kept
     (for example ``{"from": 20}``), or None when the tool cannot page.
@@ -109,12 +171,14 @@ def fit_payload(
     assert isinstance(hits, list)
     envelope = {k: v for k, v in payload.items() if k != "hits"}
     base = _size({**envelope, "hits": []})
-    # Does it fit whole? Measured hit by hit, so a 5 MB response is never serialized whole.
-    if base <= budget and len(_keep(hits, None, budget - base)[0]) == len(hits):
-        return payload
+    # Does it fit whole? Measured hit by hit (each hit once, whatever the steps below ask), so
+    # a 5 MB response is never serialized whole.
+    measured = Measured(hits)
+    if base <= budget and measured.count(None, budget - base) == len(hits):
+        return {**payload, "hits": measured.hits}  # cleaned as they were measured
     reserve = _NEXT_RESERVE
     for _ in range(3):
-        kept, cut = _choose(hits, budget - base - reserve)
+        kept, cut = choose(measured, budget - base - reserve)
         out = {**envelope, "hits": kept}
         truncated: dict[str, Any] = {}
         if len(kept) < len(hits):
@@ -130,29 +194,6 @@ def fit_payload(
         # The `truncated` block took more than the room kept for it: keep its real size.
         reserve = max(reserve + overshoot, _size({"truncated": out.get("truncated")}))
     return _guarantee(out, budget, next_page, memories)
-
-
-def _choose(hits: list[Any], room: int) -> tuple[list[Any], list[str]]:
-    """The hits to show in `room` characters: whole while they fit; else every hit cut to the
-    longest length that lets all fit; else as many as fit cut to `MIN_CUT`; and at least the
-    first hit, cut shorter still, when even that one does not fit."""
-    kept, cut = _keep(hits, None, room)
-    if len(kept) == len(hits):
-        return kept, cut
-    lo, hi, best = MIN_CUT, max(_longest_string(hits), MIN_CUT), None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        trial, trial_cut = _keep(hits, mid, room)
-        if len(trial) == len(hits):
-            best, lo = (trial, trial_cut), mid + 1
-        else:
-            hi = mid - 1
-    kept, cut = best if best is not None else _keep(hits, MIN_CUT, room)
-    for cap in (120, 60, 30):  # a page that shows nothing would leave `next` where it was
-        if kept or not hits:
-            break
-        kept, cut = _keep(hits[:1], cap, room)
-    return kept, cut
 
 
 def _said(
@@ -198,7 +239,7 @@ def _hint(truncated: Mapping[str, Any], memories: bool = False, shown: int | Non
 def _guarantee(
     payload: dict[str, Any],
     budget: int,
-    next_page: Callable[[int], Mapping[str, Any] | None] = lambda shown: None,
+    next_page: NextPage = _no_page,
     memories: bool = False,
 ) -> dict[str, Any]:
     """The final fitting step: drop hits from the end while the message is too long (the
@@ -232,14 +273,8 @@ def _guarantee(
             truncated.setdefault("omitted", []).append(key)
             out["truncated"] = truncated
     if _size(out) > budget:
-        minimal: dict[str, Any] = {k: out[k] for k in ("ok", "tool") if k in out}
-        if isinstance(out.get("total"), int):
-            minimal["total"] = out["total"]
-        minimal["truncated"] = {
-            "omitted": ["everything but the total"],
-            "hint": "narrow the request",
-        }
-        out = _cut_strings(minimal, 100, "", [])
+        # What is left does not fit even without hits: fit it as any JSON, never an empty shell.
+        out = fit_json(out, budget)
     return out
 
 

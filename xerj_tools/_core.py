@@ -16,9 +16,19 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ._body import clean
 from ._body_indices import may_name_indices
-from ._budget import DEFAULT_BUDGET, MIN_BUDGET, cap_buckets, fit_error, fit_payload
+from ._budget import (
+    DEFAULT_BUDGET,
+    Budget,
+    Fit,
+    cap_buckets,
+    checked_budget,
+    clean_envelope,
+    clean_json,
+    fit_result,
+    fit_tokens,
+    within,
+)
 from ._calls import ToolCall, ToolMessage
 from ._exceptions import (
     ArgumentsError,
@@ -145,8 +155,8 @@ class DispatchCore:
         rerank_fallback: bool,
         rerank_memory_seconds: float,
         repair: bool = True,
-        budget: int = DEFAULT_BUDGET,
-        budgets: Mapping[str, int] | None = None,
+        budget: int | Budget = DEFAULT_BUDGET,
+        budgets: Mapping[str, int | Budget] | None = None,
         max_buckets: int = 25,
         policy: Policy | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -164,9 +174,6 @@ class DispatchCore:
         registry = registry.with_checks(
             {t.name: t.checks_for(registry[t.name].parameters) for t in tools}
         )
-        for value in (budget, *(budgets or {}).values()):
-            if value < MIN_BUDGET:
-                raise ConfigurationError(f"a budget must be at least {MIN_BUDGET} characters")
         if max_buckets < 1:
             raise ConfigurationError("max_buckets must be at least 1")
         self.registry = registry
@@ -175,8 +182,8 @@ class DispatchCore:
         self.rerank_memory = _RerankMemory(rerank_memory_seconds, clock)
         self.listing = IndexListing(LISTING_TTL, clock)
         self.repair = repair
-        self.budget = budget
-        self.budgets = dict(budgets or {})
+        self.budget = checked_budget(budget)
+        self.budgets = {tool: checked_budget(value) for tool, value in (budgets or {}).items()}
         self.max_buckets = max_buckets
         # Guardrails are on unless the operator says otherwise: no dot-indices (XERJ's memory
         # indices among them), no oversized arguments.
@@ -301,7 +308,7 @@ class DispatchCore:
         if answered:
             # From here on the engine's values are finite and at most MAX_DEPTH deep, so
             # shaping and budget fitting (recursive) and serialising cannot fail on them.
-            payload = clean(payload)
+            payload = clean_envelope(payload)  # its hits: as the budget reaches them (`_shape`)
             if "aggregations" in payload:
                 payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
             return payload
@@ -311,28 +318,32 @@ class DispatchCore:
     def _shape(
         self, tool: str, payload: dict[str, Any], prepared: Prepared | None
     ) -> tuple[dict[str, Any], str]:
-        """Add the repairs, then fit the payload into the tool's budget; return it serialized."""
+        """Add the repairs, then fit the payload into the tool's budget; return it serialized.
+
+        The strategy is the tool's own (`fit` on the prepared call's tool object); without one,
+        a payload with a list of hits is fitted as hits (as memories for a recall), anything
+        else as any JSON."""
         if prepared is not None and prepared.repairs:
             payload = {**payload, "repairs": list(prepared.repairs)}
-        budget = self.budgets.get(tool, self.budget)
+        limit = self.budgets.get(tool, self.budget)
         hits = payload.get("hits")
-        if not isinstance(hits, list) or len(hits) <= 50:
-            content = dumps(payload)
-            if len(content) <= budget:
-                return payload, content  # the usual case: serialized once
-        if not payload.get("ok"):
-            payload = fit_error(payload, budget)
-            return payload, dumps(payload)
+        if not isinstance(hits, list) or len(hits) <= 10:
+            # The usual case, serialized once; a longer list is measured hit by hit instead.
+            cleaned, content = clean_json(payload)  # its hits (`clean_envelope` left them)
+            if within(content, limit):
+                return cleaned, content
         page_from = prepared.page_from if prepared is not None else None
 
         def next_page(shown: int) -> dict[str, int] | None:
             return None if page_from is None else {"from": page_from + shown}
 
-        # TODO(budget): "document" and "json" get the generic JSON fitter once it lands.
-        memories = (
-            prepared is not None and prepared.tool is not None and (prepared.tool.fit == "memories")
-        )
-        payload = fit_payload(payload, budget, next_page=next_page, memories=memories)
+        fit: Fit | None = getattr(getattr(prepared, "tool", None), "fit", None)
+        if fit is None:
+            memories = prepared is not None and prepared.request.kind == "memory_recall"
+            fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
+        if isinstance(limit, Budget):
+            return fit_tokens(payload, limit, fit=fit, next_page=next_page)
+        payload = fit_result(payload, limit, fit=fit, next_page=next_page)
         return payload, dumps(payload)
 
     def result(
@@ -373,7 +384,7 @@ class DispatchCore:
         note = f"identical to call {first.call.call_id} in this turn; XERJ was asked once"
         payload = {**first.payload, "notes": [*first.payload.get("notes", []), note]}
         content = dumps(payload)
-        if len(content) > self.budgets.get(call.name, self.budget):
+        if not within(content, self.budgets.get(call.name, self.budget)):
             # The first answer was fitted to the budget already (its `next` included): refitting
             # would drop hits behind `next`'s back, so the note gives way instead.
             payload, content = dict(first.payload), first.content

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from ._answers import PendingAnswers
-from ._budget import DEFAULT_BUDGET
+from ._budget import DEFAULT_BUDGET, Budget
 from ._core import DispatchCore, Flow, Prepared, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._exceptions import ClosedError, ConfigurationError, ToolCallError
@@ -55,8 +55,8 @@ class _Base:
         pool_size: int,
         max_response_bytes: int,
         repair: bool,
-        budget: int,
-        budgets: Mapping[str, int] | None,
+        budget: int | Budget,
+        budgets: Mapping[str, int | Budget] | None,
         max_buckets: int,
         policy: Policy | None,
         clock: Callable[[], float],
@@ -200,8 +200,8 @@ class Dispatcher(_Base):
         pool_size: int = 10,
         max_response_bytes: int = 32 * 1024 * 1024,
         repair: bool = True,
-        budget: int = DEFAULT_BUDGET,
-        budgets: Mapping[str, int] | None = None,
+        budget: int | Budget = DEFAULT_BUDGET,
+        budgets: Mapping[str, int | Budget] | None = None,
         max_buckets: int = 25,
         policy: Policy | None = None,
         max_workers: int = 8,

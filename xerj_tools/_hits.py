@@ -4,11 +4,12 @@ name; and the reasons of failed shards."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._handlers import VECTOR_SUFFIXES
 from ._outcome import Reply
-from ._source_view import SourceView
+from ._source_view import SourceView, _is_vector
 
 __all__ = ["decode_search", "hit", "shard_reasons"]
 
@@ -19,19 +20,41 @@ def _shape_source(obj: dict[str, Any], view: SourceView) -> None:
     # _source filter on kNN and semantic paths (index.rs:6690-6726, 6786, 9930): the view
     # applies the model's includes/excludes again and drops every embedding it did not name.
     source = obj.get("_source")
-    if isinstance(source, dict):
-        if view.keep:
-            obj["_source"] = view.apply(source)
-        else:
-            del obj["_source"]
+    if not isinstance(source, dict):
+        return
+    if not view.keep:
+        del obj["_source"]
+    elif view.includes or view.excludes:
+        obj["_source"] = view.apply(source)
+    else:
+        # `view.apply` without a filter, in place (the decoder's own dict): only embeddings go
+        for key in [k for k in source if k.endswith(VECTOR_SUFFIXES)]:
+            if _is_vector(source[key]):
+                del source[key]
 
 
-def _drop_hit_vectors(obj: dict[str, Any], view: SourceView) -> dict[str, Any]:
-    # A json object_hook runs as each object closes: a hit's embeddings are dropped as soon as
-    # that hit is parsed, so even a large answer never holds all of them at once.
-    if "_id" in obj:
-        _shape_source(obj, view)
-    return obj
+def _hit_hook(view: SourceView) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A json object_hook, which runs as each object closes: a hit's embeddings are dropped as
+    soon as that hit is parsed, so even a large answer never holds all of them at once. It runs
+    for every object of the answer, so the usual case (no filter: drop the embeddings alone)
+    is done inline."""
+    if not view.keep or view.includes or view.excludes:
+
+        def shape(obj: dict[str, Any]) -> dict[str, Any]:
+            if "_id" in obj:
+                _shape_source(obj, view)
+            return obj
+
+        return shape
+
+    def drop(obj: dict[str, Any]) -> dict[str, Any]:
+        if "_id" in obj and type(source := obj.get("_source")) is dict:
+            for key in [k for k in source if k.endswith(VECTOR_SUFFIXES)]:
+                if _is_vector(source[key]):
+                    del source[key]
+        return obj
+
+    return drop
 
 
 def decode_search(reply: Reply, view: SourceView) -> Any:
@@ -42,21 +65,23 @@ def decode_search(reply: Reply, view: SourceView) -> Any:
         return json.loads(
             reply.body,
             parse_constant=lambda _: None,
-            object_hook=lambda obj: _drop_hit_vectors(obj, view),
+            object_hook=_hit_hook(view),
         )
     except (ValueError, RecursionError):
         return None
 
 
+# what the model reads of a hit, in this order
+_READ = "_index _id _score _nested _source highlight fields sort matched_queries".split()
+
+
 def hit(row: Mapping[str, Any], view: SourceView, inner: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in ("_index", "_id", "_score", "_nested", "_source"):
-        if key in row:
-            out[key] = row[key]
-    _shape_source(out, view)
-    for key in ("highlight", "fields", "sort", "matched_queries"):
-        if key in row:
-            out[key] = row[key]
+    """The keys of `row` (a hit from `decode_search`) the model reads. `decode_search` shaped
+    the `_source` of every hit with an `_id` as it was parsed, so only a row without one (which
+    XERJ does not send) is shaped here: once is enough, the view being idempotent."""
+    out = {key: row[key] for key in _READ if key in row}
+    if "_id" not in row:
+        _shape_source(out, view)
     if "inner_hits" in row:
         # the model asked for them in its query (es_compat.rs:9892-9894, 23971)
         out["inner_hits"] = _inner_hits(row["inner_hits"], view) if inner else row["inner_hits"]
