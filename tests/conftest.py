@@ -1,9 +1,14 @@
-"""Shared fixtures: a XERJ stand-in on 127.0.0.1 and dispatchers in both flavours."""
+"""Shared fixtures: a XERJ stand-in on 127.0.0.1 and dispatchers in both flavours.
+
+The suite runs on every core with pytest-xdist (in the test extras): `-n 0` or `-p no:xdist`
+runs it in one process. Tests marked `slow` run only when asked (`-m slow`, as CI does).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +16,24 @@ import pytest
 
 from xerj_tools import AsyncDispatcher, Dispatcher, ToolResult
 from xerj_tools.testing import XerjStandIn
+
+# Ctrl-C tests use `_thread.interrupt_main()`, which does nothing where SIGINT is ignored: so it is
+# in a job a non-interactive shell starts in the background (.ci/run's parallel runs).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Without `-n`, one pytest-xdist worker per core; the tests are of very uneven length, so
+    idle workers take queued tests from busy ones (`worksteal`)."""
+    option = config.option
+    if hasattr(config, "workerinput"):
+        return  # a worker (xdist hands it `numprocesses=None`): it must not start workers of its own
+    if config.pluginmanager.hasplugin("xdist") and option.numprocesses is None:
+        option.numprocesses = "auto"
+        if option.dist == "no":
+            option.dist = "worksteal"
 
 
 @pytest.fixture
