@@ -36,6 +36,15 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
             option.dist = "worksteal"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest rewrites the asserts of every package that ships a pytest plugin, when imported:
+    langsmith (a LangGraph dependency), hypothesis, anyio. Where bytecode is not cached
+    (PYTHONDONTWRITEBYTECODE) that is ~3 s of CPU per worker, for asserts no test reads."""
+    must_rewrite = getattr(config.pluginmanager.rewrite_hook, "_must_rewrite", None)
+    if isinstance(must_rewrite, set):
+        must_rewrite -= {"langsmith", "hypothesis", "anyio"}
+
+
 @pytest.fixture
 def xerj() -> Iterator[XerjStandIn]:
     with XerjStandIn() as server:
