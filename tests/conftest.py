@@ -1,7 +1,7 @@
 """Shared fixtures: a XERJ stand-in on 127.0.0.1 and dispatchers in both flavours.
 
-The suite runs on every core with pytest-xdist (in the test extras): `-n 0` or `-p no:xdist`
-runs it in one process. Tests marked `slow` run only when asked (`-m slow`, as CI does).
+The suite runs on every core with pytest-xdist (in the test extras, `-n auto` in pyproject.toml):
+`-n 0` runs it in one process. Tests marked `slow` run only when asked (`-m slow`, as CI does).
 """
 
 from __future__ import annotations
@@ -21,19 +21,6 @@ from xerj_tools.testing import XerjStandIn
 # in a job a non-interactive shell starts in the background (.ci/run's parallel runs).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
-    """Without `-n`, one pytest-xdist worker per core; the tests are of very uneven length, so
-    idle workers take queued tests from busy ones (`worksteal`)."""
-    option = config.option
-    if hasattr(config, "workerinput"):
-        return  # a worker (xdist hands it `numprocesses=None`): it must not start workers of its own
-    if config.pluginmanager.hasplugin("xdist") and option.numprocesses is None:
-        option.numprocesses = "auto"
-        if option.dist == "no":
-            option.dist = "worksteal"
 
 
 def pytest_configure(config: pytest.Config) -> None:
