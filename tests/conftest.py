@@ -1,9 +1,14 @@
-"""Shared fixtures: a XERJ stand-in on 127.0.0.1 and dispatchers in both flavours."""
+"""Shared fixtures: a XERJ stand-in on 127.0.0.1 and dispatchers in both flavours.
+
+The suite runs on every core with pytest-xdist (in the test extras, `-n auto` in pyproject.toml):
+`-n 0` runs it in one process. Tests marked `slow` run only when asked (`-m slow`, as CI does).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +16,20 @@ import pytest
 
 from xerj_tools import AsyncDispatcher, Dispatcher, ToolResult
 from xerj_tools.testing import XerjStandIn
+
+# Ctrl-C tests use `_thread.interrupt_main()`, which does nothing where SIGINT is ignored: so it is
+# in a job a non-interactive shell starts in the background (.ci/run's parallel runs).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest rewrites the asserts of every package that ships a pytest plugin, when imported:
+    langsmith (a LangGraph dependency), hypothesis, anyio. Where bytecode is not cached
+    (PYTHONDONTWRITEBYTECODE) that is ~3 s of CPU per worker, for asserts no test reads."""
+    must_rewrite = getattr(config.pluginmanager.rewrite_hook, "_must_rewrite", None)
+    if isinstance(must_rewrite, set):
+        must_rewrite -= {"langsmith", "hypothesis", "anyio"}
 
 
 @pytest.fixture

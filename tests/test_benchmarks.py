@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 
+@pytest.mark.slow  # ~10 s: CI runs it (`-m slow`)
 def test_benchmark_script_writes_json_and_markdown(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)], capture_output=True,
                           text=True, timeout=300)

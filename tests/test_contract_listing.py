@@ -48,7 +48,8 @@ def test_cat_indices_is_text_lines_whatever_the_query_string(target: Target, que
     assert any(line.split()[2:4] == cols[2:4] for line in again.splitlines())  # a stable uuid
 
 
-@pytest.mark.parametrize("name", ["*", f"{PREFIX}-*", INDEX])
+# ids without the per-run PREFIX: every pytest-xdist worker must collect the same test ids
+@pytest.mark.parametrize("name", ["*", f"{PREFIX}-*", INDEX], ids=["*", "prefix-*", "index"])
 def test_resolve_index_is_json_indices_aliases_and_no_data_streams(target: Target, name: str) -> None:
     """`resolve_index`: `{indices: [{name, attributes: ["open"]}], aliases: [{name, indices}],
     data_streams: []}`, a name with `*` globbed, any other matched exactly; 200 (router.rs:353;

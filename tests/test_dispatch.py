@@ -219,6 +219,29 @@ def test_tls_settings_reach_the_owned_client(tmp_path: Any) -> None:
         assert dispatcher.url == "https://127.0.0.1:9"
 
 
+def test_the_default_tls_context_is_built_once_per_ca_location(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the CA bundle costs each new client 50-150 ms of CPU: the verifying context
+    httpx builds for ``verify=True`` is shared, and still follows ``SSL_CERT_FILE``."""
+    import ssl
+
+    import certifi
+
+    from xerj_tools._transport import TransportSettings
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    first = TransportSettings().httpx_options()["verify"]
+    assert isinstance(first, ssl.SSLContext)
+    assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
+    assert TransportSettings(pool_size=3).httpx_options()["verify"] is first
+    monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+    other = TransportSettings().httpx_options()["verify"]
+    assert isinstance(other, ssl.SSLContext) and other is not first
+    assert other.verify_mode == ssl.CERT_REQUIRED
+    with Dispatcher(url="https://127.0.0.1:9") as one, Dispatcher(url="https://127.0.0.1:9") as two:
+        assert one.url == two.url == "https://127.0.0.1:9"
+
+
 def test_a_missing_index_is_answered_with_the_indices_the_model_may_use(make_runner: Any, xerj: XerjStandIn) -> None:
     from xerj_tools import Policy
 

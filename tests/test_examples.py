@@ -33,7 +33,12 @@ def test_every_example_is_tested() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_")) == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+# Each of these starts its framework in a fresh interpreter (~5 s): CI runs them (`-m slow`).
+SLOW = set(NEEDS)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else [])
+                                  for n in sorted(EXPECTED)])
 def test_example_runs_against_the_stand_ins(name: str) -> None:
     missing = [m for m in NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
     if missing:

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
 import json
 import socket
 import tracemalloc
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,8 +27,10 @@ REPLY = json.dumps({"took": 1, "timed_out": False, "hits": {"total": {"value": 1
 MiB = 1024 * 1024
 
 
+@functools.cache
 def zeros_gzip(size: int, layers: int = 1) -> bytes:
-    """`size` zero bytes, gzipped `layers` times, made without holding the zeros in memory."""
+    """`size` zero bytes, gzipped `layers` times, made without holding the zeros in memory (once,
+    when a test first asks: ~2 s of CPU that every pytest-xdist worker would pay at collection)."""
     packer = zlib.compressobj(9, zlib.DEFLATED, 31)
     block = bytes(MiB)
     data = b"".join(packer.compress(block) for _ in range(size // MiB)) + packer.flush()
@@ -35,8 +39,8 @@ def zeros_gzip(size: int, layers: int = 1) -> bytes:
     return data
 
 
-BOMB_1 = zeros_gzip(64 * MiB)
-BOMB_2 = zeros_gzip(256 * MiB, layers=2)
+BOMB_1 = functools.partial(zeros_gzip, 64 * MiB)
+BOMB_2 = functools.partial(zeros_gzip, 256 * MiB, layers=2)
 
 
 def run(make_runner: Any, url: str, **options: Any) -> Any:
@@ -57,9 +61,9 @@ def peak_of(action: Any) -> tuple[Any, int]:
 
 @pytest.mark.parametrize(("encoding", "body"), [("gzip", BOMB_1), ("gzip, gzip", BOMB_2)])
 def test_a_compression_bomb_stops_at_the_cap_with_memory_near_it(
-    make_runner: Any, encoding: str, body: bytes
+    make_runner: Any, encoding: str, body: Callable[[], bytes]
 ) -> None:
-    with RawServer(answer(200, body, {"Content-Encoding": encoding})) as server:
+    with RawServer(answer(200, body(), {"Content-Encoding": encoding})) as server:
         result, peak = peak_of(lambda: run(make_runner, server.url, max_response_bytes=MiB))
     assert result.code in ("response_too_large", "invalid_response"), result.payload
     assert peak < 6 * MiB, f"peak {peak / MiB:.1f} MiB for a 1 MiB cap"

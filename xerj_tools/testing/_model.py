@@ -13,8 +13,10 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from ._loopback import LoopbackServer
 
 __all__ = ["ScriptedModel", "Turn"]
 
@@ -262,8 +264,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(LoopbackServer):
     model: ScriptedModel
 
 
@@ -284,9 +285,8 @@ class ScriptedModel:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server(0, _Handler)
         self._server.model = self
-        self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
@@ -304,15 +304,9 @@ class ScriptedModel:
             return self._turns.pop(0) if self._turns else None
 
     def __enter__(self) -> ScriptedModel:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), daemon=True
-        )
-        self._thread.start()
+        self._server.start("scripted-model")
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._server.stop()

@@ -9,13 +9,14 @@ import uuid
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ._documents import get_document
 from ._engine import Index, new_engine_indices
 from ._listing import cat_indices, listed_indices, resolve_index
+from ._loopback import LoopbackServer
 from ._memory import (
     MEMORY_PREFIX,
     Memory,
@@ -156,9 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
 _MALFORMED = object()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class _Server(LoopbackServer):
     stand_in: XerjStandIn
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -199,9 +198,8 @@ class XerjStandIn:
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = _Server(("127.0.0.1", port), _Handler)
+        self._server = _Server(port, _Handler)
         self._server.stand_in = self
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -209,20 +207,12 @@ class XerjStandIn:
         return f"http://{host!s}:{port}"
 
     def start(self) -> XerjStandIn:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, args=(0.02,), name="xerj-stand-in", daemon=True
-            )
-            self._thread.start()
+        self._server.start("xerj-stand-in")
         return self
 
     def stop(self) -> None:
         self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._server.stop()
 
     def __enter__(self) -> XerjStandIn:
         return self.start()
