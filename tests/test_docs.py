@@ -38,6 +38,7 @@ class Block:
     line: int
     info: str
     code: str
+    span: tuple[int, int]  # where the fenced block starts and ends in the page
 
     @property
     def where(self) -> str:
@@ -47,7 +48,7 @@ class Block:
 def code_blocks(page: Path) -> list[Block]:
     text = page.read_text()
     return [
-        Block(page, text.count("\n", 0, m.start()) + 1, m.group(1).strip(), m.group(2))
+        Block(page, text.count("\n", 0, m.start()) + 1, m.group(1).strip(), m.group(2), m.span())
         for m in FENCE.finditer(text)
     ]
 
@@ -137,10 +138,25 @@ def a_search_then_answers() -> list[Turn]:
     return [Turn(tool_calls=[search]), *(Turn(text="Done.") for _ in range(5))]
 
 
+def shown_output(block: Block) -> str | None:
+    """The ```text block that follows `block` after "It prints:", if the page shows one."""
+    blocks = code_blocks(block.page)
+    following = blocks[blocks.index(block) + 1 : blocks.index(block) + 2]
+    if not following or following[0].info != "text":
+        return None
+    between = block.page.read_text()[block.span[1] : following[0].span[0]]
+    return following[0].code if between.strip() == "It prints:" else None
+
+
 @pytest.mark.parametrize("block", DOCS_RUNNABLE, ids=lambda b: b.where)
-def test_runnable_docs_block_runs(block: Block, tmp_path: Path) -> None:
+def test_runnable_docs_block_runs_and_prints_what_the_page_shows(
+    block: Block, tmp_path: Path
+) -> None:
     with XerjStandIn() as xerj, ScriptedModel(a_search_then_answers()) as model:
-        run_block(block.code, xerj, model, tmp_path)
+        printed = run_block(block.code, xerj, model, tmp_path)
+    expected = shown_output(block)
+    if expected is not None:
+        assert printed == expected
 
 
 def test_the_runnable_blocks_are_the_rule_and_no_run_the_exception() -> None:
