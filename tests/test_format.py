@@ -133,8 +133,8 @@ def test_every_error_code_is_documented_with_its_retryable_flag() -> None:
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    table = dict(re.findall(r"^\| `([a-z_]+)` \| .* \| (yes|no) \|$", readme, flags=re.M))
+    page = (Path(__file__).resolve().parent.parent / "docs" / "messages.md").read_text()
+    table = dict(re.findall(r"^\| `([a-z_]+)` \| .* \| (yes|no) \|$", page, flags=re.M))
     assert set(table) == set(ERROR_CODES)
     for code, (retryable, hint) in ERROR_CODES.items():
         assert hint and (table[code] == "yes") == retryable, code

@@ -109,7 +109,7 @@ class MaxTurnsExceeded(LoopError):
 class ToolCallError(XerjToolsError):
     """One tool call failed; the dispatcher turns it into an ``ok: false`` tool message.
 
-    `code` is one of the stable error codes listed in the README; `hint` tells the model what
+    `code` is one of the stable error codes listed in docs/messages.md; `hint` tells the model what
     to do next; `retryable` says whether the same call may succeed later unchanged.
     """
 

@@ -24,7 +24,7 @@ __all__ = [
     "unusable",
 ]
 
-# code -> (retryable, hint). Codes are a stable interface; the README lists them.
+# code -> (retryable, hint). Codes are a stable interface; docs/messages.md lists them.
 _ERROR_CODES: dict[str, tuple[bool, str]] = {
     "invalid_json": (
         False,
