@@ -8,6 +8,7 @@ with Dispatcher() as dispatcher:                # XERJ_URL / XERJ_API_KEY from t
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 from typing import is_typeddict as _is_typeddict
 
@@ -132,7 +133,9 @@ def _public(value: Any) -> Any:
     if isinstance(value, type) and _is_typeddict(value):
         return value
     if isinstance(value, type) or (callable(value) and hasattr(value, "__code__")):
-        value.__module__ = __name__
+        # On 3.10 a generic alias such as `Handler` passes `isinstance(x, type)` but is read-only.
+        with contextlib.suppress(AttributeError, TypeError):
+            value.__module__ = __name__
     return value
 
 
