@@ -25,7 +25,13 @@ def _public_objects() -> list[tuple[str, object]]:
 
 
 @pytest.mark.parametrize(
-    "name", [n for n, o in _public_objects() if inspect.isclass(o) or inspect.isfunction(o)]
+    "name",
+    [
+        n
+        for n, o in _public_objects()
+        # a generic alias such as `Handler` passes `isclass` on 3.10 but is no class
+        if (inspect.isclass(o) or inspect.isfunction(o)) and typing.get_origin(o) is None
+    ],
 )
 def test_public_classes_and_functions_live_in_xerj_tools(name: str) -> None:
     value = getattr(xerj_tools, name)
