@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import os
 import re
 import shlex
@@ -101,11 +102,30 @@ def test_every_fence_is_python_run_no_run_or_another_language() -> None:
     assert infos <= {"python", "python no-run"}, infos
 
 
+def _top_level_imports(tree: ast.AST) -> set[str]:
+    """The top-level packages a block imports, xerj_tools left out."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+    return names - {"xerj_tools"}
+
+
 @pytest.mark.parametrize("block", ALL_PYTHON, ids=lambda b: b.where)
 def test_python_block_compiles_and_its_xerj_tools_names_exist(block: Block) -> None:
     tree = compile(
         block.code, block.where, "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     )
+    # A block for an optional extra (agents, langgraph, mcp) is checked where that extra is
+    # installed; the lowest-versions run of .ci/run leaves some out. Only a missing top-level
+    # package skips: a missing xerj_tools name still fails.
+    absent = sorted(
+        {top for top in _top_level_imports(tree) if importlib.util.find_spec(top) is None}
+    )
+    if absent:
+        pytest.skip(f"{block.where} needs {', '.join(absent)}, not installed here")
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "xerj_tools":
             module = importlib.import_module(node.module or "")
