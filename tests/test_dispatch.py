@@ -282,3 +282,16 @@ def test_a_declared_tool_that_fails_to_read_is_answered_not_raised(tmp_path: Any
         assert payload["error"]["code"] == "invalid_arguments"
     with pytest.raises(ConfigurationError):
         Dispatcher(load_registry(extra), url=xerj.url, tools=[tool, Tool("nowhere", tool.build)])
+
+
+def test_a_handler_without_a_definition_is_refused_when_the_dispatcher_is_built() -> None:
+    # The model is never shown a tool without a definition, so its handler could never run:
+    # say so at construction, not as `unknown_tool` at the first call.
+    def my_stats(arguments: Any) -> HttpRequest:
+        return HttpRequest("GET", "/_stats")
+
+    with pytest.raises(ConfigurationError) as info:
+        Dispatcher(url="http://127.0.0.1:9", handlers={"my_stats": my_stats})
+    assert "my_stats" in str(info.value) and "registry" in str(info.value)
+    with pytest.raises(ConfigurationError):
+        AsyncDispatcher(url="http://127.0.0.1:9", handlers={"my_stats": my_stats})

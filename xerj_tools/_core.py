@@ -165,7 +165,10 @@ class DispatchCore:
         missing = [name for name in registry.names if name not in table]
         if missing:
             raise MissingHandlerError(missing)
-        if undefined := [t.name for t in tools if t.name not in registry]:
+        # A handler or Tool the model can never call (no definition to show it) is a mistake
+        # to report now, not an `unknown_tool` answer at the first call.
+        declared = [*(handlers or {}), *(t.name for t in tools)]
+        if undefined := sorted({name for name in declared if name not in registry}):
             raise ConfigurationError(
                 f"no definition for tool(s) {', '.join(undefined)} in the registry: add each "
                 "to the tools file the registry is loaded from"
