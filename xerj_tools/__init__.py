@@ -33,6 +33,7 @@ from ._exceptions import (
 from ._format import ERROR_CODES
 from ._handlers import Handler, HttpRequest
 from ._policy import Policy, PolicyDenied
+from ._problems import Problem, ValidationResult
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
 from ._shapes import (
@@ -56,7 +57,6 @@ from ._turns import (
     TurnFinished,
 )
 from ._usage import TokenUsage
-from ._validation import Problem, ValidationResult
 from .tools import HANDLERS, XERJ_TOOLS, Received, Tool
 
 if TYPE_CHECKING:

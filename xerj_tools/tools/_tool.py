@@ -10,7 +10,7 @@ from .._exceptions import EngineError
 from .._format import engine_error, unusable
 from .._handlers import Handler, HttpRequest
 from .._outcome import Reply
-from .._validation import Check
+from .._problems import Check
 from ._checks import unknown_keys
 
 __all__ = [

@@ -1,0 +1,31 @@
+"""The package's layout: modules stay a few screens long and private modules import one way."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "xerj_tools"
+
+
+def imported(path: Path, *, nested_only: bool = False) -> set[str]:
+    """The package modules `path` imports (relative imports, by last name); with `nested_only`,
+    those imported inside a function (a lazy import hides a cycle)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = set(tree.body)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            if nested_only and node in top:
+                continue
+            names.add(node.module.rsplit(".", 1)[-1])
+    return names
+
+
+def test_validation_and_repair_do_not_import_each_other() -> None:
+    validation, repair = PACKAGE / "_validation.py", PACKAGE / "_repair.py"
+    assert "_validation" not in imported(repair)
+    assert not {"_repair", "_validation"} & imported(validation, nested_only=True)
+    assert not {"_repair", "_validation"} & imported(repair, nested_only=True)
+    # The values both report live below both of them.
+    assert imported(PACKAGE / "_problems.py") == set()
