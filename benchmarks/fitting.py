@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 from xerj_tools import Dispatcher, load_registry  # noqa: E402
 from xerj_tools._calls import ToolCall  # noqa: E402
 from xerj_tools._core import DispatchCore, Prepared  # noqa: E402
-from xerj_tools._outcome import Reply  # noqa: E402
+from xerj_tools._models import Reply  # noqa: E402
 
 WORDS = ("checkout search outage index latency rollback snapshot alias pool cache region deploy "
          "template canary payment vpn licence tunnel timeline incident monitor report the a of "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "xerj_tools"
+MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
 def imported(path: Path, *, nested_only: bool = False) -> set[str]:
@@ -29,3 +31,21 @@ def test_validation_and_repair_do_not_import_each_other() -> None:
     assert not {"_repair", "_validation"} & imported(repair, nested_only=True)
     # The values both report live below both of them.
     assert imported(PACKAGE / "_problems.py") == set()
+
+
+def test_the_http_value_types_live_in_one_module() -> None:
+    import xerj_tools
+    from xerj_tools import _models
+
+    assert xerj_tools.HttpRequest is _models.HttpRequest
+    for name in ("HttpRequest", "Reply", "Failure", "Outcome", "RequestKind", "FailureKind"):
+        assert name in _models.__all__
+    for old in ("_handlers", "_outcome"):
+        assert importlib.util.find_spec(f"xerj_tools.{old}") is None
+    # Every other module takes them from there, not a copy.
+    defined = {"HttpRequest", "Reply", "Failure"}
+    for path in MODULES:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        if path.name != "_models.py":
+            assert not defined & classes, path

@@ -31,7 +31,7 @@ from ._exceptions import (
     XerjToolsError,
 )
 from ._format import ERROR_CODES
-from ._handlers import Handler, HttpRequest
+from ._models import HttpRequest
 from ._policy import Policy, PolicyDenied
 from ._problems import Problem, ValidationResult
 from ._registry import ToolRegistry, ToolSpec, load_registry
@@ -57,7 +57,7 @@ from ._turns import (
     TurnFinished,
 )
 from ._usage import TokenUsage
-from .tools import HANDLERS, XERJ_TOOLS, Received, Tool
+from .tools import HANDLERS, XERJ_TOOLS, Handler, Received, Tool
 
 if TYPE_CHECKING:
     from ._async_dispatch import AsyncDispatcher

@@ -16,15 +16,14 @@ from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch import _Base, _Begun
 from ._exceptions import ClosedError, ToolCallError
-from ._handlers import Handler, HttpRequest
-from ._outcome import Failure, Outcome
+from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry
 from ._retry import RetryPolicy, async_retrying, should_retry
 from ._shapes import ToolMessage
 from ._tracing import tool_call as tool_call_scope
 from ._transport import AsyncTransport
-from .tools import Tool
+from .tools import Handler, Tool
 
 __all__ = ["AsyncDispatcher"]
 

@@ -39,15 +39,14 @@ from ._exceptions import (
     UnknownToolError,
 )
 from ._format import dumps, engine_error, error_payload
-from ._handlers import Handler, HttpRequest
 from ._listing import LISTING_TTL, IndexListing, list_indices
-from ._outcome import Outcome, Reply
+from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
 from ._validation import integral_numbers
-from .tools import Received, Tool, reading_tool, tool_table
+from .tools import Handler, Received, Tool, reading_tool, tool_table
 from .tools._paths import dot_segment
 
 __all__ = ["DispatchCore", "ToolResult"]

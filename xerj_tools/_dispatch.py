@@ -20,15 +20,14 @@ from ._budget import DEFAULT_BUDGET, Budget
 from ._core import DispatchCore, Flow, Prepared, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._exceptions import ClosedError, ConfigurationError, ToolCallError
-from ._handlers import Handler, HttpRequest
-from ._outcome import Failure, Outcome
+from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry, load_registry
 from ._retry import RetryPolicy, retrying, should_retry
 from ._shapes import ToolCall, ToolMessage, parse_tool_call, parse_turn
 from ._tracing import tool_call as tool_call_scope
 from ._transport import Endpoint, SyncTransport, TransportSettings
-from .tools import Tool
+from .tools import Handler, Tool
 
 __all__ = ["Dispatcher"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._body_indices import WRAPPER, named_indices
 from ._exceptions import ConfigurationError, ToolCallError
-from ._handlers import HttpRequest
+from ._models import HttpRequest
 
 if TYPE_CHECKING:
     from .tools import Tool

@@ -21,8 +21,7 @@ import httpx
 from ._body import TooLarge, Undecodable, read_async, reader
 from ._deadline import Deadline, guard, running, timeouts
 from ._exceptions import ConfigurationError
-from ._handlers import HttpRequest
-from ._outcome import Failure, Outcome, Reply
+from ._models import Failure, HttpRequest, Outcome, Reply
 from ._pool import AsyncClientKeeper
 from ._tracing import attempt, node_rested
 
