@@ -6,8 +6,11 @@ import ast
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "xerj_tools"
 MODULES = sorted(PACKAGE.rglob("*.py"))
+MAX_LINES = 400  # a module is split by concern before it grows past this
 
 
 def imported(path: Path, *, nested_only: bool = False) -> set[str]:
@@ -22,6 +25,12 @@ def imported(path: Path, *, nested_only: bool = False) -> set[str]:
                 continue
             names.add(node.module.rsplit(".", 1)[-1])
     return names
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_passes_the_size_limit(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.name} has {lines} lines; split it by concern"
 
 
 def test_validation_and_repair_do_not_import_each_other() -> None:

@@ -14,7 +14,7 @@ from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
 from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
-from ._dispatch import _Base, _Begun
+from ._dispatch_base import BaseDispatcher, Begun
 from ._exceptions import ClosedError, ToolCallError
 from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
@@ -32,7 +32,7 @@ async def _asyncio_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-class AsyncDispatcher(_Base):
+class AsyncDispatcher(BaseDispatcher):
     """The asyncio twin of `Dispatcher`, on a pooled `httpx.AsyncClient`."""
 
     def __init__(
@@ -78,7 +78,7 @@ class AsyncDispatcher(_Base):
             raise ClosedError("this AsyncDispatcher was closed; make a new one")
         return await self._complete(self._begin(call))
 
-    async def _complete(self, begun: _Begun) -> ToolResult:
+    async def _complete(self, begun: Begun) -> ToolResult:
         tool_call, prepared, started = begun
         with tool_call_scope(tool_call):
             if isinstance(prepared, ToolCallError):
@@ -117,7 +117,7 @@ class AsyncDispatcher(_Base):
 
     async def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
         tasks: list[asyncio.Future[ToolResult]] = []
-        begun: list[_Begun] = []
+        begun: list[Begun] = []
         unique: list[int] = []
         copies: dict[int, int] = {}
         try:
