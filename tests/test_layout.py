@@ -58,3 +58,32 @@ def test_the_http_value_types_live_in_one_module() -> None:
         classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
         if path.name != "_models.py":
             assert not defined & classes, path
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_one_name_per_concept() -> None:
+    # A class or type alias (`Outcome`, `Check`…) is defined in one module of the package only.
+    homes: dict[str, list[str]] = {}
+    for path in MODULES:
+        for name in _top_level_names(path):
+            if name[:1].isupper() and not name.isupper():
+                homes.setdefault(name, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: where for name, where in homes.items() if len(where) > 1} == {}
+    # `finish` meant four things; the model's reason is `finish_reason`, nothing else is `finish`.
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.name != "finish", f"{path.name}:{node.lineno}"
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                assert node.target.id != "finish", f"{path.name}:{node.lineno}"

@@ -128,7 +128,7 @@ class _Run:
         return None if reason is None else self.answer(call, "denied", reason)
 
     def cut_off(self, step: Step) -> list[ToolResult]:
-        reason = incomplete_reason(step.finish)
+        reason = incomplete_reason(step.finish_reason)
         return [self.answer(c, "incomplete_call", reason) for c in step.calls]
 
     def settle(self, position: int, answer: ToolResult | None, todo: list[ToolCall]) -> None:
@@ -151,7 +151,8 @@ class _Run:
                 self.answers.put(position, core.cancelled(call, core.clock()).message)
         self.trace.end(error=sys.exc_info()[1])
 
-    def finish(self, results: Sequence[ToolResult]) -> None:
+    def deliver(self, results: Sequence[ToolResult]) -> None:
+        """Put the turn's answers into the transcript and count them in the figures."""
         for position, result in enumerate(results):
             self.answers.put(position, result.message)
             record(self.stats, result)
@@ -159,7 +160,7 @@ class _Run:
     def results(self, step: Step, done: Sequence[ToolResult]) -> list[ToolResult]:
         by_id = {r.call.call_id: r for r in done}
         results = [self.ready.get(c.call_id) or by_id[c.call_id] for c in step.calls]
-        self.finish(results)
+        self.deliver(results)
         return results
 
     def take(self, step: Step) -> list[AgentEvent]:
@@ -172,18 +173,18 @@ class _Run:
         self.answers = PendingAnswers(self.transcript, step.calls, before=step.items)
         self.ready = {}
         events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
-        if step.calls and step.finish in _CUT_OFF:
+        if step.calls and step.finish_reason in _CUT_OFF:
             results = self.cut_off(step)
-            self.finish(results)
+            self.deliver(results)
             events += [ToolResultEvent(r) for r in results]
         return events
 
     def close(self, turn: int, step: Step) -> list[AgentEvent]:
         """The turn is over; a turn without usable calls also ends the run."""
-        self.trace.end(step.finish, len(step.calls))
-        events: list[AgentEvent] = [TurnFinished(turn, step.finish)]
-        if not step.calls or step.finish in _CUT_OFF:
-            events.append(self.end(final_outcome(step.finish), turn))
+        self.trace.end(step.finish_reason, len(step.calls))
+        events: list[AgentEvent] = [TurnFinished(turn, step.finish_reason)]
+        if not step.calls or step.finish_reason in _CUT_OFF:
+            events.append(self.end(final_outcome(step.finish_reason), turn))
         return events
 
     def end(self, outcome: Any, turns: int) -> RunFinished:
@@ -250,7 +251,7 @@ def stream_agent(
             if step.text:
                 yield TextDelta(step.text)
         yield from run.take(step)
-        if step.calls and step.finish not in _CUT_OFF:
+        if step.calls and step.finish_reason not in _CUT_OFF:
             sink: list[Any] = []
             try:
                 todo: list[ToolCall] = []
@@ -336,7 +337,7 @@ async def astream_agent(
                 yield TextDelta(step.text)
         for event in run.take(step):
             yield event
-        if step.calls and step.finish not in _CUT_OFF:
+        if step.calls and step.finish_reason not in _CUT_OFF:
             sink: list[Any] = []
             try:
                 todo: list[ToolCall] = []

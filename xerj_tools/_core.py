@@ -269,7 +269,7 @@ class DispatchCore:
             rerank_fallback(outcome.status)
             request = request.without_rerank()
             outcome, attempts = yield request
-        payload = self.finish(prepared.tool or tool, request, outcome, attempts, note)
+        payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
         if payload.get("error", {}).get("code") == "index_not_found" and (
             prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
         ):
@@ -285,7 +285,7 @@ class DispatchCore:
     def _allowed_indices(self, names: list[str], limit: int = 50) -> list[str]:
         return [n for n in names if self.policy.allows_index(n)][:limit]
 
-    def finish(
+    def payload_for(
         self,
         tool: Tool | str,
         request: HttpRequest,

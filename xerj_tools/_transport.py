@@ -311,7 +311,7 @@ class SyncTransport:
                     body.feed(chunk)
                     if deadline.expired:
                         return _late(deadline, node)
-                return Reply(response.status_code, response.headers, body.finish(), node)
+                return Reply(response.status_code, response.headers, body.decoded(), node)
         except TooLarge:
             return _too_large(limit, node)
         except Undecodable as exc:
@@ -376,7 +376,7 @@ class AsyncTransport:
                         body.feed(response.content)
                     elif not await read_async(response, body, deadline):
                         return _late(deadline, node)
-                    return Reply(response.status_code, response.headers, body.finish(), node)
+                    return Reply(response.status_code, response.headers, body.decoded(), node)
         except TooLarge:
             return _too_large(limit, node)
         except Undecodable as exc:
