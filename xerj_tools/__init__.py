@@ -36,6 +36,7 @@ from ._policy import Policy, PolicyDenied
 from ._problems import Problem, ValidationResult
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
+from ._run import CreateOptions
 from ._shapes import (
     AnthropicToolResult,
     ChatToolMessage,
@@ -79,6 +80,7 @@ __all__ = [
     "ChatToolMessage",
     "ClosedError",
     "ConfigurationError",
+    "CreateOptions",
     "Dispatcher",
     "EngineError",
     "Handler",
