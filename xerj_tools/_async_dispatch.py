@@ -14,7 +14,7 @@ from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
 from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
-from ._dispatch_base import BaseDispatcher, Begun
+from ._dispatch_base import BaseDispatcher, Begun, documented
 from ._exceptions import ClosedError, ToolCallError
 from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
@@ -32,6 +32,12 @@ async def _asyncio_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
+@documented(
+    "`httpx.AsyncClient`",
+    "aclose()",
+    "an async function that waits between attempts",
+    "``asyncio.sleep``",
+)
 class AsyncDispatcher(BaseDispatcher):
     """The asyncio twin of `Dispatcher`, on a pooled `httpx.AsyncClient`."""
 

@@ -20,7 +20,7 @@ from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
 from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
-from ._dispatch_base import BaseDispatcher, Begun
+from ._dispatch_base import BaseDispatcher, Begun, documented
 from ._exceptions import ClosedError, ToolCallError
 from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
@@ -34,6 +34,7 @@ from .tools import Handler, Tool
 __all__ = ["Dispatcher"]
 
 
+@documented("`httpx.Client`", "close()", "how to wait between attempts", "``time.sleep``")
 class Dispatcher(BaseDispatcher):
     """Runs tool calls against XERJ with a pooled `httpx.Client`; thread-safe.
 
