@@ -78,3 +78,16 @@ def test_every_constructor_argument_is_documented_with_its_default(name: str) ->
         if isinstance(parameter.default, (bool, int, float)):
             assert f"Default: {parameter.default}" in line or f"{parameter.default} " in line
     assert ("max_workers" in inspect.signature(cls.__init__).parameters) == (name == "Dispatcher")
+
+
+@pytest.mark.parametrize("name", ["HANDLERS", "ERROR_CODES", "XERJ_TOOLS"])
+def test_the_exported_tables_are_read_only(name: str) -> None:
+    table = getattr(xerj_tools, name)
+    key = next(iter(table))
+    with pytest.raises(TypeError):
+        table[key] = table[key]
+    with pytest.raises(TypeError):
+        del table[key]
+    with pytest.raises(TypeError):
+        table["new"] = None
+    assert not hasattr(table, "update") and not hasattr(table, "clear")
