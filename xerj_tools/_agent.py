@@ -202,10 +202,12 @@ def run_agent(
     `max_turns` (10); `max_repeats` (2, the loop guard: a call repeated more often is answered
     ``repeated_call``); `on_tool_call` (return False or a reason to deny a call);
     `on_tool_result`; `on_max_turns` (``"return"`` or ``"raise"``: `MaxTurnsExceeded`);
-    `stream` (False: each answer whole; True: streamed, as `stream_agent` does). Options for the model's ``create()`` go through unchanged, as keywords
-    typed by `CreateOptions` (``temperature=0``, ``tool_choice=``, ``stream_options=``…) or in
-    `create_options` (any option your client takes); ``model``, ``messages``, ``input``,
-    ``tools`` and ``stream`` belong to the loop and raise `ConfigurationError` there.
+    `stream` (False: each answer whole; True: streamed, as `stream_agent` does).
+
+    Options for the model's ``create()`` go through unchanged: as keywords typed by
+    `CreateOptions` (``temperature=0``, ``tool_choice=``, ``stream_options=``…), or in
+    `create_options` (any option your client takes). ``model``, ``messages``, ``input``,
+    ``tools`` and ``stream`` belong to the loop; passing one there raises `ConfigurationError`.
     """
     run = AgentRun(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
