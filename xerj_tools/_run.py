@@ -112,7 +112,7 @@ class AgentRun:
         self.dispatcher, self.model = dispatcher, model
         self.core: DispatchCore = dispatcher._core
         self.max_turns, self.max_repeats, self.on_max_turns = max_turns, max_repeats, on_max_turns
-        self.kwargs = create_options
+        self.create_options = create_options
         self.stats: dict[str, ToolStats] = {}
         self.usage = TokenUsage()
         self.seen: Counter[str] = Counter()
@@ -131,7 +131,7 @@ class AgentRun:
             "model": self.model,
             str(self.shape.request_key): list(self.transcript),
             "tools": self.tools,
-            **self.kwargs,
+            **self.create_options,
         }
         if stream:
             request["stream"] = True
