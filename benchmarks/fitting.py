@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 from xerj_tools import Dispatcher, load_registry  # noqa: E402
 from xerj_tools._calls import ToolCall  # noqa: E402
 from xerj_tools._core import DispatchCore, Prepared  # noqa: E402
-from xerj_tools._outcome import Reply  # noqa: E402
+from xerj_tools._models import Reply  # noqa: E402
 
 WORDS = ("checkout search outage index latency rollback snapshot alias pool cache region deploy "
          "template canary payment vpn licence tunnel timeline incident monitor report the a of "
@@ -214,7 +214,7 @@ def bench_fit_cost(url: str, post_body: bytes, rounds: int, scale: float) -> lis
     for n in (10, 50):
         arguments = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": n}
         core, prepared = _core_and_prepared(arguments)
-        payload = core.finish("xerj_search", prepared.request, Reply(200, {}, prose_hits(n), "bench"), 1, None)
+        payload = core.payload_for("xerj_search", prepared.request, Reply(200, {}, prose_hits(n), "bench"), 1, None)
         shaped, content = core._shape("xerj_search", payload, prepared)
         assert "truncated" in shaped and len(content) <= core.budget, "the case must need fitting"
         calls = max(2, int(60 * scale))
@@ -256,7 +256,7 @@ def bench_big_response(rounds: int) -> dict[str, Any]:
     call = ToolCall("c", "xerj_search", "{}")
 
     def shape() -> int:
-        payload = core.finish("xerj_search", prepared.request, Reply(200, {}, body, "bench"), 1, None)
+        payload = core.payload_for("xerj_search", prepared.request, Reply(200, {}, body, "bench"), 1, None)
         return len(core.result(call, payload, 1, 0.0, prepared).content)
 
     def loads() -> Any:

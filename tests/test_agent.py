@@ -339,7 +339,7 @@ def test_responses_stream_assembly_from_argument_deltas() -> None:
     cut = assembler.step()  # no final event: the calls that arrived, and a cut-off turn
     assert [(c.call_id, c.name, c.arguments) for c in cut.calls] == [
         ("c1", "xerj_search", '{"index": "docs"}'), ("c2", "xerj_memory_recall", '{"namespace": "a"}')]
-    assert cut.finish == "length"
+    assert cut.finish_reason == "length"
     assembler.feed({"type": "response.completed", "response": {"status": "completed", "output": []}})
     done = assembler.step()  # a final event without output: the assembled calls stand
-    assert [c.call_id for c in done.calls] == ["c1", "c2"] and done.finish == "tool_calls"
+    assert [c.call_id for c in done.calls] == ["c1", "c2"] and done.finish_reason == "tool_calls"

@@ -9,7 +9,7 @@ import pytest
 
 from xerj_tools import ERROR_CODES, HttpRequest
 from xerj_tools._format import engine_error, success_payload
-from xerj_tools._outcome import Failure, Reply
+from xerj_tools._models import Failure, Reply
 
 SEARCH = HttpRequest("POST", "/docs/_search", {"query": {}, "_source": {"excludes": ["*_vector"]}}, kind="search")
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from xerj_tools._listing import CAT_INDICES, RESOLVE_ALL, names_from_cat, names_from_resolve
-from xerj_tools._outcome import Reply
+from xerj_tools._models import Reply
 from xerj_tools.testing import Fault, XerjStandIn
 
 from conftest import chat_call

@@ -448,3 +448,30 @@ def test_credentials_in_the_url_name_the_environment_variables() -> None:
     assert main(["mcp", "--url", "http://u:s3cret-pw@127.0.0.1:9200"], stderr=err) == 2
     assert "$XERJ_API_KEY" in err.getvalue() and "$XERJ_AUTH" in err.getvalue()
     assert "s3cret-pw" not in err.getvalue()
+
+
+@needs_sdk
+def test_the_instructions_name_every_tool_the_server_lists(tmp_path: Path) -> None:
+    from xerj_tools import AsyncDispatcher, HttpRequest
+    from xerj_tools.integrations.mcp import build_server
+
+    extra = tmp_path / "tools.json"
+    extra.write_text(json.dumps([*json.loads(TOOLS_JSON.read_text()), {"type": "function", "function": {
+        "name": "count_docs", "description": "Count the documents of one index. Maps to POST /{index}/_search.",
+        "parameters": {"type": "object", "properties": {"index": {"type": "string"}}, "required": ["index"]}}}]))
+    registry = load_registry(extra)
+
+    def count_docs(args: Any) -> HttpRequest:
+        return HttpRequest("POST", f"/{args['index']}/_search", {"size": 0}, kind="search")
+
+    async def instructions(policy: Policy | None) -> str:
+        async with AsyncDispatcher(registry, url="http://127.0.0.1:9", handlers={"count_docs": count_docs},
+                                   policy=policy) as dispatcher:
+            return str(build_server(dispatcher).instructions)
+
+    text = asyncio.run(instructions(None))
+    assert [n for n in registry.names if n not in text] == []
+    assert "xerj_get_document: Get a document by id" in text
+    assert "count_docs: Count the documents of one index. Every result" in text
+    read_only = asyncio.run(instructions(Policy(read_only=True)))
+    assert "xerj_memory_store" not in read_only and "xerj_memory_recall" in read_only

@@ -22,7 +22,7 @@ from xerj_tools import (
 )
 from xerj_tools.testing import XerjStandIn
 
-from conftest import Runner
+from conftest import Runner, chat_call, responses_call
 
 MATCH = {"match": {"body": "checkout"}}
 
@@ -422,3 +422,27 @@ def test_the_custom_tool_example_in_docs_tools_md_runs() -> None:
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/tools.md", "exec"), {})
+
+
+def _anthropic_call(name: str, arguments: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": "toolu_1", "name": name, "input": arguments}
+
+
+@pytest.mark.parametrize("shape", [chat_call, responses_call, _anthropic_call])
+def test_the_argument_cap_holds_for_every_wire_shape(
+    make_runner: Any, xerj: XerjStandIn, shape: Any
+) -> None:
+    # An Anthropic `tool_use` input arrives decoded: it is measured by its JSON text.
+    runner = policy_runner(make_runner, xerj, max_argument_bytes=1000)
+    big = runner.run(shape("xerj_memory_store", {"namespace": "a", "text": "x" * 1200}))
+    assert big.code == "policy_denied" and "the limit is 1000" in big.payload["error"]["reason"]
+    assert xerj.requests == []
+    small = runner.run(shape("xerj_memory_store", {"namespace": "a", "text": "x" * 800}))
+    assert small.ok and len(xerj.requests) == 1
+
+
+def test_an_object_that_is_no_json_is_left_to_validation() -> None:
+    looped: dict[str, Any] = {"index": "docs"}
+    looped["self"] = looped
+    assert Policy(max_argument_bytes=10).check_size(looped) is None
+    assert Policy(max_argument_bytes=10).check_size({"index": "a-long-index-name"}) is not None

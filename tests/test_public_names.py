@@ -66,3 +66,28 @@ def test_errors_survive_pickling_whole(error: Exception) -> None:
     assert type(copy) is type(error)
     assert str(copy) == str(error)
     assert copy.__dict__ == error.__dict__
+
+
+@pytest.mark.parametrize("name", ["Dispatcher", "AsyncDispatcher"])
+def test_every_constructor_argument_is_documented_with_its_default(name: str) -> None:
+    cls = getattr(xerj_tools, name)
+    lines = cls.__doc__.splitlines()
+    for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        [line] = [x for x in lines if x.startswith(f"- ``{parameter.name}``: ")]
+        assert "Default: " in line
+        if isinstance(parameter.default, (bool, int, float)):
+            assert f"Default: {parameter.default}" in line or f"{parameter.default} " in line
+    assert ("max_workers" in inspect.signature(cls.__init__).parameters) == (name == "Dispatcher")
+
+
+@pytest.mark.parametrize("name", ["HANDLERS", "ERROR_CODES", "XERJ_TOOLS"])
+def test_the_exported_tables_are_read_only(name: str) -> None:
+    table = getattr(xerj_tools, name)
+    key = next(iter(table))
+    with pytest.raises(TypeError):
+        table[key] = table[key]
+    with pytest.raises(TypeError):
+        del table[key]
+    with pytest.raises(TypeError):
+        table["new"] = None
+    assert not hasattr(table, "update") and not hasattr(table, "clear")

@@ -345,7 +345,7 @@ def test_the_loop_shapes_read_a_model_turn(shape: WireShape) -> None:
         else {"status": "completed", "output": [_responses("c1", SEARCH)[0]]}
     )  # fmt: skip
     step = shape.step(response)
-    assert [(c.call_id, c.api) for c in step.calls] == [("c1", shape.name)] and step.finish == "tool_calls"
+    assert [(c.call_id, c.api) for c in step.calls] == [("c1", shape.name)] and step.finish_reason == "tool_calls"
 
 
 # The docs page's Anthropic loop, run against the stand-in with a scripted client.

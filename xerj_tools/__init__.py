@@ -31,10 +31,12 @@ from ._exceptions import (
     XerjToolsError,
 )
 from ._format import ERROR_CODES
-from ._handlers import Handler, HttpRequest
+from ._models import HttpRequest
 from ._policy import Policy, PolicyDenied
+from ._problems import Problem, ValidationResult
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
+from ._run import CreateOptions
 from ._shapes import (
     AnthropicToolResult,
     ChatToolMessage,
@@ -56,8 +58,7 @@ from ._turns import (
     TurnFinished,
 )
 from ._usage import TokenUsage
-from ._validation import Problem, ValidationResult
-from .tools import HANDLERS, XERJ_TOOLS, Received, Tool
+from .tools import HANDLERS, XERJ_TOOLS, Handler, Received, Tool
 
 if TYPE_CHECKING:
     from ._async_dispatch import AsyncDispatcher
@@ -79,6 +80,7 @@ __all__ = [
     "ChatToolMessage",
     "ClosedError",
     "ConfigurationError",
+    "CreateOptions",
     "Dispatcher",
     "EngineError",
     "Handler",

@@ -8,191 +8,25 @@ loop adds no retries of its own, so attempts never multiply.
 from __future__ import annotations
 
 import inspect
-import sys
-from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _trace_turns
-from ._answers import PendingAnswers
-from ._core import DispatchCore, ToolResult
-from ._exceptions import ConfigurationError, MaxTurnsExceeded
-from ._shapes import Assembler, Step, ToolCall, loop_shape
-from ._turns import (
-    AgentEvent,
-    AgentResult,
-    RunFinished,
-    TextDelta,
-    ToolCallStarted,
-    ToolResultEvent,
-    ToolStats,
-    TurnFinished,
-    call_key,
-    deny_reason,
-    final_outcome,
-    incomplete_reason,
-    record,
-)
-from ._usage import TokenUsage
+from ._core import ToolResult
+from ._exceptions import ConfigurationError
+from ._run import CUT_OFF, AgentRun, CreateOptions, merge_create_options
+from ._shapes import ToolCall
+from ._turns import AgentEvent, AgentResult, RunFinished, TextDelta, ToolResultEvent
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ._async_dispatch import AsyncDispatcher
     from ._dispatch import Dispatcher
 
 __all__ = ["arun_agent", "astream_agent", "run_agent", "stream_agent"]
 
-_CUT_OFF = ("length", "content_filter")  # the output ended before its calls were whole
 ToolCallHook = Callable[[ToolCall], Any]
 ToolResultHook = Callable[[ToolResult], Any]
-
-
-class _Run:
-    """The state of one run, shared by every driver: transcript, figures, loop guard."""
-
-    def __init__(
-        self,
-        dispatcher: Any,
-        api: str,
-        model: str,
-        messages: Any,
-        max_turns: int,
-        max_repeats: int,
-        on_max_turns: str,
-        create_kwargs: dict[str, Any],
-    ) -> None:
-        self.shape = loop_shape(api)  # the wire shape: definitions, requests, replies
-        if max_turns < 1 or max_repeats < 1:
-            raise ConfigurationError("max_turns and max_repeats must be at least 1")
-        if on_max_turns not in ("return", "raise"):
-            raise ConfigurationError("on_max_turns must be 'return' or 'raise'")
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": messages}]
-        # A list is extended in place, so that the caller holds a valid transcript even when
-        # the run is interrupted.
-        self.transcript: list[Any] = messages if isinstance(messages, list) else list(messages)
-        self.dispatcher, self.model = dispatcher, model
-        self.core: DispatchCore = dispatcher._core
-        self.max_turns, self.max_repeats, self.on_max_turns = max_turns, max_repeats, on_max_turns
-        self.kwargs = create_kwargs
-        self.stats: dict[str, ToolStats] = {}
-        self.usage = TokenUsage()
-        self.seen: Counter[str] = Counter()
-        self.last_text = ""
-        self.answers = PendingAnswers(None, [])  # the current turn's
-        self.ready: dict[str, ToolResult] = {}  # its calls answered without XERJ
-        self.tools = self.shape.definitions(dispatcher.registry)
-        self.trace = _trace_turns.NO_TURN
-
-    def begin(self, turn: int) -> None:
-        """A turn starts: its span, when something traces."""
-        self.trace = _trace_turns.turn(turn, self.model, self.shape.name)
-
-    def request(self, stream: bool) -> dict[str, Any]:
-        request = {
-            "model": self.model,
-            str(self.shape.request_key): list(self.transcript),
-            "tools": self.tools,
-            **self.kwargs,
-        }
-        if stream:
-            request["stream"] = True
-        return request
-
-    def create(self, client: Any) -> Any:
-        return self.trace.wrap(self.shape.create(client))
-
-    def step(self, response: Any) -> Step:
-        return self.shape.step(response)
-
-    def assembler(self) -> Assembler:
-        return self.shape.assembler()
-
-    def screen(self, call: ToolCall) -> ToolResult | None:
-        """The loop guard: a call repeated past `max_repeats` is answered without XERJ."""
-        key = call_key(call)
-        self.seen[key] += 1
-        if self.seen[key] > self.max_repeats:
-            times = self.seen[key] - 1
-            reason = (
-                f"this exact call was already made {times} times in this run; its result is above"
-            )
-            return self.answer(call, "repeated_call", reason)
-        return None
-
-    def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
-        with self.trace.use():  # its span, if any, belongs to the turn
-            return self.core.answer(call, code, reason)
-
-    def deny(self, call: ToolCall, verdict: Any) -> ToolResult | None:
-        reason = deny_reason(verdict)
-        return None if reason is None else self.answer(call, "denied", reason)
-
-    def cut_off(self, step: Step) -> list[ToolResult]:
-        reason = incomplete_reason(step.finish)
-        return [self.answer(c, "incomplete_call", reason) for c in step.calls]
-
-    def settle(self, position: int, answer: ToolResult | None, todo: list[ToolCall]) -> None:
-        """A call the loop guard or `on_tool_call` stopped is answered now; others go to `todo`."""
-        call = self.answers.calls[position]
-        if answer is None:
-            todo.append(call)
-        else:
-            self.ready[call.call_id] = answer
-            self.answers.put(position, answer.message)
-
-    def interrupted(self, sink: list[Any]) -> None:
-        """After an interruption: the answers the dispatcher made, ``cancelled`` for the other
-        calls (their spans under the turn), then the exception goes on."""
-        self.answers.by_id(sink)
-        core = self.core
-        with self.trace.use():
-            for position in self.answers.unanswered():
-                call = self.answers.calls[position]
-                self.answers.put(position, core.cancelled(call, core.clock()).message)
-        self.trace.end(error=sys.exc_info()[1])
-
-    def finish(self, results: Sequence[ToolResult]) -> None:
-        for position, result in enumerate(results):
-            self.answers.put(position, result.message)
-            record(self.stats, result)
-
-    def results(self, step: Step, done: Sequence[ToolResult]) -> list[ToolResult]:
-        by_id = {r.call.call_id: r for r in done}
-        results = [self.ready.get(c.call_id) or by_id[c.call_id] for c in step.calls]
-        self.finish(results)
-        return results
-
-    def take(self, step: Step) -> list[AgentEvent]:
-        """The model answered: its turn joins the transcript together with a ``cancelled``
-        answer to each call, replaced as real answers come (see `_answers`), so that the
-        transcript is valid wherever the run is interrupted. Calls cut off mid-way are
-        answered at once."""
-        self.last_text = step.text or self.last_text
-        self.usage += step.usage or TokenUsage()
-        self.answers = PendingAnswers(self.transcript, step.calls, before=step.items)
-        self.ready = {}
-        events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
-        if step.calls and step.finish in _CUT_OFF:
-            results = self.cut_off(step)
-            self.finish(results)
-            events += [ToolResultEvent(r) for r in results]
-        return events
-
-    def close(self, turn: int, step: Step) -> list[AgentEvent]:
-        """The turn is over; a turn without usable calls also ends the run."""
-        self.trace.end(step.finish, len(step.calls))
-        events: list[AgentEvent] = [TurnFinished(turn, step.finish)]
-        if not step.calls or step.finish in _CUT_OFF:
-            events.append(self.end(final_outcome(step.finish), turn))
-        return events
-
-    def end(self, outcome: Any, turns: int) -> RunFinished:
-        result = AgentResult(
-            outcome, self.last_text, self.transcript, turns, self.stats, self.usage
-        )
-        if outcome == "max_turns" and self.on_max_turns == "raise":
-            raise MaxTurnsExceeded(result)
-        return RunFinished(result)
 
 
 def _sync_hook(hook: Callable[..., Any] | None, value: Any) -> Any:
@@ -213,30 +47,15 @@ async def _async_hook(hook: Callable[..., Any] | None, value: Any) -> Any:
     return await out if inspect.isawaitable(out) else out
 
 
-def stream_agent(
+def _turns(
     client: Any,
-    *,
-    model: str,
-    messages: Any,
-    dispatcher: Dispatcher,
-    api: Literal["chat", "responses"] = "chat",
-    max_turns: int = 10,
-    max_repeats: int = 2,
-    on_tool_call: ToolCallHook | None = None,
-    on_tool_result: ToolResultHook | None = None,
-    on_max_turns: Literal["return", "raise"] = "return",
-    stream: bool = True,
-    **create_kwargs: Any,
+    run: AgentRun,
+    stream: bool,
+    on_tool_call: ToolCallHook | None,
+    on_tool_result: ToolResultHook | None,
 ) -> Iterator[AgentEvent]:
-    """Run the loop and yield its events: `TextDelta`, `ToolCallStarted`, `ToolResultEvent`,
-    `TurnFinished`, and last `RunFinished` with the `AgentResult`.
-
-    With ``stream=True`` (the default here) the model's answer is streamed and its tool-call
-    deltas assembled; ``run_agent`` is this loop with ``stream=False``, drained.
-    """
-    run = _Run(
-        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns, create_kwargs
-    )
+    """The sync loop: one model request and one turn of tool calls after another."""
+    dispatcher: Dispatcher = run.dispatcher
     for turn in range(1, run.max_turns + 1):
         run.begin(turn)
         if stream:
@@ -250,7 +69,7 @@ def stream_agent(
             if step.text:
                 yield TextDelta(step.text)
         yield from run.take(step)
-        if step.calls and step.finish not in _CUT_OFF:
+        if step.calls and step.finish_reason not in CUT_OFF:
             sink: list[Any] = []
             try:
                 todo: list[ToolCall] = []
@@ -273,55 +92,15 @@ def stream_agent(
     yield run.end("max_turns", run.max_turns)
 
 
-def run_agent(
-    client: Any, *, model: str, messages: Any, dispatcher: Dispatcher, **options: Any
-) -> AgentResult:
-    """Run a tool-calling conversation to its end with `openai.OpenAI` (or any compatible
-    server), and return the `AgentResult`.
-
-    Each turn passes the registry's definitions as ``tools=``, runs the turn's calls
-    concurrently through ``dispatcher.run_many``, and appends a clean assistant message and
-    the tool messages in call order to `messages` (extended in place when it is a list). It
-    stops at a final answer (``outcome="completed"``), after `max_turns` (``"max_turns"``, or
-    `MaxTurnsExceeded` with ``on_max_turns="raise"``), or when the model's output is cut off
-    (``"length"``; calls cut mid-way are answered ``incomplete_call``).
-
-    Options: ``api="chat" | "responses"``, ``max_turns=10``, ``max_repeats=2`` (the loop guard),
-    ``on_tool_call`` (return False or a reason to deny a call), ``on_tool_result``; anything
-    else goes to ``create()`` (``temperature=``, ``tool_choice=``…).
-    """
-    events = stream_agent(
-        client,
-        model=model,
-        messages=messages,
-        dispatcher=dispatcher,
-        **{"stream": False, **options},
-    )
-    for event in events:
-        if isinstance(event, RunFinished):
-            return event.result
-    raise AssertionError("the loop ended without a result")  # pragma: no cover
-
-
-async def astream_agent(
+async def _aturns(
     client: Any,
-    *,
-    model: str,
-    messages: Any,
-    dispatcher: AsyncDispatcher,
-    api: Literal["chat", "responses"] = "chat",
-    max_turns: int = 10,
-    max_repeats: int = 2,
-    on_tool_call: ToolCallHook | None = None,
-    on_tool_result: ToolResultHook | None = None,
-    on_max_turns: Literal["return", "raise"] = "return",
-    stream: bool = True,
-    **create_kwargs: Any,
+    run: AgentRun,
+    stream: bool,
+    on_tool_call: ToolCallHook | None,
+    on_tool_result: ToolResultHook | None,
 ) -> AsyncIterator[AgentEvent]:
-    """The asyncio twin of `stream_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
-    run = _Run(
-        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns, create_kwargs
-    )
+    """The async loop, the twin of `_turns`; hooks may be async."""
+    dispatcher: AsyncDispatcher = run.dispatcher
     for turn in range(1, run.max_turns + 1):
         run.begin(turn)
         if stream:
@@ -336,7 +115,7 @@ async def astream_agent(
                 yield TextDelta(step.text)
         for event in run.take(step):
             yield event
-        if step.calls and step.finish not in _CUT_OFF:
+        if step.calls and step.finish_reason not in CUT_OFF:
             sink: list[Any] = []
             try:
                 todo: list[ToolCall] = []
@@ -362,17 +141,131 @@ async def astream_agent(
     yield run.end("max_turns", run.max_turns)
 
 
-async def arun_agent(
-    client: Any, *, model: str, messages: Any, dispatcher: AsyncDispatcher, **options: Any
+def stream_agent(
+    client: Any,
+    *,
+    model: str,
+    messages: Any,
+    dispatcher: Dispatcher,
+    api: Literal["chat", "responses"] = "chat",
+    max_turns: int = 10,
+    max_repeats: int = 2,
+    on_tool_call: ToolCallHook | None = None,
+    on_tool_result: ToolResultHook | None = None,
+    on_max_turns: Literal["return", "raise"] = "return",
+    stream: bool = True,
+    create_options: Mapping[str, Any] | None = None,
+    **create_kwargs: Unpack[CreateOptions],
+) -> Iterator[AgentEvent]:
+    """Run the loop and yield its events: `TextDelta`, `ToolCallStarted`, `ToolResultEvent`,
+    `TurnFinished`, and last `RunFinished` with the `AgentResult`.
+
+    With ``stream=True`` (the default here) the model's answer is streamed and its tool-call
+    deltas assembled; ``run_agent`` is this loop with ``stream=False``, drained. Its parameters
+    are those of `run_agent`.
+    """
+    run = AgentRun(
+        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
+        merge_create_options(create_options, create_kwargs),
+    )  # fmt: skip
+    yield from _turns(client, run, stream, on_tool_call, on_tool_result)
+
+
+def run_agent(
+    client: Any,
+    *,
+    model: str,
+    messages: Any,
+    dispatcher: Dispatcher,
+    api: Literal["chat", "responses"] = "chat",
+    max_turns: int = 10,
+    max_repeats: int = 2,
+    on_tool_call: ToolCallHook | None = None,
+    on_tool_result: ToolResultHook | None = None,
+    on_max_turns: Literal["return", "raise"] = "return",
+    stream: bool = False,
+    create_options: Mapping[str, Any] | None = None,
+    **create_kwargs: Unpack[CreateOptions],
 ) -> AgentResult:
-    """The asyncio twin of `run_agent`, for `openai.AsyncOpenAI`."""
-    async for event in astream_agent(
-        client,
-        model=model,
-        messages=messages,
-        dispatcher=dispatcher,
-        **{"stream": False, **options},
-    ):
+    """Run a tool-calling conversation to its end with `openai.OpenAI` (or any compatible
+    server), and return the `AgentResult`.
+
+    Each turn passes the registry's definitions as ``tools=``, runs the turn's calls
+    concurrently through ``dispatcher.run_many``, and appends a clean assistant message and
+    the tool messages in call order to `messages`. It stops at a final answer
+    (``outcome="completed"``), after `max_turns` (``"max_turns"``, or `MaxTurnsExceeded` with
+    ``on_max_turns="raise"``), or when the model's output is cut off (``"length"``; calls cut
+    mid-way are answered ``incomplete_call``).
+
+    Parameters, beside the `client`: `model`; `messages`, the conversation (a list, extended in
+    place, or a string for one user message); `dispatcher`; ``api="chat" | "responses"``;
+    `max_turns` (10); `max_repeats` (2, the loop guard: a call repeated more often is answered
+    ``repeated_call``); `on_tool_call` (return False or a reason to deny a call);
+    `on_tool_result`; `on_max_turns` (``"return"`` or ``"raise"``: `MaxTurnsExceeded`);
+    `stream` (False: each answer whole; True: streamed, as `stream_agent` does).
+
+    Options for the model's ``create()`` go through unchanged: as keywords typed by
+    `CreateOptions` (``temperature=0``, ``tool_choice=``, ``stream_options=``…), or in
+    `create_options` (any option your client takes). ``model``, ``messages``, ``input``,
+    ``tools`` and ``stream`` belong to the loop; passing one there raises `ConfigurationError`.
+    """
+    run = AgentRun(
+        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
+        merge_create_options(create_options, create_kwargs),
+    )  # fmt: skip
+    for event in _turns(client, run, stream, on_tool_call, on_tool_result):
+        if isinstance(event, RunFinished):
+            return event.result
+    raise AssertionError("the loop ended without a result")  # pragma: no cover
+
+
+async def astream_agent(
+    client: Any,
+    *,
+    model: str,
+    messages: Any,
+    dispatcher: AsyncDispatcher,
+    api: Literal["chat", "responses"] = "chat",
+    max_turns: int = 10,
+    max_repeats: int = 2,
+    on_tool_call: ToolCallHook | None = None,
+    on_tool_result: ToolResultHook | None = None,
+    on_max_turns: Literal["return", "raise"] = "return",
+    stream: bool = True,
+    create_options: Mapping[str, Any] | None = None,
+    **create_kwargs: Unpack[CreateOptions],
+) -> AsyncIterator[AgentEvent]:
+    """The asyncio twin of `stream_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
+    run = AgentRun(
+        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
+        merge_create_options(create_options, create_kwargs),
+    )  # fmt: skip
+    async for event in _aturns(client, run, stream, on_tool_call, on_tool_result):
+        yield event
+
+
+async def arun_agent(
+    client: Any,
+    *,
+    model: str,
+    messages: Any,
+    dispatcher: AsyncDispatcher,
+    api: Literal["chat", "responses"] = "chat",
+    max_turns: int = 10,
+    max_repeats: int = 2,
+    on_tool_call: ToolCallHook | None = None,
+    on_tool_result: ToolResultHook | None = None,
+    on_max_turns: Literal["return", "raise"] = "return",
+    stream: bool = False,
+    create_options: Mapping[str, Any] | None = None,
+    **create_kwargs: Unpack[CreateOptions],
+) -> AgentResult:
+    """The asyncio twin of `run_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
+    run = AgentRun(
+        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
+        merge_create_options(create_options, create_kwargs),
+    )  # fmt: skip
+    async for event in _aturns(client, run, stream, on_tool_call, on_tool_result):
         if isinstance(event, RunFinished):
             return event.result
     raise AssertionError("the loop ended without a result")  # pragma: no cover

@@ -14,17 +14,16 @@ from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
 from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
-from ._dispatch import _Base, _Begun
+from ._dispatch_base import BaseDispatcher, Begun, documented
 from ._exceptions import ClosedError, ToolCallError
-from ._handlers import Handler, HttpRequest
-from ._outcome import Failure, Outcome
+from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry
 from ._retry import RetryPolicy, async_retrying, should_retry
 from ._shapes import ToolMessage
 from ._tracing import tool_call as tool_call_scope
 from ._transport import AsyncTransport
-from .tools import Tool
+from .tools import Handler, Tool
 
 __all__ = ["AsyncDispatcher"]
 
@@ -33,7 +32,13 @@ async def _asyncio_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-class AsyncDispatcher(_Base):
+@documented(
+    "`httpx.AsyncClient`",
+    "aclose()",
+    "an async function that waits between attempts",
+    "``asyncio.sleep``",
+)
+class AsyncDispatcher(BaseDispatcher):
     """The asyncio twin of `Dispatcher`, on a pooled `httpx.AsyncClient`."""
 
     def __init__(
@@ -79,7 +84,7 @@ class AsyncDispatcher(_Base):
             raise ClosedError("this AsyncDispatcher was closed; make a new one")
         return await self._complete(self._begin(call))
 
-    async def _complete(self, begun: _Begun) -> ToolResult:
+    async def _complete(self, begun: Begun) -> ToolResult:
         tool_call, prepared, started = begun
         with tool_call_scope(tool_call):
             if isinstance(prepared, ToolCallError):
@@ -118,7 +123,7 @@ class AsyncDispatcher(_Base):
 
     async def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
         tasks: list[asyncio.Future[ToolResult]] = []
-        begun: list[_Begun] = []
+        begun: list[Begun] = []
         unique: list[int] = []
         copies: dict[int, int] = {}
         try:

@@ -95,7 +95,7 @@ class BodyReader:
         except zlib.error as exc:
             raise Undecodable(f"the compressed body is corrupt ({exc})") from None
 
-    def finish(self) -> bytes:
+    def decoded(self) -> bytes:
         """The decoded body; raises `Undecodable` when a compressed body was cut short."""
         if self._inflater is not None:
             try:

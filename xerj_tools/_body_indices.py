@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._validation import json_path
+from ._problems import json_path
 
 __all__ = ["WRAPPER", "may_name_indices", "named_indices"]
 

@@ -193,7 +193,7 @@ def _validate_in(
         raise UsageError("the input is not UTF-8 text") from None
     if err.isatty() and summary.calls >= 10_000:
         err.write("\n")
-    writer.finish(summary)
+    writer.summarize(summary)
     return 1 if summary.failed else 0
 
 

@@ -39,15 +39,14 @@ from ._exceptions import (
     UnknownToolError,
 )
 from ._format import dumps, engine_error, error_payload
-from ._handlers import Handler, HttpRequest
 from ._listing import LISTING_TTL, IndexListing, list_indices
-from ._outcome import Outcome, Reply
+from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
 from ._validation import integral_numbers
-from .tools import Received, Tool, reading_tool, tool_table
+from .tools import Handler, Received, Tool, reading_tool, tool_table
 from .tools._paths import dot_segment
 
 __all__ = ["DispatchCore", "ToolResult"]
@@ -273,7 +272,7 @@ class DispatchCore:
             rerank_fallback(outcome.status)
             request = request.without_rerank()
             outcome, attempts = yield request
-        payload = self.finish(prepared.tool or tool, request, outcome, attempts, note)
+        payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
         if payload.get("error", {}).get("code") == "index_not_found" and (
             prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
         ):
@@ -289,7 +288,7 @@ class DispatchCore:
     def _allowed_indices(self, names: list[str], limit: int = 50) -> list[str]:
         return [n for n in names if self.policy.allows_index(n)][:limit]
 
-    def finish(
+    def payload_for(
         self,
         tool: Tool | str,
         request: HttpRequest,

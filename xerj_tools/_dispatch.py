@@ -1,6 +1,7 @@
 """The dispatcher: run a model's tool calls against XERJ and return tool messages (sync).
 
-`_Base` holds what both dispatchers share; `AsyncDispatcher` lives in `_async_dispatch`.
+`BaseDispatcher` (`_dispatch_base`) holds what both dispatchers share; `AsyncDispatcher` lives in
+`_async_dispatch`.
 """
 
 from __future__ import annotations
@@ -17,161 +18,24 @@ import httpx
 
 from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
-from ._core import DispatchCore, Flow, Prepared, ToolResult
+from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
-from ._exceptions import ClosedError, ConfigurationError, ToolCallError
-from ._handlers import Handler, HttpRequest
-from ._outcome import Failure, Outcome
+from ._dispatch_base import BaseDispatcher, Begun, documented
+from ._exceptions import ClosedError, ToolCallError
+from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
-from ._registry import ToolRegistry, load_registry
+from ._registry import ToolRegistry
 from ._retry import RetryPolicy, retrying, should_retry
-from ._shapes import ToolCall, ToolMessage, parse_tool_call, parse_turn
+from ._shapes import ToolMessage
 from ._tracing import tool_call as tool_call_scope
-from ._transport import Endpoint, SyncTransport, TransportSettings
-from .tools import Tool
+from ._transport import SyncTransport
+from .tools import Handler, Tool
 
 __all__ = ["Dispatcher"]
 
 
-_Begun = tuple[ToolCall, "Prepared | ToolCallError", float]
-
-
-class _Base:
-    def __init__(
-        self,
-        registry: ToolRegistry | None,
-        *,
-        url: str | Sequence[str] | None,
-        api_key: str | None,
-        authorization: str | None,
-        handlers: Mapping[str, Handler] | None,
-        tools: Sequence[Tool],
-        retry: RetryPolicy | None,
-        rerank_fallback: bool,
-        rerank_memory_seconds: float,
-        connect_timeout: float,
-        read_timeout: float,
-        verify: bool | str | ssl.SSLContext,
-        pool_size: int,
-        max_response_bytes: int,
-        repair: bool,
-        budget: int | Budget,
-        budgets: Mapping[str, int | Budget] | None,
-        max_buckets: int,
-        policy: Policy | None,
-        clock: Callable[[], float],
-        deadline: float = DEFAULT_DEADLINE,
-    ) -> None:
-        if not (0 < deadline < float("inf")):
-            raise ConfigurationError("deadline must be a positive number of seconds")
-        self.deadline = deadline
-        self._core = DispatchCore(
-            registry if registry is not None else load_registry(),
-            handlers,
-            tools=tools,
-            rerank_fallback=rerank_fallback,
-            rerank_memory_seconds=rerank_memory_seconds,
-            repair=repair,
-            budget=budget,
-            budgets=budgets,
-            max_buckets=max_buckets,
-            policy=policy,
-            clock=clock,
-        )
-        self.registry, self.policy = self._core.registry, self._core.policy
-        self._endpoint = Endpoint.create(url, api_key=api_key, authorization=authorization)
-        self._settings = TransportSettings(
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            verify=verify,
-            pool_size=pool_size,
-            max_response_bytes=min(
-                max_response_bytes, self.policy.max_response_bytes or max_response_bytes
-            ),
-        )
-        self.retry = retry if retry is not None else RetryPolicy()
-        self._closed = False
-
-    @property
-    def url(self) -> str:
-        """The (first) node's base URL."""
-        return self._endpoint.base_url
-
-    @property
-    def urls(self) -> tuple[str, ...]:
-        return self._endpoint.base_urls
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(url={self.url!r}, tools={list(self.registry.names)!r})"
-
-    def _begin(self, call: Any) -> _Begun:
-        started, tool_call = self._core.clock(), parse_tool_call(call)
-        return tool_call, self._core.prepare(tool_call), started
-
-    def _open_turn(
-        self, calls: Iterable[Any], transcript: list[Any] | None
-    ) -> tuple[PendingAnswers, float]:
-        """Parse a turn's calls and put a ``cancelled`` answer to each into `transcript` at
-        once, to be replaced by the real ones (see `_answers`)."""
-        if self._closed:
-            raise ClosedError(f"this {type(self).__name__} was closed; make a new one")
-        started = self._core.clock()
-        return PendingAnswers(transcript, parse_turn(calls)), started
-
-    def _plan(
-        self, calls: Sequence[ToolCall], started: float
-    ) -> tuple[list[_Begun], list[int], dict[int, int]]:
-        """Prepare every call; pick the ones to send (identical valid calls are sent once)."""
-        begun: list[_Begun] = [(c, self._core.prepare(c), started) for c in calls]
-        first_of: dict[str, int] = {}
-        unique: list[int] = []
-        copies: dict[int, int] = {}
-        if len(begun) < 2:
-            return begun, list(range(len(begun))), copies
-        for i, (_, prepared, _) in enumerate(begun):
-            if isinstance(prepared, Prepared) and prepared.key in first_of:
-                copies[i] = first_of[prepared.key]
-                continue
-            if isinstance(prepared, Prepared):
-                first_of[prepared.key] = i
-            unique.append(i)
-        return begun, unique, copies
-
-    def _assemble(
-        self, begun: list[_Begun], unique: list[int], copies: dict[int, int], done: list[ToolResult]
-    ) -> list[ToolResult]:
-        by_index = dict(zip(unique, done, strict=True))
-        for i, original in copies.items():
-            tool_call, _, started = begun[i]
-            by_index[i] = self._core.duplicate(tool_call, by_index[original], started)
-        return [by_index[i] for i in range(len(begun))]
-
-    def _salvage(
-        self,
-        answers: PendingAnswers,
-        started: float,
-        copies: dict[int, int],
-        finished: dict[int, ToolResult],
-    ) -> None:
-        """An interrupted turn: what finished, and ``cancelled`` for the rest."""
-        for i in answers.unanswered():
-            call, source = answers.calls[i], copies.get(i, i)
-            if source not in finished:
-                result = self._core.cancelled(call, started)
-            elif source != i:
-                result = self._core.duplicate(call, finished[source], started)
-            else:
-                result = finished[source]
-            answers.put(i, result.message)
-
-    @staticmethod
-    def _answer_all(answers: PendingAnswers, results: list[ToolResult]) -> list[ToolResult]:
-        for i, result in enumerate(results):
-            answers.put(i, result.message)
-        return results
-
-
-class Dispatcher(_Base):
+@documented("`httpx.Client`", "close()", "how to wait between attempts", "``time.sleep``")
+class Dispatcher(BaseDispatcher):
     """Runs tool calls against XERJ with a pooled `httpx.Client`; thread-safe.
 
     ``dispatch(call)`` takes a Chat Completions tool call, a Responses ``function_call`` item or
@@ -245,7 +109,7 @@ class Dispatcher(_Base):
             self._lock.notify_all()
 
     def _submit(
-        self, begun: list[_Begun], unique: list[int], cancel: threading.Event
+        self, begun: list[Begun], unique: list[int], cancel: threading.Event
     ) -> list[Future[ToolResult]]:
         with self._lock:  # one pool, however many threads start a turn at once
             if self._pool is None:
@@ -256,7 +120,7 @@ class Dispatcher(_Base):
                 for i in unique
             ]
 
-    def _complete(self, begun: _Begun, cancel: threading.Event | None = None) -> ToolResult:
+    def _complete(self, begun: Begun, cancel: threading.Event | None = None) -> ToolResult:
         tool_call, prepared, started = begun
         with tool_call_scope(tool_call):
             if isinstance(prepared, ToolCallError):
@@ -288,7 +152,7 @@ class Dispatcher(_Base):
     def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
         cancel = threading.Event()
         futures: list[Future[ToolResult]] = []
-        begun: list[_Begun] = []
+        begun: list[Begun] = []
         unique: list[int] = []
         copies: dict[int, int] = {}
         try:

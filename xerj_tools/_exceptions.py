@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._validation import Problem
+    from ._problems import Problem
 
 __all__ = [
     "ArgumentsError",

@@ -14,7 +14,8 @@ from typing import Any
 
 __all__ = ["compile_check"]
 
-Check = Callable[[Any], bool]
+Predicate = Callable[[Any], bool]
+"""Says whether one value is valid; yes/no, no explanation (jsonschema explains)."""
 _IGNORED = frozenset({"description", "title", "examples", "$comment", "default"})
 _SUPPORTED = (
     frozenset({"type", "properties", "required", "items", "enum", "additionalProperties"})
@@ -22,7 +23,7 @@ _SUPPORTED = (
 )
 
 
-def _type_check(name: str) -> Check | None:
+def _type_check(name: str) -> Predicate | None:
     if name == "object":
         return lambda v: isinstance(v, dict)
     if name == "array":
@@ -43,14 +44,14 @@ def _type_check(name: str) -> Check | None:
     return None
 
 
-def compile_check(schema: Any) -> Check | None:
+def compile_check(schema: Any) -> Predicate | None:
     """A closure that returns True only for instances `schema` accepts, or None when the schema
     steps outside the supported subset."""
     if schema is True or (isinstance(schema, Mapping) and not schema):
         return lambda v: True
     if not isinstance(schema, Mapping) or not set(schema) <= _SUPPORTED:
         return None
-    checks: list[Check] = []
+    checks: list[Predicate] = []
     declared = schema.get("type")
     if declared is not None:
         names = [declared] if isinstance(declared, str) else declared
@@ -71,7 +72,7 @@ def compile_check(schema: Any) -> Check | None:
     properties = schema.get("properties", {})
     if not isinstance(properties, Mapping):
         return None
-    compiled: dict[str, Check] = {}
+    compiled: dict[str, Predicate] = {}
     for key, sub in properties.items():
         check = compile_check(sub)
         if check is None:

@@ -9,9 +9,8 @@ from typing import Any
 
 from ._body import clean
 from ._exceptions import ArgumentsError, EngineError, ToolCallError
-from ._handlers import HttpRequest
 from ._hints import block_hint
-from ._outcome import Failure, Reply
+from ._models import Failure, HttpRequest, Reply
 from ._retry import rerank_refusal, retry_after_seconds
 
 __all__ = [

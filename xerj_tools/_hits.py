@@ -7,9 +7,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._handlers import VECTOR_SUFFIXES
-from ._outcome import Reply
-from ._source_view import SourceView, _is_vector
+from ._models import Reply
+from ._source_view import VECTOR_SUFFIXES, SourceView, _is_vector
 
 __all__ = ["decode_search", "hit", "shard_reasons"]
 

@@ -23,8 +23,7 @@ import threading
 from collections.abc import Callable, Generator
 from typing import Any
 
-from ._handlers import HttpRequest
-from ._outcome import Outcome, Reply
+from ._models import HttpRequest, Outcome, Reply
 
 __all__ = ["CAT_INDICES", "LISTING_TTL", "RESOLVE_ALL", "IndexListing", "list_indices"]
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from ._bounds import MAX_ARGUMENT_DEPTH, TooDeep, loads
+from ._problems import Problem, ValidationResult
 from ._registry import ToolRegistry
 from ._shapes import SHAPES, shape_named
-from ._validation import Problem, ValidationResult
 
 __all__ = [
     "CallReport",

@@ -8,13 +8,14 @@ a policy one tenant's agent could read another's memories through the search too
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._body_indices import WRAPPER, named_indices
 from ._exceptions import ConfigurationError, ToolCallError
-from ._handlers import HttpRequest
+from ._models import HttpRequest
 
 if TYPE_CHECKING:
     from .tools import Tool
@@ -167,8 +168,18 @@ class Policy:
         return None
 
     def check_size(self, raw: Any) -> PolicyDenied | None:
-        """Refuse an arguments string that is too large, before it is even decoded."""
-        if self.max_argument_bytes is None or not isinstance(raw, (str, bytes)):
+        """Refuse arguments that are too large before they are validated: text (Chat Completions,
+        Responses) as it came, an object that came decoded (an Anthropic ``tool_use`` input) by
+        the size of its JSON text, so that the cap holds for every wire shape."""
+        if self.max_argument_bytes is None:
+            return None
+        if isinstance(raw, Mapping):
+            try:
+                raw = json.dumps(raw, ensure_ascii=False, default=str)
+            except (ValueError, TypeError, RecursionError):
+                # Not JSON (a cycle, nested past the stack): validation refuses it with its reason.
+                return None
+        if not isinstance(raw, (str, bytes)):
             return None
         size = len(raw.encode() if isinstance(raw, str) else raw)
         if size > self.max_argument_bytes:

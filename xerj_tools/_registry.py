@@ -17,8 +17,9 @@ from jsonschema.protocols import Validator
 
 from ._exceptions import ToolDefinitionError
 from ._fastcheck import compile_check
+from ._problems import Check, ValidationResult
 from ._shapes import ANTHROPIC, CHAT, RESPONSES
-from ._validation import Check, ValidationResult, validate_arguments
+from ._validation import validate_arguments
 
 __all__ = ["ToolRegistry", "ToolSpec", "load_registry"]
 

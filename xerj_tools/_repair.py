@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._bounds import TooDeep, loads
-from ._validation import json_path
+from ._problems import json_path
 
 __all__ = ["repair_arguments"]
 

@@ -46,7 +46,7 @@ class TextReport:
     def abort(self, message: str) -> None:
         pass  # the error goes to stderr; what was written stands
 
-    def finish(self, summary: Any) -> None:
+    def summarize(self, summary: Any) -> None:
         noun = "call" if summary.calls == 1 else "calls"
         self.out.write(
             f"{summary.calls} {noun}: {summary.valid} valid ({summary.repaired} after repair), "
@@ -87,6 +87,6 @@ class JsonReport:
         if self.started:  # keep stdout one valid document
             self.out.write("]," + _json_line({"error": message})[1:] + "\n")
 
-    def finish(self, summary: Any) -> None:
+    def summarize(self, summary: Any) -> None:
         totals = {k: v for k, v in summary.as_dict().items() if k != "results"}
         self.out.write(self._open() + "]," + _json_line(totals)[1:] + "\n")

@@ -9,8 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._handlers import HttpRequest
-from ._outcome import Failure, Outcome, Reply
+from ._models import Failure, HttpRequest, Outcome, Reply
 from ._tracing import backoff
 
 if TYPE_CHECKING:  # tenacity is imported when a dispatcher first retries, not by offline validation

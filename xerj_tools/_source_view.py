@@ -16,9 +16,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._handlers import VECTOR_SUFFIXES, HttpRequest
+from ._models import HttpRequest
 
-__all__ = ["SourceView", "source_view"]
+__all__ = ["VECTOR_SUFFIXES", "SourceView", "source_view"]
+
+# XERJ keeps each semantic_text field's embedding inside `_source` as `<field>_vector`, and a
+# document longer than one chunk also its passage embeddings as `<field>_vector_chunks`
+# (index.rs:5077, 5277-5289 at e6e8e6a). Its `_source` filter cannot drop them by pattern: on
+# the general path a `*` is a trailing wildcard only (index.rs:15826-15832 `field_matches`,
+# used by `filter_object` when no pattern has a dot), so `*_vector` matches no field; and kNN
+# and `semantic` searches return before any `_source` filter runs (index.rs:6690-6726,
+# 6786-6787 return from `search_inner` ahead of `apply_source_filter` at 9930). So requests name
+# exact fields, where a search names them (`tools._search._vector_fields`), and those that still
+# arrive are dropped while the answer is decoded (here, and `_hits.decode_search`).
+VECTOR_SUFFIXES = ("_vector", "_vector_chunks")
 
 
 def _strings(value: Any) -> tuple[str, ...]:

@@ -9,12 +9,12 @@ from typing import Any, TypeVar
 
 from ._tracing import NAME_LIMIT, active_tracer, mark_failed, use_span
 
-__all__ = ["NO_TURN", "Turn", "turn"]
+__all__ = ["NO_TURN", "TurnSpan", "turn"]
 
 _T = TypeVar("_T")
 
 
-class Turn:
+class TurnSpan:
     """One turn of the agent loop as a span; made current only where no ``yield`` intervenes
     (around the model request and the turn's tool calls), so no context leaks to the caller."""
 
@@ -73,7 +73,7 @@ class Turn:
             raise
 
     def end(
-        self, finish: str | None = None, calls: int = 0, error: BaseException | None = None
+        self, finish_reason: str | None = None, calls: int = 0, error: BaseException | None = None
     ) -> None:
         span, self._span = self._span, None  # ends once
         if span is None or self._api is None:
@@ -82,15 +82,15 @@ class Turn:
             mark_failed(self._api, span, type(error).__qualname__)
         else:
             span.set_attribute("xerj_tools.tool_calls", calls)
-            if finish is not None:
-                span.set_attribute("gen_ai.response.finish_reasons", [finish])
+            if finish_reason is not None:
+                span.set_attribute("gen_ai.response.finish_reasons", [finish_reason])
         span.end()
 
 
-NO_TURN = Turn()
+NO_TURN = TurnSpan()
 
 
-def turn(number: int, model: str, api_name: str) -> Turn:
+def turn(number: int, model: str, api_name: str) -> TurnSpan:
     """Start turn `number` of an agent run (under whatever span is current)."""
     traced = active_tracer()
     if traced is None:
@@ -105,4 +105,4 @@ def turn(number: int, model: str, api_name: str) -> Turn:
             "gen_ai.request.model": model[:NAME_LIMIT],
         },
     )
-    return Turn(api, span)
+    return TurnSpan(api, span)

@@ -23,14 +23,13 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._outcome import Failure, Outcome, Reply
+from ._models import Failure, HttpRequest, Outcome, Reply
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
     from ._calls import ToolCall
     from ._core import ToolResult
-    from ._handlers import HttpRequest
 
 __all__ = ["attempt", "backoff", "node_rested", "record", "rerank_fallback", "tool_call"]
 

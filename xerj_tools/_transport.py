@@ -21,8 +21,7 @@ import httpx
 from ._body import TooLarge, Undecodable, read_async, reader
 from ._deadline import Deadline, guard, running, timeouts
 from ._exceptions import ConfigurationError
-from ._handlers import HttpRequest
-from ._outcome import Failure, Outcome, Reply
+from ._models import Failure, HttpRequest, Outcome, Reply
 from ._pool import AsyncClientKeeper
 from ._tracing import attempt, node_rested
 
@@ -312,7 +311,7 @@ class SyncTransport:
                     body.feed(chunk)
                     if deadline.expired:
                         return _late(deadline, node)
-                return Reply(response.status_code, response.headers, body.finish(), node)
+                return Reply(response.status_code, response.headers, body.decoded(), node)
         except TooLarge:
             return _too_large(limit, node)
         except Undecodable as exc:
@@ -377,7 +376,7 @@ class AsyncTransport:
                         body.feed(response.content)
                     elif not await read_async(response, body, deadline):
                         return _late(deadline, node)
-                    return Reply(response.status_code, response.headers, body.finish(), node)
+                    return Reply(response.status_code, response.headers, body.decoded(), node)
         except TooLarge:
             return _too_large(limit, node)
         except Undecodable as exc:

@@ -15,8 +15,8 @@ from ._usage import TokenUsage
 __all__ = [
     "AgentEvent",
     "AgentResult",
-    "Outcome",
     "RunFinished",
+    "RunOutcome",
     "TextDelta",
     "ToolCallStarted",
     "ToolResultEvent",
@@ -24,7 +24,8 @@ __all__ = [
     "TurnFinished",
 ]
 
-Outcome = Literal["completed", "max_turns", "length", "content_filter"]
+RunOutcome = Literal["completed", "max_turns", "length", "content_filter"]
+"""Why a run ended (`AgentResult.outcome`)."""
 
 
 @dataclass
@@ -45,7 +46,7 @@ class AgentResult:
     """The end of a run: why it ended, the final text, the whole transcript and the figures:
     per tool (`tool_stats`) and the model's tokens summed over the run (`usage`)."""
 
-    outcome: Outcome
+    outcome: RunOutcome
     output_text: str
     transcript: list[Any]
     turns: int
@@ -115,14 +116,14 @@ def record(stats: dict[str, ToolStats], result: Any) -> None:
     entry.max_latency = max(entry.max_latency, result.elapsed)
 
 
-def incomplete_reason(finish: str) -> str:
-    return f"your output was cut off (finish_reason {finish}) before this call's arguments were complete"
+def incomplete_reason(finish_reason: str) -> str:
+    return f"your output was cut off (finish_reason {finish_reason}) before this call's arguments were complete"
 
 
-def final_outcome(finish: str) -> Outcome:
-    if finish == "length":
+def final_outcome(finish_reason: str) -> RunOutcome:
+    if finish_reason == "length":
         return "length"
-    if finish == "content_filter":
+    if finish_reason == "content_filter":
         return "content_filter"
     return "completed"
 

@@ -3,89 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from ._bounds import TooDeep, loads, may_overflow, value_problem
+from ._problems import Check, Problem, ValidationResult, json_path, json_type
+from ._repair import repair_arguments
 
-__all__ = ["Check", "Problem", "ValidationResult", "json_path", "validate_arguments"]
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    """One thing wrong with a call's arguments: where (a JSON path such as
-    ``$.queries[0].query``) and what, in words a model can act on."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "message": self.message}
-
-
-Check = Callable[[Mapping[str, Any]], Iterable[Problem]]
-"""A check beyond JSON Schema: takes decoded arguments, yields problems. It must tolerate
-arguments that failed the schema (it runs anyway, so that every problem is reported at once)."""
-
-
-@dataclass(frozen=True)
-class ValidationResult:
-    """The outcome of `ToolRegistry.validate`: `ok`, the decoded `arguments`, and all `problems`.
-
-    `arguments` is None when the input could not be decoded into a JSON object.
-    """
-
-    ok: bool
-    arguments: dict[str, Any] | None
-    problems: tuple[Problem, ...] = ()
-    repairs: tuple[str, ...] = ()
-    decode_error: bool = field(default=False, repr=False)
-
-    @classmethod
-    def failure(cls, path: str, message: str, *, decode_error: bool = False) -> ValidationResult:
-        return cls(False, None, (Problem(path, message),), decode_error=decode_error)
-
-    def summary(self) -> str:
-        return "; ".join(str(p) for p in self.problems)
-
-
-def json_path(parts: Iterable[str | int]) -> str:
-    """Render path parts as a JSON path: ``["queries", 0, "query"]`` -> ``$.queries[0].query``."""
-    out = "$"
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _IDENTIFIER.match(part):
-            out += f".{part}"
-        else:
-            out += "[" + json.dumps(part) + "]"
-    return out
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+__all__ = ["decode_arguments", "integral_numbers", "validate_arguments"]
 
 
 def _preview(value: Any, limit: int = 60) -> str:
@@ -103,7 +31,7 @@ def _schema_problem(error: ValidationError) -> Problem:
     if error.validator == "type":
         expected = error.validator_value
         names = " or ".join(expected) if isinstance(expected, list) else str(expected)
-        got = _json_type(error.instance)
+        got = json_type(error.instance)
         hint = ""
         if got == "string" and isinstance(error.instance, str):
             hint = f" {_preview(error.instance)}"
@@ -138,7 +66,7 @@ def decode_arguments(raw: object) -> tuple[Any, Problem | None]:
     if not isinstance(raw, str):
         return None, Problem(
             "$",
-            f"arguments must be a JSON object encoded as a string, got {_json_type(raw)}",
+            f"arguments must be a JSON object encoded as a string, got {json_type(raw)}",
         )
     if not raw.strip():
         return {}, None
@@ -193,7 +121,7 @@ def validate_arguments(
         return ValidationResult(
             False,
             None,
-            (Problem("$", f"arguments must be a JSON object, got {_json_type(value)}"),),
+            (Problem("$", f"arguments must be a JSON object, got {json_type(value)}"),),
             decode_error=True,
         )
     # Decoded text is no deeper than the limit already, but a number too large for a float
@@ -207,8 +135,6 @@ def validate_arguments(
     if not problems:
         return ValidationResult(True, value)
     if repair:
-        from ._repair import repair_arguments
-
         try:
             repaired, repairs = repair_arguments(value, validator.schema)  # type: ignore[arg-type]
         except TooDeep as exc:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ArgumentsError
-from .._validation import Problem, _json_type
+from .._problems import Problem, json_type
 from ._base import ToolCall, ToolMessage, WireShape, get
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class Anthropic(WireShape):
         if isinstance(arguments, Mapping):
             return None
         json_like = isinstance(arguments, (str, int, float, list)) or arguments is None
-        kind = _json_type(arguments) if json_like else type(arguments).__name__
+        kind = json_type(arguments) if json_like else type(arguments).__name__
         reason = f"input must be a JSON object of the tool's arguments, got {kind}"
         return ArgumentsError(reason, problems=(Problem("$", reason),))
 

@@ -140,7 +140,7 @@ class Step:
     text: str
     calls: list[ToolCall]
     items: list[dict[str, Any]]
-    finish: str
+    finish_reason: str
     usage: TokenUsage | None = None
 
 

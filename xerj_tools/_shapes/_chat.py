@@ -87,8 +87,8 @@ def chat_step(completion: Any) -> Step:
     item: dict[str, Any] = {"role": "assistant", "content": text or None}
     if wire:
         item["tool_calls"] = wire
-    finish = str(get(choice, "finish_reason") or "stop")
-    return Step(text, calls, [item], finish, read_usage(completion))
+    finish_reason = str(get(choice, "finish_reason") or "stop")
+    return Step(text, calls, [item], finish_reason, read_usage(completion))
 
 
 @dataclass
@@ -97,7 +97,7 @@ class ChatAssembler:
 
     text: list[str] = field(default_factory=list)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
-    finish: str = ""  # stays empty when the stream ends without a finish_reason
+    finish_reason: str = ""  # stays empty when the stream ends without a finish_reason
     usage: TokenUsage | None = None  # sent last, when asked for with stream_options
 
     def feed(self, chunk: Any) -> str | None:
@@ -119,7 +119,7 @@ class ChatAssembler:
                 slot["name"] += get(function, "name") or ""
                 slot["arguments"] += get(function, "arguments") or ""
         if get(choice, "finish_reason"):
-            self.finish = str(get(choice, "finish_reason"))
+            self.finish_reason = str(get(choice, "finish_reason"))
         content = get(delta, "content") if delta is not None else None
         if content:
             self.text.append(content)
@@ -140,7 +140,7 @@ class ChatAssembler:
             ],
         }
         # A stream that stopped without a finish_reason cut the turn off: its calls are not whole.
-        finish = self.finish or ("length" if self.calls else "stop")
-        step = chat_step({"choices": [{"message": message, "finish_reason": finish}]})
+        finish_reason = self.finish_reason or ("length" if self.calls else "stop")
+        step = chat_step({"choices": [{"message": message, "finish_reason": finish_reason}]})
         step.usage = self.usage
         return step

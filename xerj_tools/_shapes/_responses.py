@@ -117,10 +117,10 @@ def responses_step(response: Any) -> Step:
     details = get(response, "incomplete_details")
     reason = get(details, "reason") if details is not None else None
     if status == "incomplete":
-        finish = "content_filter" if reason == "content_filter" else "length"
+        finish_reason = "content_filter" if reason == "content_filter" else "length"
     else:
-        finish = "tool_calls" if calls else "stop"
-    return Step("".join(texts), calls, items, finish, read_usage(response))
+        finish_reason = "tool_calls" if calls else "stop"
+    return Step("".join(texts), calls, items, finish_reason, read_usage(response))
 
 
 @dataclass

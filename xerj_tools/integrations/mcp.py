@@ -22,7 +22,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -48,6 +48,7 @@ from ._policy_file import load_policy_file
 __all__ = [
     "ToolHints",
     "build_server",
+    "instructions",
     "list_tools",
     "load_policy_file",
     "parse_bind",
@@ -59,13 +60,21 @@ __all__ = [
 
 logger = logging.getLogger("xerj_tools")
 
-INSTRUCTIONS = (
-    "Search a XERJ engine and keep agent memory. xerj_search runs the Elasticsearch query DSL; "
-    "xerj_semantic_search matches meaning over a semantic_text field; xerj_vector_search runs "
-    "kNN with your vector; xerj_hybrid_search fuses sub-queries; xerj_memory_store and "
-    "xerj_memory_recall keep and recall memories in a namespace. Every result is JSON with "
-    '"ok"; on "ok": false, read error.code and error.hint, fix the call and try again.'
-)
+
+def instructions(listing: Sequence[types.Tool]) -> str:
+    """The server's instructions: every tool it lists (by title, else its description's first
+    sentence), then how to read a result. Made from the listing, so a custom tool is named and
+    a tool the policy leaves out is not."""
+    named = "; ".join(f"{t.name}: {t.title or _first_sentence(t.description)}" for t in listing)
+    return (
+        f"Tools for a XERJ search engine: {named}. Every result is JSON with "
+        '"ok"; on "ok": false, read error.code and error.hint, fix the call and try again.'
+    )
+
+
+def _first_sentence(text: str | None, limit: int = 120) -> str:
+    first = (text or "").split(". ", 1)[0].strip().rstrip(".")
+    return (first if len(first) <= limit else first[: limit - 1] + "…") or "no description"
 
 
 @dataclass(frozen=True)
@@ -156,7 +165,7 @@ def build_server(dispatcher: AsyncDispatcher) -> Server[Any]:
         "xerj-tools",
         version=__version__,
         title="XERJ search and memory (xerj-tools)",
-        instructions=INSTRUCTIONS,
+        instructions=instructions(listing),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )

@@ -41,7 +41,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 if TYPE_CHECKING:
     from .._async_dispatch import AsyncDispatcher
-    from .._dispatch import Dispatcher, _Begun
+    from .._dispatch import Dispatcher
+    from .._dispatch_base import Begun
 
 __all__ = ["function_tools"]
 
@@ -107,7 +108,7 @@ class _Runner:
 
         return invoke
 
-    def _complete(self, begun: _Begun) -> Awaitable[ToolResult]:
+    def _complete(self, begun: Begun) -> Awaitable[ToolResult]:
         dispatcher: Any = self._dispatcher
         if self._native:
             result: Awaitable[ToolResult] = dispatcher._complete(begun)

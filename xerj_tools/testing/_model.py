@@ -55,13 +55,15 @@ def _chat_completion(turn: Turn, calls: list[tuple[str, str, str]], model: str) 
             {"id": cid, "type": "function", "function": {"name": name, "arguments": raw}}
             for cid, name, raw in calls
         ]
-    finish = turn.finish_reason or ("tool_calls" if calls else "stop")
+    finish_reason = turn.finish_reason or ("tool_calls" if calls else "stop")
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "created": 1764633600,
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+        ],
         "usage": dict(_CHAT_USAGE),
     }
 
@@ -72,13 +74,13 @@ _CHAT_USAGE = {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
 def _chat_chunks(
     turn: Turn, calls: list[tuple[str, str, str]], model: str, usage: bool = False
 ) -> Iterator[dict[str, Any]]:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         return {
             "id": "chatcmpl-scripted",
             "object": "chat.completion.chunk",
             "created": 1764633600,
             "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
         }
 
     yield chunk({"role": "assistant", "content": ""})

@@ -12,16 +12,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
-from .._handlers import Handler, HttpRequest
+from .._models import HttpRequest
 from ._document import GET_DOCUMENT
 from ._memory import RECALL, STORE
 from ._search import HYBRID, SEARCH, SEMANTIC, VECTOR
-from ._tool import FitStrategy, Origin, Received, Tool, read_json
+from ._tool import FitStrategy, Handler, Origin, Received, Tool, read_json
 
 __all__ = [
     "HANDLERS",
     "XERJ_TOOLS",
     "FitStrategy",
+    "Handler",
     "Origin",
     "Received",
     "Tool",

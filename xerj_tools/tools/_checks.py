@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeGuard
 
-from .._validation import Check, Problem
+from .._problems import Check, Problem
 from ._paths import index_problem, namespace_problem
 
 __all__ = [

@@ -15,10 +15,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from .._format import engine_error, invalid, unusable
-from .._handlers import HttpRequest
-from .._outcome import Reply
+from .._models import HttpRequest, Reply
+from .._problems import Problem
 from .._source_view import SourceView
-from .._validation import Problem
 from ._paths import document_id_problem, index_problem, segment
 from ._tool import Received, Tool
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._format import engine_error, invalid, unusable
-from .._handlers import HttpRequest
+from .._models import HttpRequest
 from ._checks import recall_problems, store_problems
 from ._paths import segment
 from ._tool import Received, Tool, copy_args

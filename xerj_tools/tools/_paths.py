@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .._exceptions import ArgumentsError
-from .._validation import Problem
+from .._problems import Problem
 
 __all__ = ["document_id_problem", "dot_segment", "index_problem", "namespace_problem", "segment"]
 

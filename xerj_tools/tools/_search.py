@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._format import engine_error, invalid, unusable
-from .._handlers import HttpRequest
 from .._hits import decode_search, hit, shard_reasons
+from .._models import HttpRequest
 from .._source_view import source_view
 from ._checks import hybrid_problems, search_problems, semantic_problems, vector_problems
 from ._paths import segment

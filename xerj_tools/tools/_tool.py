@@ -8,14 +8,17 @@ from typing import Any, Literal
 
 from .._exceptions import EngineError
 from .._format import engine_error, unusable
-from .._handlers import Handler, HttpRequest
-from .._outcome import Reply
-from .._validation import Check
+from .._models import HttpRequest, Reply
+from .._problems import Check
 from ._checks import unknown_keys
 
 __all__ = [
-    "FitStrategy", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral", "read_json",
+    "FitStrategy", "Handler", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral", "read_json",
 ]  # fmt: skip
+
+Handler = Callable[[Mapping[str, Any]], HttpRequest]
+"""Turns validated arguments into an `HttpRequest`. Pure: no I/O, no clock."""
+
 
 FitStrategy = Literal["hits", "memories", "document", "json"]
 """How a result is fitted into the budget: a hit list (paged by `Tool.paging`), a memory list,

@@ -1,15 +1,50 @@
-"""What one attempt at a XERJ request produced: a reply, or a transport failure. Pure values."""
+"""The HTTP value types: the `HttpRequest` a tool builds, and what one attempt at it produced,
+a `Reply` or a `Failure` (together an `Outcome`). Pure values; nothing here does I/O."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
 from ._body import decode_json
 
-__all__ = ["Failure", "FailureKind", "Outcome", "Reply"]
+__all__ = ["Failure", "FailureKind", "HttpRequest", "Outcome", "Reply", "RequestKind"]
+
+# What a plain handler's reply is read as (``handlers={name: fn}``, see `xerj_tools.tools`), and
+# "listing" for the dispatcher's own index listing. A `Tool` reads its replies itself.
+RequestKind = Literal["search", "memory_store", "memory_recall", "listing", "other"]
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """One request to XERJ: method, percent-encoded path and JSON body.
+
+    `idempotent` says whether sending it twice is harmless; retries after the request may have
+    reached the server (timeouts, dropped connections) happen only when it is.
+    `notes` are sentences the model should read with the result (an argument that was dropped).
+    `kind` matters only for a plain handler's request: its reply is read as that kind's tool
+    reads it (``"search"``, ``"memory_store"``, ``"memory_recall"``; ``"other"``: the JSON).
+    """
+
+    method: str
+    path: str
+    body: Mapping[str, Any] | None = None
+    kind: RequestKind = "other"
+    idempotent: bool = True
+    notes: tuple[str, ...] = ()
+    params: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def reranked(self) -> bool:
+        """True when the body asks XERJ for its second-stage reranker."""
+        return self.body is not None and self.body.get("rerank") is not None
+
+    def without_rerank(self) -> HttpRequest:
+        body = {k: v for k, v in (self.body or {}).items() if k != "rerank"}
+        return replace(self, body=body)
+
 
 FailureKind = Literal[
     "unreachable", "timeout", "connection_lost", "too_large", "protocol", "cancelled", "deadline"

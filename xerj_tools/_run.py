@@ -1,0 +1,235 @@
+"""The state of one agent run, shared by the sync and async loops (`_agent`): its model
+requests, transcript, figures and loop guard, and the options it passes through to ``create()``."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from . import _trace_turns
+from ._answers import PendingAnswers
+from ._core import DispatchCore, ToolResult
+from ._exceptions import ConfigurationError, MaxTurnsExceeded
+from ._shapes import Assembler, Step, ToolCall, loop_shape
+from ._turns import (
+    AgentEvent,
+    AgentResult,
+    RunFinished,
+    ToolCallStarted,
+    ToolResultEvent,
+    ToolStats,
+    TurnFinished,
+    call_key,
+    deny_reason,
+    final_outcome,
+    incomplete_reason,
+    record,
+)
+from ._usage import TokenUsage
+
+__all__ = ["CUT_OFF", "LOOP_OWNED", "AgentRun", "CreateOptions", "merge_create_options"]
+
+CUT_OFF = ("length", "content_filter")  # the output ended before its calls were whole
+
+
+class CreateOptions(TypedDict, total=False):
+    """Options the loop hands to ``client.chat.completions.create`` / ``client.responses.create``
+    unchanged: the common ones, typed. Pass them as keywords (``temperature=0``) or in
+    ``create_options={...}``, which also takes any other option your client accepts."""
+
+    temperature: float
+    top_p: float
+    tool_choice: str | Mapping[str, Any]
+    parallel_tool_calls: bool
+    max_tokens: int  # Chat Completions
+    max_completion_tokens: int  # Chat Completions
+    max_output_tokens: int  # Responses
+    instructions: str  # Responses
+    reasoning: Mapping[str, Any]  # Responses
+    reasoning_effort: str  # Chat Completions
+    stream_options: Mapping[str, Any]  # Chat Completions, streamed
+    seed: int
+    stop: str | list[str]
+    user: str
+    metadata: Mapping[str, str]
+    extra_headers: Mapping[str, str]
+    extra_body: Mapping[str, Any]
+    timeout: float
+
+
+# What each request's loop sets itself: the model and the transcript (``messages`` for Chat
+# Completions, ``input`` for Responses) are its parameters, the tools come from the registry,
+# and streaming is its `stream` parameter.
+LOOP_OWNED = frozenset({"model", "messages", "input", "tools", "stream"})
+
+
+def merge_create_options(
+    options: Mapping[str, Any] | None, keywords: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`create_options` and the pass-through keywords as one dict; raises `ConfigurationError`
+    for a key given both ways or one the loop owns (`LOOP_OWNED`)."""
+    merged = dict(options or {})
+    if twice := sorted(set(merged) & set(keywords)):
+        raise ConfigurationError(
+            f"{', '.join(twice)} given both as a keyword and in create_options; pass it once"
+        )
+    merged.update(keywords)
+    if owned := sorted(set(merged) & LOOP_OWNED):
+        raise ConfigurationError(
+            f"create() option(s) {', '.join(owned)} belong to the loop: model= and messages= are "
+            "its own parameters, the tools come from the dispatcher's registry, and streaming is "
+            "its stream= parameter"
+        )
+    return merged
+
+
+class AgentRun:
+    """The state of one run, shared by every driver: transcript, figures, loop guard."""
+
+    def __init__(
+        self,
+        dispatcher: Any,
+        api: str,
+        model: str,
+        messages: Any,
+        max_turns: int,
+        max_repeats: int,
+        on_max_turns: str,
+        create_options: dict[str, Any],
+    ) -> None:
+        self.shape = loop_shape(api)  # the wire shape: definitions, requests, replies
+        if max_turns < 1 or max_repeats < 1:
+            raise ConfigurationError("max_turns and max_repeats must be at least 1")
+        if on_max_turns not in ("return", "raise"):
+            raise ConfigurationError("on_max_turns must be 'return' or 'raise'")
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        # A list is extended in place, so that the caller holds a valid transcript even when
+        # the run is interrupted.
+        self.transcript: list[Any] = messages if isinstance(messages, list) else list(messages)
+        self.dispatcher, self.model = dispatcher, model
+        self.core: DispatchCore = dispatcher._core
+        self.max_turns, self.max_repeats, self.on_max_turns = max_turns, max_repeats, on_max_turns
+        self.create_options = create_options
+        self.stats: dict[str, ToolStats] = {}
+        self.usage = TokenUsage()
+        self.seen: Counter[str] = Counter()
+        self.last_text = ""
+        self.answers = PendingAnswers(None, [])  # the current turn's
+        self.ready: dict[str, ToolResult] = {}  # its calls answered without XERJ
+        self.tools = self.shape.definitions(dispatcher.registry)
+        self.trace = _trace_turns.NO_TURN
+
+    def begin(self, turn: int) -> None:
+        """A turn starts: its span, when something traces."""
+        self.trace = _trace_turns.turn(turn, self.model, self.shape.name)
+
+    def request(self, stream: bool) -> dict[str, Any]:
+        request = {
+            "model": self.model,
+            str(self.shape.request_key): list(self.transcript),
+            "tools": self.tools,
+            **self.create_options,
+        }
+        if stream:
+            request["stream"] = True
+        return request
+
+    def create(self, client: Any) -> Any:
+        return self.trace.wrap(self.shape.create(client))
+
+    def step(self, response: Any) -> Step:
+        return self.shape.step(response)
+
+    def assembler(self) -> Assembler:
+        return self.shape.assembler()
+
+    def screen(self, call: ToolCall) -> ToolResult | None:
+        """The loop guard: a call repeated past `max_repeats` is answered without XERJ."""
+        key = call_key(call)
+        self.seen[key] += 1
+        if self.seen[key] > self.max_repeats:
+            times = self.seen[key] - 1
+            reason = (
+                f"this exact call was already made {times} times in this run; its result is above"
+            )
+            return self.answer(call, "repeated_call", reason)
+        return None
+
+    def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
+        with self.trace.use():  # its span, if any, belongs to the turn
+            return self.core.answer(call, code, reason)
+
+    def deny(self, call: ToolCall, verdict: Any) -> ToolResult | None:
+        reason = deny_reason(verdict)
+        return None if reason is None else self.answer(call, "denied", reason)
+
+    def cut_off(self, step: Step) -> list[ToolResult]:
+        reason = incomplete_reason(step.finish_reason)
+        return [self.answer(c, "incomplete_call", reason) for c in step.calls]
+
+    def settle(self, position: int, answer: ToolResult | None, todo: list[ToolCall]) -> None:
+        """A call the loop guard or `on_tool_call` stopped is answered now; others go to `todo`."""
+        call = self.answers.calls[position]
+        if answer is None:
+            todo.append(call)
+        else:
+            self.ready[call.call_id] = answer
+            self.answers.put(position, answer.message)
+
+    def interrupted(self, sink: list[Any]) -> None:
+        """After an interruption: the answers the dispatcher made, ``cancelled`` for the other
+        calls (their spans under the turn), then the exception goes on."""
+        self.answers.by_id(sink)
+        core = self.core
+        with self.trace.use():
+            for position in self.answers.unanswered():
+                call = self.answers.calls[position]
+                self.answers.put(position, core.cancelled(call, core.clock()).message)
+        self.trace.end(error=sys.exc_info()[1])
+
+    def deliver(self, results: Sequence[ToolResult]) -> None:
+        """Put the turn's answers into the transcript and count them in the figures."""
+        for position, result in enumerate(results):
+            self.answers.put(position, result.message)
+            record(self.stats, result)
+
+    def results(self, step: Step, done: Sequence[ToolResult]) -> list[ToolResult]:
+        by_id = {r.call.call_id: r for r in done}
+        results = [self.ready.get(c.call_id) or by_id[c.call_id] for c in step.calls]
+        self.deliver(results)
+        return results
+
+    def take(self, step: Step) -> list[AgentEvent]:
+        """The model answered: its turn joins the transcript together with a ``cancelled``
+        answer to each call, replaced as real answers come (see `_answers`), so that the
+        transcript is valid wherever the run is interrupted. Calls cut off mid-way are
+        answered at once."""
+        self.last_text = step.text or self.last_text
+        self.usage += step.usage or TokenUsage()
+        self.answers = PendingAnswers(self.transcript, step.calls, before=step.items)
+        self.ready = {}
+        events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
+        if step.calls and step.finish_reason in CUT_OFF:
+            results = self.cut_off(step)
+            self.deliver(results)
+            events += [ToolResultEvent(r) for r in results]
+        return events
+
+    def close(self, turn: int, step: Step) -> list[AgentEvent]:
+        """The turn is over; a turn without usable calls also ends the run."""
+        self.trace.end(step.finish_reason, len(step.calls))
+        events: list[AgentEvent] = [TurnFinished(turn, step.finish_reason)]
+        if not step.calls or step.finish_reason in CUT_OFF:
+            events.append(self.end(final_outcome(step.finish_reason), turn))
+        return events
+
+    def end(self, outcome: Any, turns: int) -> RunFinished:
+        result = AgentResult(
+            outcome, self.last_text, self.transcript, turns, self.stats, self.usage
+        )
+        if outcome == "max_turns" and self.on_max_turns == "raise":
+            raise MaxTurnsExceeded(result)
+        return RunFinished(result)
