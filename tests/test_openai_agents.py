@@ -11,7 +11,6 @@ import pytest
 
 pytest.importorskip("agents", reason="openai-agents is not installed: pip install 'xerj-tools[openai-agents]'")
 
-import openai
 from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig, Runner
 from agents.tool_context import ToolContext
 from agents.usage import Usage
@@ -19,6 +18,8 @@ from agents.usage import Usage
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
 from xerj_tools.integrations.openai_agents import function_tools
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
+
+from conftest import openai_client
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 
@@ -28,7 +29,7 @@ def run(mode: str, script: list[Turn], xerj: XerjStandIn, api: str = "chat",
     """One `Runner.run` with a sync or async dispatcher, on the agents SDK's Chat Completions or
     Responses model; returns (run result, scripted model)."""
     async def go(model: ScriptedModel) -> Any:
-        client = openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0)
+        client = openai_client(model.base_url, "async")
         if mode == "async":
             dispatcher: Any = AsyncDispatcher(url=xerj.url, **options)
         else:
