@@ -10,7 +10,6 @@ import threading
 import time
 from typing import Any
 
-import openai
 import pytest
 
 from xerj_tools import (
@@ -30,6 +29,8 @@ from xerj_tools import (
     stream_agent,
 )
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
+
+from conftest import openai_client
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 RECALL = {"namespace": "agent", "query": "tea"}
@@ -82,13 +83,13 @@ def drive(mode: str, api: str, script: list[Turn], *, xerj: XerjStandIn | None =
     with ScriptedModel(script) as model:
         url = xerj.url if xerj else "http://127.0.0.1:9"
         if mode == "sync":
-            with openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client, \
+            with openai_client(model.base_url) as client, \
                     Dispatcher(url=url, **(dispatcher_options or {})) as dispatcher:
                 events = list(stream_agent(client, model="scripted", messages=messages, dispatcher=dispatcher,
                                            api=api, stream=stream, **options))
         else:
             async def go() -> list[Any]:
-                async with openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client, \
+                async with openai_client(model.base_url, "async") as client, \
                         AsyncDispatcher(url=url, **(dispatcher_options or {})) as dispatcher:
                     return [e async for e in astream_agent(client, model="scripted", messages=messages,
                                                            dispatcher=dispatcher, api=api, stream=stream,
@@ -239,7 +240,7 @@ def test_async_cancellation_mid_turn_answers_every_call(api: str, xerj: XerjStan
     script = [Turn(tool_calls=[("xerj_memory_recall", RECALL), ("xerj_search", SEARCH)]), Turn(text="resumed")]
 
     async def go() -> None:
-        async with openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client, \
+        async with openai_client(model.base_url, "async") as client, \
                 AsyncDispatcher(url=xerj.url) as dispatcher:
             task = asyncio.ensure_future(arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, api=api))
             while len(xerj.requests) < 2:  # both calls are on the wire; the search is held up
@@ -275,7 +276,7 @@ def test_sync_interrupt_mid_turn_answers_every_call(api: str, xerj: XerjStandIn)
         _thread.interrupt_main()
 
     with ScriptedModel(script) as model, Dispatcher(url=xerj.url, retry=slow_backoff) as dispatcher, \
-            openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client:
+            openai_client(model.base_url) as client:
         threading.Thread(target=interrupt_after_the_503, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
             run_agent(client, model="m", messages=messages, dispatcher=dispatcher, api=api)
@@ -314,7 +315,7 @@ def test_dispatch_many_alone_answers_every_call_when_cancelled(xerj: XerjStandIn
 
 def test_a_plain_string_starts_a_responses_run(xerj: XerjStandIn) -> None:
     with ScriptedModel([Turn(text="hello")]) as model, Dispatcher(url=xerj.url) as dispatcher, \
-            openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client:
+            openai_client(model.base_url) as client:
         result = run_agent(client, model="m", messages="hi", dispatcher=dispatcher, api="responses",
                            temperature=0.2)
     assert result.completed and result.output_text == "hello"

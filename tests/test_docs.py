@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from xerj_tools._cli import main
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,19 +206,21 @@ def command_lines() -> list[tuple[str, list[str]]]:
     return found
 
 
-def cli_help(*command: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "xerj_tools", *command, "--help"], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+def cli_help(capsys: pytest.CaptureFixture[str], *command: str) -> str:
+    """`xerj-tools [command] --help`, in-process (test_cli.py runs the installed script)."""
+    capsys.readouterr()
+    assert main([*command, "--help"]) == 0
+    return capsys.readouterr().out
 
 
-def test_every_command_line_shown_names_a_command_and_its_options() -> None:
+def test_every_command_line_shown_names_a_command_and_its_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     lines = command_lines()
     assert len(lines) >= 8
-    commands = set(re.findall(r"^    ([a-z]+)  ", cli_help(), flags=re.M))
-    helps = {command: cli_help(command) for command in commands}
+    commands = set(re.findall(r"^    ([a-z]+)  ", cli_help(capsys), flags=re.M))
+    assert {"validate", "tools", "lint", "call", "demo", "mcp"} <= commands
+    helps = {command: cli_help(capsys, command) for command in commands}
     for where, argv in lines:
         assert argv and argv[0] in commands, where
         unknown = [

@@ -10,7 +10,6 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-import openai
 import pytest
 from tool_examples import example_arguments
 
@@ -25,7 +24,7 @@ from xerj_tools import (
 )
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
-from conftest import SleepRecorder, chat_call
+from conftest import SleepRecorder, chat_call, openai_client
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 RERANKED = {**SEARCH, "rerank": {}}
@@ -154,12 +153,12 @@ def test_agent_loop(case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStan
     messages: list[Any] = [{"role": "user", "content": "search"}]
     with ScriptedModel(script) as model:
         if mode == "sync":
-            with openai.OpenAI(base_url=model.base_url, api_key="s", max_retries=0) as client, \
+            with openai_client(model.base_url, api_key="s") as client, \
                     Dispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
                 result = run_agent(client, model="m", messages=messages, dispatcher=dispatcher)
         else:
             async def go() -> Any:
-                async with openai.AsyncOpenAI(base_url=model.base_url, api_key="s", max_retries=0) as client, \
+                async with openai_client(model.base_url, "async", api_key="s") as client, \
                         AsyncDispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
                     return await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher)
 

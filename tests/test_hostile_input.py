@@ -8,14 +8,13 @@ import asyncio
 import json
 from typing import Any
 
-import openai
 import pytest
 
 from xerj_tools import MAX_ARGUMENT_DEPTH, AsyncDispatcher, Dispatcher, load_registry, run_agent
 from xerj_tools._turns import call_key
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
-from conftest import Runner, chat_call, responses_call
+from conftest import Runner, chat_call, openai_client, responses_call
 
 REGISTRY = load_registry()
 
@@ -175,14 +174,14 @@ def test_run_agent_answers_hostile_calls(xerj: XerjStandIn, api: str, flavour: s
     messages: list[Any] = [{"role": "user", "content": "go"}]
     with ScriptedModel(script) as model:
         if flavour == "sync":
-            with openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client, \
+            with openai_client(model.base_url) as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
                 result = run_agent(client, model="scripted", messages=messages, dispatcher=dispatcher, api=api)
         else:
             from xerj_tools import arun_agent
 
             async def go() -> Any:
-                async with openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client, \
+                async with openai_client(model.base_url, "async") as client, \
                         AsyncDispatcher(url=xerj.url) as dispatcher:
                     return await arun_agent(client, model="scripted", messages=messages, dispatcher=dispatcher,
                                             api=api)

@@ -27,7 +27,7 @@ from xerj_tools import (
 )
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
-from conftest import chat_call
+from conftest import chat_call, openai_client
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 SCRIPT = [
@@ -93,7 +93,7 @@ class Replay(ScriptedModel):
 @pytest.fixture
 def rig(xerj: XerjStandIn) -> Iterator[tuple[Replay, openai.OpenAI, Dispatcher]]:
     with Replay(SCRIPT) as model, Dispatcher(url=xerj.url) as dispatcher, \
-            openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client:
+            openai_client(model.base_url) as client:
         yield model, client, dispatcher
 
 
@@ -215,7 +215,7 @@ def test_async_loop_cancelled_at_every_point(api: str, stream: bool, xerj: XerjS
 
     async def go() -> None:
         nonlocal client, dispatcher
-        client = openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0)
+        client = openai_client(model.base_url, "async")
         dispatcher = AsyncDispatcher(url=xerj.url)
         async with client, dispatcher:
             await runs()
@@ -248,7 +248,7 @@ def test_async_hooks_raising_or_cancelling_leave_a_valid_transcript(xerj: XerjSt
             for hook in ("on_tool_call", "on_tool_result"):
                 messages: list[Any] = [{"role": "user", "content": "go"}]
                 with ScriptedModel(SCRIPT) as model:
-                    async with openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client, \
+                    async with openai_client(model.base_url, "async") as client, \
                             AsyncDispatcher(url=xerj.url) as dispatcher:
                         with pytest.raises(Boom):
                             await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher,

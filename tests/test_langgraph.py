@@ -1,33 +1,41 @@
 """LangGraph end to end: a real StateGraph whose chat model (langchain-openai's `ChatOpenAI`) is
-driven by the scripted model, and whose tool node is `XerjToolNode` over the XERJ stand-in."""
+driven by the scripted model, and whose tool node is `XerjToolNode` over the XERJ stand-in.
+
+LangGraph and LangChain are imported by the tests that use them, not when the module is
+collected: they cost a second or two of CPU, which every pytest-xdist worker would pay where one
+runs these tests."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-pytest.importorskip("langgraph", reason="LangGraph is not installed: pip install 'xerj-tools[langgraph]'")
-pytest.importorskip("langchain_openai", reason="the LangGraph tests drive langchain-openai: pip install langchain-openai")
-
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.runnables import RunnableLambda
-from langchain_openai import ChatOpenAI
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt import tools_condition as prebuilt_condition
+if importlib.util.find_spec("langgraph") is None:
+    pytest.skip("LangGraph is not installed: pip install 'xerj-tools[langgraph]'", allow_module_level=True)
+if importlib.util.find_spec("langchain_openai") is None:
+    pytest.skip("the LangGraph tests drive langchain-openai: pip install langchain-openai", allow_module_level=True)
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
-from xerj_tools.integrations.langgraph import XerjToolNode, tools_condition
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
+
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage, ToolMessage
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 BROKEN = '{"index": "docs", "query": {"match": '
 
 
 def graph(model: ScriptedModel, dispatcher: Any) -> Any:
+    from langchain_core.runnables import RunnableLambda
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from xerj_tools.integrations.langgraph import XerjToolNode, tools_condition
+
     chat = ChatOpenAI(model="scripted", base_url=model.base_url, api_key="scripted",  # type: ignore[arg-type]
                       max_retries=0).bind_tools(dispatcher.registry.chat_tools())
 
@@ -49,6 +57,8 @@ def graph(model: ScriptedModel, dispatcher: Any) -> Any:
 def run(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -> tuple[list[Any], ScriptedModel]:
     """Run the graph (invoke with a Dispatcher, ainvoke with an AsyncDispatcher); returns
     (the final messages, the scripted model)."""
+    from langchain_core.messages import HumanMessage
+
     start = {"messages": [HumanMessage("Why did checkout break?")]}
     with ScriptedModel(script) as model:
         if mode == "sync":
@@ -64,6 +74,8 @@ def run(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -> tup
 
 
 def tool_messages(messages: list[Any]) -> dict[str, ToolMessage]:
+    from langchain_core.messages import ToolMessage
+
     return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
 
 
@@ -90,6 +102,10 @@ def test_every_call_is_answered_and_identical_calls_are_sent_once(mode: str, xer
 
 
 def test_a_turn_of_only_malformed_calls_is_answered(mode: str, xerj: XerjStandIn) -> None:
+    from langgraph.prebuilt import tools_condition as prebuilt_condition
+
+    from xerj_tools.integrations.langgraph import tools_condition
+
     script = [Turn(tool_calls=[("xerj_search", BROKEN)]),
               Turn(tool_calls=[("xerj_search", SEARCH)]),
               Turn(text="Done.")]
@@ -112,12 +128,21 @@ def test_an_engine_failure_is_an_error_tool_message(mode: str, xerj: XerjStandIn
     assert messages[-1].content == "XERJ is failing."
 
 
-AI = AIMessage("", tool_calls=[{"id": "a", "name": "xerj_search", "args": SEARCH}],
-               invalid_tool_calls=[{"id": "b", "name": None, "args": None, "error": "no name", "type": "invalid_tool_call"},
-                                   {"id": None, "name": "xerj_search", "args": "{", "error": "x", "type": "invalid_tool_call"}])
+def ai_message() -> AIMessage:
+    """A turn of one valid call, one without a name and one without an id."""
+    from langchain_core.messages import AIMessage
+
+    return AIMessage("", tool_calls=[{"id": "a", "name": "xerj_search", "args": SEARCH}],
+                     invalid_tool_calls=[{"id": "b", "name": None, "args": None, "error": "no name", "type": "invalid_tool_call"},
+                                         {"id": None, "name": "xerj_search", "args": "{", "error": "x", "type": "invalid_tool_call"}])
 
 
 def test_list_input_answered_calls_and_calls_without_id(xerj: XerjStandIn) -> None:
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    from xerj_tools.integrations.langgraph import XerjToolNode
+
+    AI = ai_message()
     with Dispatcher(url=xerj.url) as dispatcher:
         node = XerjToolNode(dispatcher)
         answers = node.invoke([HumanMessage("q"), AI])
@@ -133,6 +158,10 @@ def test_list_input_answered_calls_and_calls_without_id(xerj: XerjStandIn) -> No
 
 
 def test_an_async_dispatcher_needs_ainvoke() -> None:
+    from xerj_tools.integrations.langgraph import XerjToolNode
+
+    AI = ai_message()
+
     async def go() -> None:
         async with AsyncDispatcher(url="http://127.0.0.1:9") as dispatcher:
             with pytest.raises(ConfigurationError, match="ainvoke"):
@@ -143,6 +172,11 @@ def test_an_async_dispatcher_needs_ainvoke() -> None:
 
 def test_the_prebuilt_tool_node_leaves_malformed_calls_unanswered() -> None:
     # Why this node exists: the prebuilt one answers `tool_calls` only.
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    AI = ai_message()
+
     def xerj_search(index: str) -> str:
         """Search."""
         return "ok"

@@ -1,24 +1,26 @@
 """openai-agents end to end: its real `Runner.run` and chat-completions model, driven by the
-scripted model, with the tools of `function_tools` running against the XERJ stand-in."""
+scripted model, with the tools of `function_tools` running against the XERJ stand-in.
+
+The SDK is imported by the tests that use it, not when the module is collected: it costs a
+second or two of CPU, which every pytest-xdist worker would pay where one runs these tests."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 from typing import Any
 
 import pytest
 
-pytest.importorskip("agents", reason="openai-agents is not installed: pip install 'xerj-tools[openai-agents]'")
-
-import openai
-from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig, Runner
-from agents.tool_context import ToolContext
-from agents.usage import Usage
+if importlib.util.find_spec("agents") is None:
+    pytest.skip("openai-agents is not installed: pip install 'xerj-tools[openai-agents]'",
+                allow_module_level=True)
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
-from xerj_tools.integrations.openai_agents import function_tools
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
+
+from conftest import openai_client
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 
@@ -27,8 +29,12 @@ def run(mode: str, script: list[Turn], xerj: XerjStandIn, api: str = "chat",
         **options: Any) -> tuple[Any, ScriptedModel]:
     """One `Runner.run` with a sync or async dispatcher, on the agents SDK's Chat Completions or
     Responses model; returns (run result, scripted model)."""
+    from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig, Runner
+
+    from xerj_tools.integrations.openai_agents import function_tools
+
     async def go(model: ScriptedModel) -> Any:
-        client = openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0)
+        client = openai_client(model.base_url, "async")
         if mode == "async":
             dispatcher: Any = AsyncDispatcher(url=xerj.url, **options)
         else:
@@ -56,6 +62,8 @@ def answers(model: ScriptedModel, request: int = 1) -> dict[str, dict[str, Any]]
 
 
 def test_the_tools_keep_their_schemas_unstrict() -> None:
+    from xerj_tools.integrations.openai_agents import function_tools
+
     with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
         tools = function_tools(dispatcher)
         expected = {t["function"]["name"]: t["function"]["parameters"] for t in dispatcher.registry.chat_tools()}
@@ -67,6 +75,8 @@ def test_the_tools_keep_their_schemas_unstrict() -> None:
 
 
 def test_names_pick_tools_and_unknown_names_raise() -> None:
+    from xerj_tools.integrations.openai_agents import function_tools
+
     with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
         assert [t.name for t in function_tools(dispatcher, names=["xerj_memory_recall"])] == ["xerj_memory_recall"]
         with pytest.raises(ConfigurationError, match="xerj_serch"):
@@ -133,6 +143,11 @@ def test_an_engine_failure_reaches_the_model(mode: str, xerj: XerjStandIn) -> No
 
 
 def test_a_call_cancelled_while_its_twin_waits_still_answers_the_twin(xerj: XerjStandIn) -> None:
+    from agents.tool_context import ToolContext
+    from agents.usage import Usage
+
+    from xerj_tools.integrations.openai_agents import function_tools
+
     xerj.fail_next(Fault(delay=0.3, match="_search"))
     usage = Usage()  # one run's
 

@@ -37,7 +37,7 @@ from xerj_tools import (
 )
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
-from conftest import Runner, SleepRecorder, chat_call
+from conftest import Runner, SleepRecorder, chat_call, openai_client
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 RECALL = {"namespace": "agent", "query": "tea"}
@@ -188,12 +188,12 @@ def run_loop(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -
     messages: list[Any] = [{"role": "user", "content": "search"}]
     with ScriptedModel(script) as model:
         if mode == "sync":
-            with openai.OpenAI(base_url=model.base_url, api_key="s", max_retries=0) as client, \
+            with openai_client(model.base_url, api_key="s") as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
                 return run_agent(client, model="m", messages=messages, dispatcher=dispatcher, **options)
 
         async def go() -> Any:
-            async with openai.AsyncOpenAI(base_url=model.base_url, api_key="s", max_retries=0) as client, \
+            async with openai_client(model.base_url, "async", api_key="s") as client, \
                     AsyncDispatcher(url=xerj.url) as dispatcher:
                 return await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, **options)
 
@@ -289,14 +289,14 @@ def test_a_run_abandoned_mid_stream_ends_its_turn(exporter: InMemorySpanExporter
     script = [Turn(text="A long answer, streamed in pieces.")]
     with ScriptedModel(script) as model:
         if mode == "sync":
-            with openai.OpenAI(base_url=model.base_url, api_key="s", max_retries=0) as client, \
+            with openai_client(model.base_url, api_key="s") as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
                 events = stream_agent(client, model="m", messages="hi", dispatcher=dispatcher)
                 assert isinstance(next(events), TextDelta)
                 events.close()  # the caller stops reading after the first piece
         else:
             async def go() -> None:
-                async with openai.AsyncOpenAI(base_url=model.base_url, api_key="s", max_retries=0) as client, \
+                async with openai_client(model.base_url, "async", api_key="s") as client, \
                         AsyncDispatcher(url=xerj.url) as dispatcher:
                     events = astream_agent(client, model="m", messages="hi", dispatcher=dispatcher)
                     assert isinstance(await events.__anext__(), TextDelta)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import openai
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response
@@ -14,6 +13,8 @@ from xerj_tools import AgentResult, AsyncDispatcher, Dispatcher, TokenUsage, aru
 from xerj_tools._shapes import ChatAssembler, ResponsesAssembler, chat_step, responses_step
 from xerj_tools._usage import read_usage
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
+
+from conftest import openai_client
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 CHAT = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
@@ -108,12 +109,12 @@ def test_a_stream_without_usage_reports_none_of_it(xerj: XerjStandIn) -> None:
 def drive(mode: str, xerj: XerjStandIn, options: dict[str, Any]) -> AgentResult:
     with ScriptedModel(SCRIPT) as model:
         if mode == "sync":
-            with openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client, \
+            with openai_client(model.base_url) as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
                 return run_agent(client, model="scripted", messages="q", dispatcher=dispatcher, **options)
 
         async def go() -> AgentResult:
-            async with openai.AsyncOpenAI(base_url=model.base_url, api_key="scripted", max_retries=0) as client, \
+            async with openai_client(model.base_url, "async") as client, \
                     AsyncDispatcher(url=xerj.url) as dispatcher:
                 return await arun_agent(client, model="scripted", messages="q", dispatcher=dispatcher, **options)
 

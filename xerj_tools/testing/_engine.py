@@ -8,6 +8,7 @@ ranking is deliberately simple: it is a stand-in for tests and the demo, not a s
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import math
 import re
@@ -320,6 +321,25 @@ def question(query: Any) -> str | None:
 
 
 def new_engine_indices() -> dict[str, Index]:
+    """The built-in corpus as indices of a new stand-in: its own documents, which a test may
+    add to; their top-level lists (the companion vectors among them) are copies too."""
+    return {
+        name: Index(
+            name,
+            {
+                doc_id: {k: v.copy() if isinstance(v, list) else v for k, v in source.items()}
+                for doc_id, source in index.docs.items()
+            },
+            index.semantic_fields,
+        )
+        for name, index in _embedded_corpus().items()
+    }
+
+
+@functools.cache
+def _embedded_corpus() -> dict[str, Index]:
+    """The corpus as stored, embedded once per process: embedding is most of what starting a
+    stand-in costs (~5 ms of CPU), and a test suite starts one per test. Never handed out."""
     indices: dict[str, Index] = {}
     for name, docs in CORPUS.items():
         index = Index(name, semantic_fields=SEMANTIC_FIELDS.get(name, ()))
