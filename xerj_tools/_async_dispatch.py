@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch import _Base, _Begun
 from ._exceptions import ClosedError, ToolCallError
+from ._gate import AsyncGate, MaxInFlight, resolve_bound
 from ._handlers import Handler, HttpRequest
 from ._outcome import Failure, Outcome
 from ._policy import Policy
@@ -34,7 +36,13 @@ async def _asyncio_sleep(seconds: float) -> None:
 
 
 class AsyncDispatcher(_Base):
-    """The asyncio twin of `Dispatcher`, on a pooled `httpx.AsyncClient`."""
+    """The asyncio twin of `Dispatcher`, on a pooled `httpx.AsyncClient`.
+
+    `max_in_flight` bounds this dispatcher's requests on the wire at once, as for `Dispatcher`:
+    ``"pool"`` (the default) is the pool's connection limit, an int sets it, ``None`` removes
+    it. Calls over it wait their turn, first come first served; the wait counts against
+    `deadline` and the pool timeout, and a cancelled call gives its place or slot back.
+    """
 
     def __init__(
         self,
@@ -59,6 +67,7 @@ class AsyncDispatcher(_Base):
         budgets: Mapping[str, int | Budget] | None = None,
         max_buckets: int = 25,
         policy: Policy | None = None,
+        max_in_flight: MaxInFlight = "pool",
         deadline: float = DEFAULT_DEADLINE,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -72,6 +81,9 @@ class AsyncDispatcher(_Base):
             deadline=deadline,
         )  # fmt: skip
         self._transport = AsyncTransport(self._endpoint, self._settings, client, clock)
+        bound = resolve_bound(max_in_flight, client, pool_size)
+        pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
+        self._gate = None if bound is None else AsyncGate(bound, pool_timeout)
         self._sleep = sleep
 
     async def run(self, call: Any) -> ToolResult:
@@ -150,6 +162,9 @@ class AsyncDispatcher(_Base):
                 return Failure("cancelled", "the dispatcher was closed", self.url, sent=False)
             attempts += 1
             return await self._transport.send(request, deadline)
+
+        if self._gate is not None:  # the attempt runs once it holds a slot
+            attempt = functools.partial(self._gate.send, deadline, self.url, attempt)
 
         first: list[Outcome] = [await attempt()]
         if not should_retry(request, first[0], self.retry) or self.retry.max_attempts < 2:

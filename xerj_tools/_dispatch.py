@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import ssl
 import threading
 import time
@@ -20,6 +21,7 @@ from ._budget import DEFAULT_BUDGET, Budget
 from ._core import DispatchCore, Flow, Prepared, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._exceptions import ClosedError, ConfigurationError, ToolCallError
+from ._gate import Gate, MaxInFlight, resolve_bound
 from ._handlers import Handler, HttpRequest
 from ._outcome import Failure, Outcome
 from ._policy import Policy
@@ -179,6 +181,13 @@ class Dispatcher(_Base):
     shape. Nothing the model or the engine does raises out of it; configuration mistakes raise
     here, in the constructor, and an object that is no tool call raises `InvalidToolCallError`.
     `tools` takes your own `Tool` objects (docs/tools.md).
+
+    `max_in_flight` bounds the requests on the wire at once, across every thread using this
+    dispatcher (``dispatch`` from many threads, ``dispatch_many``'s workers). ``"pool"`` (the
+    default) is the HTTP pool's connection limit: `pool_size`, or the limit of the `client` you
+    pass where httpx lets it be read (no bound where it cannot, e.g. a custom transport). An int
+    sets it; ``None`` removes it. Calls over it wait their turn, first come first served, and
+    the wait counts against `deadline` and the pool timeout (docs/configuration.md).
     """
 
     def __init__(
@@ -205,6 +214,7 @@ class Dispatcher(_Base):
         max_buckets: int = 25,
         policy: Policy | None = None,
         max_workers: int = 8,
+        max_in_flight: MaxInFlight = "pool",
         deadline: float = DEFAULT_DEADLINE,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -218,6 +228,9 @@ class Dispatcher(_Base):
             deadline=deadline,
         )  # fmt: skip
         self._transport = SyncTransport(self._endpoint, self._settings, client, clock)
+        bound = resolve_bound(max_in_flight, client, pool_size)
+        pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
+        self._gate = None if bound is None else Gate(bound, pool_timeout)
         self._sleep = sleep
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
@@ -344,6 +357,9 @@ class Dispatcher(_Base):
                 return Failure("cancelled", "the turn was interrupted", self.url, sent=False)
             attempts += 1
             return self._transport.send(request, deadline)
+
+        if self._gate is not None:  # the attempt runs once it holds a slot
+            attempt = functools.partial(self._gate.send, deadline, self.url, attempt)
 
         def sleep(seconds: float) -> None:
             if cancel is None:
