@@ -227,8 +227,8 @@ class Dispatcher(_Base):
             budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
             deadline=deadline,
         )  # fmt: skip
+        bound = resolve_bound(max_in_flight, client, pool_size)  # before a client is made
         self._transport = SyncTransport(self._endpoint, self._settings, client, clock)
-        bound = resolve_bound(max_in_flight, client, pool_size)
         pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
         self._gate = None if bound is None else Gate(bound, pool_timeout)
         self._sleep = sleep
