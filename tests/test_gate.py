@@ -22,7 +22,7 @@ import pytest
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
 from xerj_tools._deadline import Deadline
-from xerj_tools._gate import AsyncGate, Gate
+from xerj_tools._gate import AsyncGate
 from xerj_tools._outcome import Reply
 from xerj_tools.testing import Fault, XerjStandIn
 from xerj_tools.testing._loopback import LoopbackServer
@@ -186,7 +186,7 @@ def test_sync_waiting_calls_are_sent_in_the_order_they_came(server: Holding) -> 
             threads.append(threading.Thread(target=dispatcher.dispatch, args=(search(f"q{i}"),)))
             threads[-1].start()
             until(lambda i=i: server.held == 1 and gate.waiting == i)  # type: ignore[misc]
-        for i in range(6):
+        for _ in range(6):
             server.let_one()
         for t in threads:
             t.join(10)

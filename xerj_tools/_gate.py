@@ -19,7 +19,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import httpx
 
@@ -83,14 +83,16 @@ class _Waiter:
         self.granted = False
 
 
-class Gate:
-    """The bound for `Dispatcher`, shared by every thread that sends through it."""
+_W = TypeVar("_W")
+
+
+class _Slots(Generic[_W]):
+    """`limit` slots, the free ones counted, and the queue of calls waiting for one."""
 
     def __init__(self, limit: int, pool_timeout: float | None) -> None:
         self.limit, self._pool_timeout = limit, pool_timeout
         self._free = limit
-        self._waiters: deque[_Waiter] = deque()
-        self._lock = threading.Lock()
+        self._waiters: deque[_W] = deque()
 
     @property
     def waiting(self) -> int:
@@ -99,6 +101,14 @@ class Gate:
     @property
     def in_flight(self) -> int:
         return self.limit - self._free
+
+
+class Gate(_Slots[_Waiter]):
+    """The bound for `Dispatcher`, shared by every thread that sends through it."""
+
+    def __init__(self, limit: int, pool_timeout: float | None) -> None:
+        super().__init__(limit, pool_timeout)
+        self._lock = threading.Lock()
 
     def send(self, deadline: Deadline, node: str, send: Callable[[], Outcome]) -> Outcome:
         """`send()` once a slot is free, the slot given back however `send` ends."""
@@ -146,21 +156,9 @@ class Gate:
                 self._free += 1
 
 
-class AsyncGate:
-    """The bound for `AsyncDispatcher` (one event loop at a time)."""
-
-    def __init__(self, limit: int, pool_timeout: float | None) -> None:
-        self.limit, self._pool_timeout = limit, pool_timeout
-        self._free = limit
-        self._waiters: deque[asyncio.Future[bool]] = deque()
-
-    @property
-    def waiting(self) -> int:
-        return len(self._waiters)
-
-    @property
-    def in_flight(self) -> int:
-        return self.limit - self._free
+class AsyncGate(_Slots[asyncio.Future[bool]]):
+    """The bound for `AsyncDispatcher` (one event loop at a time). A waiter's future is True
+    when a slot is handed to it, False when its wait ran out."""
 
     async def send(
         self, deadline: Deadline, node: str, send: Callable[[], Awaitable[Outcome]]
@@ -178,7 +176,7 @@ class AsyncGate:
 
     async def _wait(self, deadline: Deadline, node: str) -> Failure | None:
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[bool] = loop.create_future()  # True: a slot was handed over
+        waiter: asyncio.Future[bool] = loop.create_future()
         self._waiters.append(waiter)
         limit, by_deadline = _wait_limit(deadline, self._pool_timeout)
         timer = loop.call_later(limit, self._expire, waiter)
