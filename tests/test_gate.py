@@ -149,8 +149,8 @@ def test_sync_at_most_n_requests_reach_the_server_from_many_threads_and_turns(se
         threads += [threading.Thread(target=one, args=(i,)) for i in range(4)]
         for t in threads:
             t.start()
-        until(lambda: gate.waiting == 9)  # 12 calls: 3 at the server, 9 in the queue
-        assert server.held == 3 and gate.in_flight == 3
+        until(lambda: gate.waiting == 9 and server.held == 3)  # 12 calls: 3 at the server, 9 queued
+        assert gate.in_flight == 3
         server.open()
         for t in threads:
             t.join(10)

@@ -14,17 +14,20 @@ httpx's own pool timeout).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 import httpx
 
 from ._deadline import Deadline
+from ._exceptions import ConfigurationError
 from ._outcome import Failure, Outcome
+
+if TYPE_CHECKING:  # asyncio is imported where it runs: `Dispatcher` alone does not pay for it
+    import asyncio
 
 __all__ = ["AsyncGate", "Gate", "MaxInFlight", "pool_limit", "resolve_bound"]
 
@@ -56,8 +59,6 @@ def resolve_bound(
     if max_in_flight is not None and (
         isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1
     ):
-        from ._exceptions import ConfigurationError
-
         raise ConfigurationError('max_in_flight must be a positive int, None or "pool"')
     return max_in_flight
 
@@ -156,7 +157,7 @@ class Gate(_Slots[_Waiter]):
                 self._free += 1
 
 
-class AsyncGate(_Slots[asyncio.Future[bool]]):
+class AsyncGate(_Slots["asyncio.Future[bool]"]):
     """The bound for `AsyncDispatcher` (one event loop at a time). A waiter's future is True
     when a slot is handed to it, False when its wait ran out."""
 
@@ -175,6 +176,8 @@ class AsyncGate(_Slots[asyncio.Future[bool]]):
             self._release()
 
     async def _wait(self, deadline: Deadline, node: str) -> Failure | None:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[bool] = loop.create_future()
         self._waiters.append(waiter)
