@@ -182,12 +182,9 @@ class Dispatcher(_Base):
     here, in the constructor, and an object that is no tool call raises `InvalidToolCallError`.
     `tools` takes your own `Tool` objects (docs/tools.md).
 
-    `max_in_flight` bounds the requests on the wire at once, across every thread using this
-    dispatcher (``dispatch`` from many threads, ``dispatch_many``'s workers). ``"pool"`` (the
-    default) is the HTTP pool's connection limit: `pool_size`, or the limit of the `client` you
-    pass where httpx lets it be read (no bound where it cannot, e.g. a custom transport). An int
-    sets it; ``None`` removes it. Calls over it wait their turn, first come first served, and
-    the wait counts against `deadline` and the pool timeout (docs/configuration.md).
+    `max_in_flight` bounds its requests on the wire at once, across threads: ``"pool"`` (the
+    default) is the pool's connection limit, an int sets it, ``None`` removes it. Calls over it
+    wait their turn, first come first served, within `deadline` (docs/configuration.md).
     """
 
     def __init__(
