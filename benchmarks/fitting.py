@@ -61,16 +61,38 @@ def envelope(hits: list[dict[str, Any]], total: int, **extra: Any) -> dict[str, 
                      "max_score": hits[0]["_score"] if hits else None, "hits": hits}, **extra}
 
 
+def chunk_count(text: str, size: int = 512, overlap: int = 64) -> int:
+    """How many passages XERJ embeds `text` as: its chunker (xerj-ai chunker.rs:72-143, with
+    the sentence and word breaks of chunker.rs:165-190) at the auto-embed sizes, 512 characters
+    with 64 of overlap (xerj-engine index.rs:24748-24755)."""
+    n = len(text)
+    if n <= size:
+        return 1
+    count, start = 0, 0
+    while start < n:
+        end = min(start + size, n)
+        if end >= n:
+            return count + 1
+        window = range(end - 1, max(end - size // 4, 0) - 1, -1)
+        cut = next((i + 2 for i in window if i + 1 < n and text[i] in ".!?" and text[i + 1] in " \n"), None)
+        cut = cut or next((i + 1 for i in window if text[i].isspace()), None) or end
+        count += bool(text[start:cut].strip())
+        start = max(cut - overlap, start + 1)
+    return count
+
+
 def vector_hit(rng: random.Random, i: int, body_words: int = 120) -> dict[str, Any]:
     """A hit as XERJ returns it from a semantic_text field: the text, its pooled embedding
     (`body_vector`) and, for a text longer than one chunk, one embedding per chunk
-    (`body_vector_chunks`): index.rs:5077, 5277-5289."""
+    (`body_vector_chunks`, absent for a one-chunk text): index.rs:5077, 5277-5289."""
     body = words(rng, body_words)
+    source: dict[str, Any] = {"title": words(rng, 7), "service": rng.choice(["checkout", "search", "vpn"]),
+                              "year": 2020 + i % 6, "body": body, "body_vector": embedding(rng)}
+    chunks = chunk_count(body)
+    if chunks > 1:
+        source["body_vector_chunks"] = [embedding(rng) for _ in range(chunks)]
     return {"_index": "postmortems", "_id": f"pm-{i:04d}", "_score": round(12.5 - i * 0.11, 6),
-            "_version": 3, "_seq_no": 100 + i, "_primary_term": 1,
-            "_source": {"title": words(rng, 7), "service": rng.choice(["checkout", "search", "vpn"]),
-                        "year": 2020 + i % 6, "body": body, "body_vector": embedding(rng),
-                        "body_vector_chunks": [embedding(rng) for _ in range(3)]},
+            "_version": 3, "_seq_no": 100 + i, "_primary_term": 1, "_source": source,
             "highlight": {"body": [f"…the <em>checkout</em> {words(rng, 12)}",
                                    f"…<em>outage</em> {words(rng, 10)}"]}}
 

@@ -192,6 +192,21 @@ def test_every_hits_id_score_and_requested_fields_survive_when_they_fit(name: st
     assert len(content) * 10 <= len(json.dumps(body))  # vector-bearing: at least 10 times smaller
 
 
+def test_every_memorys_id_score_text_and_metadata_survive_in_a_message_no_larger_than_needed() -> None:
+    tool, arguments, body = bench.model_cases()["memory recall, 10 memories"]
+    raw = json.dumps(body, separators=(",", ":"))
+    content = bench.dispatch_canned(tool, arguments, raw.encode())
+    payload = json.loads(content)
+    assert payload["hits"] == body["hits"] and "truncated" not in payload  # every memory, whole
+    # the raw body less its namespace echo, plus the envelope every message has
+    envelope = len('"ok":true,"tool":"xerj_memory_recall",')
+    assert len(content) == len(raw) - len(f',"namespace":"{body["namespace"]}"') + envelope
+    bare = {**body, "hits": [{**h, "metadata": None} for h in body["hits"]]}
+    content = bench.dispatch_canned(tool, arguments, json.dumps(bare, separators=(",", ":")).encode())
+    assert json.loads(content)["hits"] == [{k: v for k, v in h.items() if k != "metadata"} for h in bare["hits"]]
+    assert len(content) < len(json.dumps(bare, separators=(",", ":")))
+
+
 def test_a_budget_in_tokens_holds_and_a_budget_needs_one_unit() -> None:
     tool, arguments, body = bench.model_cases()["50 hits, text + vectors, highlights, aggregations"]
     raw = json.dumps(body).encode()

@@ -87,10 +87,13 @@ def test_memory_messages() -> None:
     dedup = {"id": "old", "namespace": "n", "created": False, "deduplicated": True, "score": 0.97}
     assert success_payload("xerj_memory_store", reply(200, dedup), store) == {"ok": True, "tool": "xerj_memory_store", **dedup}
     recall = HttpRequest("POST", "/_memory/n/_recall", {}, kind="memory_recall")
-    data = {"hits": [{"id": "a", "text": "t", "metadata": None, "score": 0.6, "graph": {}}], "namespace": "n"}
+    data = {"hits": [{"id": "a", "text": "t", "metadata": None, "score": 0.6, "graph": {}},
+                     {"id": "b", "text": "u", "metadata": {"k": 1}, "score": 0.5}], "namespace": "n"}
     payload = success_payload("xerj_memory_recall", reply(200, data), recall)
-    assert payload == {"ok": True, "tool": "xerj_memory_recall", "namespace": "n", "total": 1,
-                       "hits": [{"id": "a", "text": "t", "metadata": None, "score": 0.6}]}
+    # the hits alone: no namespace echo, no count of them, no null metadata
+    assert payload == {"ok": True, "tool": "xerj_memory_recall",
+                       "hits": [{"id": "a", "text": "t", "score": 0.6},
+                                {"id": "b", "text": "u", "metadata": {"k": 1}, "score": 0.5}]}
 
 
 INDEX_404 = {"error": {"root_cause": [{"type": "index_not_found_exception", "reason": "no such index [x]"}],

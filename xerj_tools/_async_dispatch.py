@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch_base import BaseDispatcher, Begun, documented
 from ._exceptions import ClosedError, ToolCallError
+from ._gate import AsyncGate, MaxInFlight, resolve_bound
 from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry
@@ -64,6 +66,7 @@ class AsyncDispatcher(BaseDispatcher):
         budgets: Mapping[str, int | Budget] | None = None,
         max_buckets: int = 25,
         policy: Policy | None = None,
+        max_in_flight: MaxInFlight = "pool",
         deadline: float = DEFAULT_DEADLINE,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -76,7 +79,10 @@ class AsyncDispatcher(BaseDispatcher):
             budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
             deadline=deadline,
         )  # fmt: skip
+        bound = resolve_bound(max_in_flight, client, pool_size)  # before a client is made
         self._transport = AsyncTransport(self._endpoint, self._settings, client, clock)
+        pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
+        self._gate = None if bound is None else AsyncGate(bound, pool_timeout)
         self._sleep = sleep
 
     async def run(self, call: Any) -> ToolResult:
@@ -155,6 +161,9 @@ class AsyncDispatcher(BaseDispatcher):
                 return Failure("cancelled", "the dispatcher was closed", self.url, sent=False)
             attempts += 1
             return await self._transport.send(request, deadline)
+
+        if self._gate is not None:  # the attempt runs once it holds a slot
+            attempt = functools.partial(self._gate.send, deadline, self.url, attempt)
 
         first: list[Outcome] = [await attempt()]
         if not should_retry(request, first[0], self.retry) or self.retry.max_attempts < 2:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import ssl
 import threading
 import time
@@ -22,6 +23,7 @@ from ._core import Flow, ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch_base import BaseDispatcher, Begun, documented
 from ._exceptions import ClosedError, ToolCallError
+from ._gate import Gate, MaxInFlight, resolve_bound
 from ._models import Failure, HttpRequest, Outcome
 from ._policy import Policy
 from ._registry import ToolRegistry
@@ -69,6 +71,7 @@ class Dispatcher(BaseDispatcher):
         max_buckets: int = 25,
         policy: Policy | None = None,
         max_workers: int = 8,
+        max_in_flight: MaxInFlight = "pool",
         deadline: float = DEFAULT_DEADLINE,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -81,7 +84,10 @@ class Dispatcher(BaseDispatcher):
             budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
             deadline=deadline,
         )  # fmt: skip
+        bound = resolve_bound(max_in_flight, client, pool_size)  # before a client is made
         self._transport = SyncTransport(self._endpoint, self._settings, client, clock)
+        pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
+        self._gate = None if bound is None else Gate(bound, pool_timeout)
         self._sleep = sleep
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
@@ -208,6 +214,9 @@ class Dispatcher(BaseDispatcher):
                 return Failure("cancelled", "the turn was interrupted", self.url, sent=False)
             attempts += 1
             return self._transport.send(request, deadline)
+
+        if self._gate is not None:  # the attempt runs once it holds a slot
+            attempt = functools.partial(self._gate.send, deadline, self.url, attempt)
 
         def sleep(seconds: float) -> None:
             if cancel is None:

@@ -67,6 +67,11 @@ PARAMETERS: Mapping[str, str] = MappingProxyType(
         "policy": "the operator's guardrails (`Policy`). Default: None, which means "
         "``Policy()``: no dot-indices, no oversized arguments (docs/policy.md).",
         "max_workers": "threads that run a turn's calls at once in `dispatch_many`. Default: 8.",
+        "max_in_flight": "requests on the wire at once, across threads or tasks; calls over it "
+        "wait their turn, first come first served, within `deadline` and the pool timeout. "
+        "``'pool'``: the pool's connection limit (a client of your own: its ``max_connections`` "
+        "when readable, else no bound); an int sets it; None removes it (docs/configuration.md). "
+        "Default: ``'pool'``.",
         "deadline": "seconds one call may take in all: attempts, backoff waits and reads together. "
         "Default: 60.0.",
         "sleep": "{sleep}, called with seconds; injectable so tests do not wait. "

@@ -92,22 +92,25 @@ def read_store(received: Received) -> dict[str, Any]:
 
 
 def read_recall(received: Received) -> dict[str, Any]:
-    """Recall's ``{"hits": [...]}`` answer (memory_api.rs:572)."""
+    """Recall's ``{"hits": [...], "namespace": ...}`` answer (memory_api.rs:572), each hit
+    ``id``, ``text``, ``metadata``, ``score`` (memory_api.rs:576-587).
+
+    Only the hits go to the model: the namespace is the call's own argument echoed back, a
+    count would repeat the list's length, and a memory stored without metadata has it ``null``
+    in XERJ's answer, here left out. So the message is the raw body less that, plus the
+    ``ok``/``tool`` of every message."""
     data = _data(received)
     raw = data.get("hits")
     if not isinstance(raw, list):
         raise invalid(received.reply, "the `hits` list of a recall")
-    hits = [
-        {k: h.get(k) for k in ("id", "text", "metadata", "score")}
-        for h in raw if isinstance(h, dict)
-    ]  # fmt: skip
-    return {
-        "ok": True,
-        "tool": received.tool,
-        "namespace": data.get("namespace"),
-        "total": len(hits),
-        "hits": hits,
-    }
+    hits = []
+    for h in raw:
+        if isinstance(h, dict):
+            hit = {k: h.get(k) for k in ("id", "text", "metadata", "score")}
+            if hit["metadata"] is None:
+                del hit["metadata"]
+            hits.append(hit)
+    return {"ok": True, "tool": received.tool, "hits": hits}
 
 
 def _too_large_recall(request: HttpRequest) -> str:
