@@ -211,7 +211,7 @@ class DispatchCore:
                 error.details["repairs"] = list(result.repairs)
             return error
         # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
-        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.validator.schema)
+        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.schema)
         tool = self.tools[call.name]
         applied = self.policy._apply(
             tool, arguments, read_body=may_name_indices(call.arguments, arguments)

@@ -111,6 +111,11 @@ class Endpoint:
         return self.base_urls[0]
 
     @property
+    def tls(self) -> bool:
+        """Whether any node is reached over https."""
+        return any(urlsplit(u).scheme == "https" for u in self.base_urls)
+
+    @property
     def label(self) -> str:
         """The cluster's name for per-cluster memory (the rerank refusal)."""
         return ",".join(self.base_urls)
@@ -190,9 +195,12 @@ class TransportSettings:
     pool_size: int = 10
     max_response_bytes: int = 32 * 1024 * 1024
 
-    def httpx_options(self) -> dict[str, Any]:
+    def httpx_options(self, *, tls: bool = True) -> dict[str, Any]:
+        """The options of the owned client; `tls` False: no node is reached over https."""
         verify: bool | ssl.SSLContext
-        if isinstance(self.verify, str):
+        if self.verify is True and not tls:
+            verify = _no_tls()
+        elif isinstance(self.verify, str):
             try:
                 verify = ssl.create_default_context(cafile=self.verify)  # a CA bundle path
             except (OSError, ssl.SSLError) as exc:
@@ -218,6 +226,14 @@ def _default_tls(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     the ``SSL_CERT_FILE``/``SSL_CERT_DIR`` httpx reads; they key the cache): loading the CA
     bundle costs 50-150 ms of CPU, which each new client paid. A context is safe to share."""
     return httpx.create_ssl_context()
+
+
+@functools.lru_cache(maxsize=1)
+def _no_tls() -> ssl.SSLContext:
+    """The context of a client whose nodes are all http://: it is never used, so the CA bundle
+    is not loaded (that is most of a first `Dispatcher()`'s cost). It verifies as strictly as
+    the default, with no CA: an https connection through it would fail, never pass unchecked."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -277,7 +293,7 @@ class SyncTransport:
         self.settings = settings
         self._owned = client is None
         if client is None:
-            options = settings.httpx_options()
+            options = settings.httpx_options(tls=endpoint.tls)
             transport = guard(
                 httpx.HTTPTransport(verify=options["verify"], limits=options["limits"])
             )
@@ -342,7 +358,7 @@ class AsyncTransport:
         self.clients = AsyncClientKeeper(client, self._new_client, settings.pool_size)
 
     def _new_client(self) -> httpx.AsyncClient:
-        options = self.settings.httpx_options()
+        options = self.settings.httpx_options(tls=self.endpoint.tls)
         transport = guard(
             httpx.AsyncHTTPTransport(verify=options["verify"], limits=options["limits"])
         )
