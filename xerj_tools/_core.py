@@ -329,7 +329,9 @@ class DispatchCore:
         hits = payload.get("hits")
         if not isinstance(hits, list) or len(hits) <= 10:
             # The usual case, serialized once; a longer list is measured hit by hit instead.
-            cleaned, content = clean_json(payload)  # its hits (`clean_envelope` left them)
+            # its hits (`clean_envelope` left them); a reader of the library's writes plain JSON
+            plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
+            cleaned, content = clean_json(payload, plain=plain)
             if within(content, limit):
                 return cleaned, content
         page_from = prepared.page_from if prepared is not None else None

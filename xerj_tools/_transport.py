@@ -121,6 +121,12 @@ class Endpoint:
         return ",".join(self.base_urls)
 
     def headers(self) -> dict[str, str]:
+        """The headers of every request (a copy of `shared_headers`)."""
+        return dict(self.shared_headers)
+
+    @functools.cached_property
+    def shared_headers(self) -> Mapping[str, str]:
+        """The headers of every request, built once; never changed (httpx copies them)."""
         headers = {
             "Accept": "application/json",
             # XERJ never compresses; a proxy that would is asked not to (see `BodyReader`)
@@ -318,7 +324,7 @@ class SyncTransport:
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
-                    headers=self.endpoint.headers(),
+                    headers=self.endpoint.shared_headers,
                     params=dict(request.params) or None,
                     timeout=timeouts(self._client.timeout, deadline),
                 ) as response,
@@ -384,7 +390,7 @@ class AsyncTransport:
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
-                    headers=self.endpoint.headers(),
+                    headers=self.endpoint.shared_headers,
                     params=dict(request.params) or None,
                     timeout=timeouts(lease.client.timeout, deadline),
                 ) as response:
