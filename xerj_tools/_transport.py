@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ._body import TooLarge, Undecodable, read_async, reader
-from ._deadline import Deadline, guard, running, timeouts
+from ._deadline import Deadline, Running, guard, timeouts
 from ._exceptions import ConfigurationError
 from ._handlers import HttpRequest
 from ._outcome import Failure, Outcome, Reply
@@ -319,7 +319,7 @@ class SyncTransport:
         limit = self.settings.max_response_bytes
         try:
             with (
-                running(deadline),
+                Running(deadline),
                 self._client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
@@ -385,7 +385,7 @@ class AsyncTransport:
         lease = self.clients.lease()
         pool_timeout = False
         try:
-            with running(deadline):
+            with Running(deadline):
                 async with lease.client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
