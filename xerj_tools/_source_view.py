@@ -78,6 +78,8 @@ class SourceView:
 
 def source_view(request: HttpRequest) -> SourceView:
     spec = (request.body or {}).get("_source")
+    if type(spec) is list and all(type(s) is str for s in spec):
+        return _named(tuple(spec))  # the usual `source: [fields]`, read once per field list
     if spec is False or spec == "false":
         return SourceView(keep=False)
     if isinstance(spec, str) and spec != "true":
@@ -90,6 +92,11 @@ def source_view(request: HttpRequest) -> SourceView:
             excludes=_strings(spec.get("excludes", spec.get("exclude"))),
         )
     return SourceView()
+
+
+@functools.lru_cache(maxsize=256)
+def _named(fields: tuple[str, ...]) -> SourceView:
+    return SourceView(includes=fields)
 
 
 def _is_vector(value: Any) -> bool:
