@@ -28,6 +28,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from run import cpu_name  # noqa: E402  (the machine, named as benchmarks/run.py names it)
+
 SAMPLES = 21
 
 TYPICAL = {"index": "docs", "query": {"match": {"body": "checkout outage"}}, "size": 10}
@@ -104,16 +108,6 @@ def measure(samples: int) -> dict[str, dict[str, float]]:
     for key, values in steps.items():
         figures[key] = summary(values)
     return figures
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def fmt(value: dict[str, float]) -> str:
