@@ -41,3 +41,20 @@ def test_startup_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
     assert steps["import"]["goal"] and steps["import"]["met"] in (True, False)
     table = (tmp_path / "startup.md").read_text()
     assert table.count("\n|") == len(report["results"]) + 2 and "Machine: Python" in table
+
+
+STAGES = SCRIPT.parent / "stages.py"
+
+
+@pytest.mark.slow  # a few seconds: a loopback server in its own process
+def test_stages_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(STAGES), "--quick", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "stages.json").read_text())
+    stages = report["stages_us"]
+    assert list(stages) == ["argument decode", "validation", "policy", "request build", "send", "response decode",
+                            "shaping", "serialisation", "bookkeeping"]
+    assert all(stages[s] > 0 for s in stages if s != "bookkeeping")  # every hook ran
+    assert abs(sum(stages.values()) - report["total_us"]) < 1e-6 * report["total_us"] + 1e-9
+    assert report["raw_us"] > 0 and "| **dispatch, in all** |" in (tmp_path / "stages.md").read_text()
