@@ -11,8 +11,9 @@ benchmarks/run.py. A hook counts its function's own time (a stage inside another
 it); "bookkeeping" is the rest of the call: parsing the tool call, tracing scopes, the deadline,
 locks, the retry decision, the result object and the tool message. The hooks cost a few hundred
 nanoseconds each (about fifteen run per call), counted in the stages they wrap; the same
-dispatches run without them, interleaved, to show what they add. The raw call (httpx `post` and
-`.json()`) runs interleaved with both.
+dispatches run without them, interleaved, to show what they add, and so does the transport's
+`send` of the same request alone, with no other work between requests. The raw call (httpx
+`post` and `.json()`) runs interleaved with all three.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ import run  # noqa: E402  (the loopback server and the typical call)
 
 import xerj_tools  # noqa: E402
 from xerj_tools import _core, _transport, _validation  # noqa: E402
+from xerj_tools._deadline import Deadline  # noqa: E402
 from xerj_tools._policy import Policy  # noqa: E402
 from xerj_tools._registry import ToolRegistry  # noqa: E402
+from xerj_tools._shapes import parse_tool_call  # noqa: E402
 from xerj_tools.tools import Tool, _search  # noqa: E402
 
 STAGES = ["argument decode", "validation", "policy", "request build", "send", "response decode",
@@ -117,8 +120,9 @@ def measure(server: run.MinimalServer, rounds: int, calls: int) -> dict[str, Any
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     message = run.call(run.TYPICAL)
     hooks = Hooks()
-    total_ns = bare_ns = raw_ns = n = 0
+    total_ns = bare_ns = alone_ns = raw_ns = n = 0
     with xerj_tools.Dispatcher(url=server.url) as dispatcher, httpx.Client() as client:
+        request = dispatcher._core.prepare(parse_tool_call(message)).request  # a valid call: Prepared
         switch = install(hooks, dispatcher)
         switch(True)
         dispatcher.dispatch(message)
@@ -136,6 +140,10 @@ def measure(server: run.MinimalServer, rounds: int, calls: int) -> dict[str, Any
                 for _ in range(calls):
                     dispatcher.dispatch(message)
                 bare_ns += clock() - start
+                start = clock()  # the transport alone: the same request, no other work between
+                for _ in range(calls):
+                    dispatcher._transport.send(request, Deadline(60.0))
+                alone_ns += clock() - start
                 switch(True)
                 start = clock()
                 for _ in range(calls):
@@ -146,8 +154,8 @@ def measure(server: run.MinimalServer, rounds: int, calls: int) -> dict[str, Any
     hooks.ns["bookkeeping"] = total_ns - measured
     per_call = {stage: hooks.ns[stage] / n / 1e3 for stage in STAGES}
     raw = raw_ns / n / 1e3
-    return {"calls": n, "total_us": total_ns / n / 1e3, "bare_us": bare_ns / n / 1e3, "raw_us": raw,
-            "stages_us": per_call}
+    return {"calls": n, "total_us": total_ns / n / 1e3, "bare_us": bare_ns / n / 1e3,
+            "transport_alone_us": alone_ns / n / 1e3, "raw_us": raw, "stages_us": per_call}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -159,6 +167,8 @@ def table(result: dict[str, Any]) -> str:
     rows.append(f"| **dispatch, in all** | with the hooks | {total:.1f} | {total / raw:.1%} |")
     bare = result["bare_us"]
     rows.append(f"| dispatch without the hooks | interleaved, the hooks' own cost left out | {bare:.1f} | {bare / raw:.1%} |")
+    alone = result["transport_alone_us"]
+    rows.append(f"| the transport alone | `send` of the same request, nothing between, interleaved | {alone:.1f} | {alone / raw:.1%} |")
     rows.append(f"| raw httpx `post` + `.json()` | the baseline, interleaved | {raw:.1f} | 100% |")
     return "\n".join(rows)
 

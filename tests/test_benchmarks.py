@@ -57,4 +57,5 @@ def test_stages_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
                             "shaping", "serialisation", "bookkeeping"]
     assert all(stages[s] > 0 for s in stages if s != "bookkeeping")  # every hook ran
     assert abs(sum(stages.values()) - report["total_us"]) < 1e-6 * report["total_us"] + 1e-9 and report["bare_us"] > 0
+    assert report["transport_alone_us"] > 0
     assert report["raw_us"] > 0 and "| **dispatch, in all** |" in (tmp_path / "stages.md").read_text()
