@@ -121,12 +121,7 @@ class Endpoint:
         return ",".join(self.base_urls)
 
     def headers(self) -> dict[str, str]:
-        """The headers of every request (a copy of `shared_headers`)."""
-        return dict(self.shared_headers)
-
-    @functools.cached_property
-    def shared_headers(self) -> Mapping[str, str]:
-        """The headers of every request, built once; never changed (httpx copies them)."""
+        """The headers of every request, a new dict each time."""
         headers = {
             "Accept": "application/json",
             # XERJ never compresses; a proxy that would is asked not to (see `BodyReader`)
@@ -137,6 +132,12 @@ class Endpoint:
         if self.authorization is not None:
             headers["Authorization"] = self.authorization.reveal()
         return headers
+
+    @functools.cached_property
+    def shared_headers(self) -> httpx.Headers:
+        """`headers()` built once for the transports (httpx copies them into each request);
+        an `httpx.Headers`, whose repr hides the credential."""
+        return httpx.Headers(self.headers())
 
     def url(self, path: str, node: str | None = None) -> str:
         return (node or self.base_url) + path
