@@ -24,3 +24,38 @@ def test_benchmark_script_writes_json_and_markdown(tmp_path: Path) -> None:
     assert all("ours" in r and "baseline" in r for r in report["results"])
     table = (tmp_path / "results.md").read_text()
     assert table.count("\n|") == len(cases) + 2 and "Machine: Python" in table
+
+
+STARTUP = SCRIPT.parent / "startup.py"
+
+
+@pytest.mark.slow  # ~10 s: new processes, each importing xerj-tools
+def test_startup_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(STARTUP), "--quick", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "startup.json").read_text())
+    steps = {r["step"]: r for r in report["results"]}
+    assert {"import", "first_dispatcher", "first_valid", "first_invalid", "steady_valid"} <= set(steps)
+    assert all(r["ours"]["median"] > 0 for r in report["results"])
+    assert steps["import"]["goal"] and steps["import"]["met"] in (True, False)
+    table = (tmp_path / "startup.md").read_text()
+    assert table.count("\n|") == len(report["results"]) + 2 and "Machine: Python" in table
+
+
+STAGES = SCRIPT.parent / "stages.py"
+
+
+@pytest.mark.slow  # a few seconds: a loopback server in its own process
+def test_stages_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(STAGES), "--quick", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "stages.json").read_text())
+    stages = report["stages_us"]
+    assert list(stages) == ["argument decode", "validation", "policy", "request build", "send", "response decode",
+                            "shaping", "serialisation", "bookkeeping"]
+    assert all(stages[s] > 0 for s in stages if s != "bookkeeping")  # every hook ran
+    assert abs(sum(stages.values()) - report["total_us"]) < 1e-6 * report["total_us"] + 1e-9 and report["bare_us"] > 0
+    assert report["transport_alone_us"] > 0
+    assert report["raw_us"] > 0 and "| **dispatch, in all** |" in (tmp_path / "stages.md").read_text()

@@ -99,6 +99,7 @@ def test_the_api_key_never_appears_anywhere(caplog: pytest.LogCaptureFixture, ma
         dispatcher = runner.sync or runner.aio
         texts += [r.content for r in results] + [repr(r) for r in results]
         texts += [repr(dispatcher), str(vars(dispatcher)), repr(dispatcher._endpoint), repr(dispatcher._transport.__dict__)]
+        texts.append(repr(vars(dispatcher._endpoint)))  # the request headers built once, held there
         texts += [repr(r) for r in xerj.requests]
     with pytest.raises(ConfigurationError) as info:
         Dispatcher(url=f"http://user:{SENTINEL}@localhost:9200", api_key=SENTINEL)

@@ -57,8 +57,10 @@ class BodyReader:
 
     def __init__(self, content_encoding: str | None, limit: int, *, raw: bool = True) -> None:
         self.raw = raw  # False: the chunks come already decoded
-        codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
-        codings = [c for c in codings if c != "identity"]
+        codings = (
+            [c.strip().lower() for c in content_encoding.split(",")] if content_encoding else []
+        )
+        codings = [c for c in codings if c and c != "identity"]
         self._limit = limit
         self._size = 0
         self._data = bytearray()

@@ -65,7 +65,14 @@ def loads(text: str, limit: int = MAX_ARGUMENT_DEPTH) -> Any:
     decoding, in linear time) and refuses NaN and Infinity, which are not JSON."""
     if _text_depth_exceeds(text, limit):
         raise TooDeep(limit)
-    return json.loads(text, parse_constant=_reject_constant)
+    if text.startswith("\ufeff"):  # as `json.loads` says it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
+
+
+# `json.loads` with an argument builds a decoder (and its scanner) on every call; this one is
+# built once (decoding keeps no state in it).
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 # Digits to 0, E to e, signs dropped: a 3-digit exponent reads "e000" and a long number a run

@@ -213,7 +213,7 @@ class DispatchCore:
                 error.details["repairs"] = list(result.repairs)
             return error
         # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
-        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.validator.schema)
+        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.schema)
         tool = self.tools[call.name]
         applied = self.policy._apply(
             tool, arguments, read_body=may_name_indices(call.arguments, arguments)
@@ -331,7 +331,9 @@ class DispatchCore:
         hits = payload.get("hits")
         if not isinstance(hits, list) or len(hits) <= 10:
             # The usual case, serialized once; a longer list is measured hit by hit instead.
-            cleaned, content = clean_json(payload)  # its hits (`clean_envelope` left them)
+            # its hits (`clean_envelope` left them); a reader of the library's writes plain JSON
+            plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
+            cleaned, content = clean_json(payload, plain=plain)
             if within(content, limit):
                 return cleaned, content
         page_from = prepared.page_from if prepared is not None else None

@@ -14,13 +14,12 @@ import ssl
 import time
 import typing
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
 from typing import Any
 
 import httpcore
 import httpx
 
-__all__ = ["DEFAULT_DEADLINE", "Deadline", "guard", "running", "timeouts"]
+__all__ = ["DEFAULT_DEADLINE", "Deadline", "Running", "guard", "timeouts"]
 
 DEFAULT_DEADLINE = 60.0
 
@@ -47,19 +46,26 @@ _CURRENT: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
 )
 
 
-@contextmanager
-def running(deadline: Deadline) -> typing.Iterator[None]:
+class Running:
     """Socket operations of the owned client, inside this block, end by `deadline`."""
-    token = _CURRENT.set(deadline)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+
+    __slots__ = ("_deadline", "_token")
+
+    def __init__(self, deadline: Deadline) -> None:
+        self._deadline = deadline
+
+    def __enter__(self) -> None:
+        self._token = _CURRENT.set(self._deadline)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _CURRENT.reset(self._token)
 
 
 def timeouts(base: httpx.Timeout, deadline: Deadline) -> httpx.Timeout:
     """`base` with no timeout longer than what is left of `deadline` (for any client)."""
     left = max(deadline.remaining(), 0.001)
+    if all(v is not None and v <= left for v in (base.connect, base.read, base.write, base.pool)):
+        return base  # the usual case: the deadline is further off than every timeout
 
     def cap(value: float | None) -> float:
         return left if value is None else min(value, left)

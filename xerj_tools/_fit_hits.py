@@ -18,6 +18,7 @@ from typing import Any
 
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
+from ._json import fast_dumps
 
 __all__ = [
     "MIN_CUT",
@@ -83,11 +84,15 @@ def _blank(value: Any, longs: list[str]) -> Any:
 _STRICT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
 
 
-def clean_json(value: Any) -> tuple[Any, str]:
+def clean_json(value: Any, *, plain: bool = False) -> tuple[Any, str]:
     """`value` made safe as `_body.clean` makes it, and its JSON (as `dumps` writes it), with
     the walk and copy of `clean` only where they may change something: the encoder refuses a
     number that is not finite, and a text with no more brackets than `MAX_DEPTH` cannot nest
-    deeper than that."""
+    deeper than that. `plain`: `value` holds plain JSON types only (no enum member), so orjson
+    may write it (`_json.fast_dumps`, the same characters)."""
+    text = fast_dumps(value) if plain else None
+    if text is not None and text.count("[") + text.count("{") <= MAX_DEPTH:
+        return value, text
     try:
         text = _STRICT.encode(value)
     except (ValueError, RecursionError):
@@ -102,7 +107,13 @@ def clean_envelope(payload: dict[str, Any]) -> dict[str, Any]:
     """`payload` made safe to fit and serialise (`_body.clean`: finite, at most `MAX_DEPTH`
     deep) except its list of hits, which `Measured` cleans one by one as it reaches them: of a
     1,000-hit answer only the hits that can be shown are ever walked and copied."""
-    return {k: v if k == "hits" and isinstance(v, list) else clean(v) for k, v in payload.items()}
+    return {
+        k: v if type(v) in _SAFE or (k == "hits" and isinstance(v, list)) else clean(v)
+        for k, v in payload.items()
+    }
+
+
+_SAFE = frozenset({str, int, bool, type(None)})  # what `clean` would copy unchanged
 
 
 class Measured:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._json import fast_loads
 from ._models import Reply
 from ._source_view import VECTOR_SUFFIXES, SourceView, _is_vector
 
@@ -56,10 +57,38 @@ def _hit_hook(view: SourceView) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return drop
 
 
+# Up to this size an answer is decoded by orjson (when installed) and its hits shaped after;
+# a larger one by `json`, each hit shaped as it is parsed (see `_hit_hook`).
+FAST_BODY = 256 * 1024
+
+
+def _walk(value: Any, hook: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    # `hook` on every object with an `_id` (it ignores the others), innermost first, as `json`'s
+    # object_hook runs; in place.
+    if type(value) is dict:
+        for item in value.values():
+            if type(item) is dict or type(item) is list:
+                _walk(item, hook)
+        if "_id" in value:
+            hook(value)
+    elif type(value) is list:
+        for item in value:
+            if type(item) is dict or type(item) is list:
+                _walk(item, hook)
+
+
 def decode_search(reply: Reply, view: SourceView) -> Any:
     """The search answer's JSON, each hit's `_source` cut to what the model asked for (see
     `_source_view`; NaN and infinities made null, as `Reply.data` does); None when the body is
     not JSON."""
+    if len(reply.body) <= FAST_BODY:
+        data = fast_loads(reply.body)
+        if data is not NotImplemented:
+            try:
+                _walk(data, _hit_hook(view))
+                return data
+            except RecursionError:
+                pass  # deeper than Python walks: `json` answers as it always did
     try:
         return json.loads(
             reply.body,

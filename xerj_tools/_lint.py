@@ -7,9 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
-
-from ._registry import TOOL_NAME, ToolRegistry
+from ._registry import TOOL_NAME, ToolRegistry, _validator_class
 from ._shapes import SHAPES, shape_named
 
 __all__ = ["TARGETS", "Finding", "convert", "lint_tools", "strict_blockers"]
@@ -98,9 +96,7 @@ def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
             findings.append(Finding("error", label, "duplicate name"))
         seen.add(label)
         parameters = function.get("parameters", {"type": "object", "properties": {}})
-        cls = jsonschema.validators.validator_for(
-            parameters, default=jsonschema.Draft202012Validator
-        )
+        cls = _validator_class(parameters)
         errors = (
             list(cls(cls.META_SCHEMA).iter_errors(parameters))
             if isinstance(parameters, Mapping)

@@ -7,19 +7,18 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Any
-
-import jsonschema
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from ._exceptions import ToolDefinitionError
 from ._fastcheck import compile_check
 from ._problems import Check, ValidationResult
 from ._shapes import ANTHROPIC, CHAT, RESPONSES
 from ._validation import validate_arguments
+
+if TYPE_CHECKING:  # jsonschema is imported when a schema is first checked or a call fails
+    from jsonschema.protocols import Validator
 
 __all__ = ["ToolRegistry", "ToolSpec", "load_registry"]
 
@@ -34,16 +33,29 @@ _JSON_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "objec
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: its definition as published, and the compiled validator for its arguments."""
+    """One tool: its definition as published, and the validator for its arguments.
+
+    `schema` is the schema the arguments are validated against (`parameters`, widened where the
+    descriptions promise more types); `validator`, jsonschema's compiled form of it, is built on
+    first use: a valid call passes `fast_check` alone and never needs it.
+    """
 
     name: str
     description: str
     parameters: Mapping[str, Any]
     definition: Mapping[str, Any] = field(repr=False)
-    validator: Validator = field(repr=False, compare=False)
+    schema: Mapping[str, Any] = field(repr=False, compare=False)
     checks: tuple[Check, ...] = field(default=(), repr=False, compare=False)
     strict: bool | None = None
     fast_check: Callable[[Any], bool] | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def validator(self) -> Validator:
+        """jsonschema's validator for `schema` (its draft's class), compiled once."""
+        return _validator_class(self.schema)(self.schema)
+
+    def _validator(self) -> Validator:
+        return self.validator
 
     def chat_tool(self) -> dict[str, Any]:
         """The nested Chat Completions form: ``{"type": "function", "function": {...}}``."""
@@ -130,7 +142,7 @@ class ToolRegistry:
                 "$", f"unknown tool {name!r}; known tools: {', '.join(self._specs)}"
             )
         return validate_arguments(
-            spec.validator, arguments, spec.checks, repair=repair, fast=spec.fast_check
+            spec._validator, arguments, spec.checks, repair=repair, fast=spec.fast_check
         )
 
 
@@ -154,8 +166,26 @@ def _widen(schema: Any) -> Any:
     return out
 
 
+def _validator_class(schema: Mapping[str, Any]) -> type[Validator]:
+    import jsonschema
+
+    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+
+
+def check_schema(name: str, schema: dict[str, Any]) -> None:
+    """Raise `ToolDefinitionError` if `schema` is no valid JSON Schema of its draft."""
+    import jsonschema
+
+    try:
+        _validator_class(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ToolDefinitionError(
+            f"tool {name!r}: invalid JSON Schema: {exc.message}", tool_name=name
+        ) from None
+
+
 def _spec_from_definition(
-    definition: Any, index: int, checks: Mapping[str, Sequence[Check]]
+    definition: Any, index: int, checks: Mapping[str, Sequence[Check]], *, trusted: bool = False
 ) -> ToolSpec:
     if not isinstance(definition, dict):
         raise ToolDefinitionError(f"tool #{index} is not an object")
@@ -179,13 +209,8 @@ def _spec_from_definition(
     if not isinstance(parameters, dict):
         raise ToolDefinitionError(f"tool {name!r}: parameters must be an object", tool_name=name)
     widened = _widen(parameters)
-    cls = jsonschema.validators.validator_for(widened, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(widened)
-    except jsonschema.SchemaError as exc:
-        raise ToolDefinitionError(
-            f"tool {name!r}: invalid JSON Schema: {exc.message}", tool_name=name
-        ) from None
+    if not trusted:
+        check_schema(name, widened)
     description = function.get("description", "")
     strict = function.get("strict")
     return ToolSpec(
@@ -193,7 +218,7 @@ def _spec_from_definition(
         description=description if isinstance(description, str) else "",
         parameters=parameters,
         definition=definition,
-        validator=cls(widened),
+        schema=widened,
         checks=tuple(checks.get(name, ())),
         strict=strict if isinstance(strict, bool) else None,
         fast_check=compile_check(widened),
@@ -207,7 +232,8 @@ def load_registry(
 ) -> ToolRegistry:
     """Load a tools file (the bundled ``tools.json`` by default) into a `ToolRegistry`.
 
-    Every schema is checked and compiled here, once; a bad file raises `ToolDefinitionError`.
+    Every schema of your file is checked here, once; a bad file raises `ToolDefinitionError`.
+    The bundled file's schemas are not re-checked in each process: a test holds them valid.
     `checks` adds per-tool checks beyond JSON Schema; the library's own tools' checks
     (`xerj_tools.tools`) are attached by default, and a tool of the same name in your own file
     gets them too.
@@ -230,6 +256,8 @@ def _load(
     from .tools import XERJ_TOOLS
 
     if path is None:
+        from importlib import resources  # only for the bundled file; ~10 ms to import
+
         text = resources.files("xerj_tools").joinpath("tools.json").read_text("utf-8")
         source = "bundled tools.json"
     else:
@@ -243,7 +271,9 @@ def _load(
         data = data["tools"]
     if not isinstance(data, list):
         raise ToolDefinitionError(f"{source} must hold a JSON array of tool definitions")
-    specs = [_spec_from_definition(d, i, checks or {}) for i, d in enumerate(data)]
+    specs = [
+        _spec_from_definition(d, i, checks or {}, trusted=path is None) for i, d in enumerate(data)
+    ]
     return ToolRegistry(
         [
             replace(spec, checks=XERJ_TOOLS[spec.name].checks_for(spec.parameters))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import math
 import time
 from collections.abc import Awaitable, Callable
@@ -109,6 +108,8 @@ def retry_after_seconds(reply: Reply, now: Callable[[], float] = time.time) -> f
     try:
         seconds = float(value)
     except ValueError:
+        import email.utils  # an HTTP date is rare; the module costs ~10 ms to import
+
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,10 +18,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from ._body import TooLarge, Undecodable, read_async, reader
-from ._deadline import Deadline, guard, running, timeouts
+from ._deadline import Deadline, Running, guard, timeouts
 from ._exceptions import ConfigurationError
 from ._models import Failure, HttpRequest, Outcome, Reply
 from ._pool import AsyncClientKeeper
+from ._settings import TransportSettings
 from ._tracing import attempt, node_rested
 
 __all__ = ["DEFAULT_URL", "Endpoint", "NodePool", "TransportSettings"]
@@ -110,11 +110,17 @@ class Endpoint:
         return self.base_urls[0]
 
     @property
+    def tls(self) -> bool:
+        """Whether any node is reached over https."""
+        return any(urlsplit(u).scheme == "https" for u in self.base_urls)
+
+    @property
     def label(self) -> str:
         """The cluster's name for per-cluster memory (the rerank refusal)."""
         return ",".join(self.base_urls)
 
     def headers(self) -> dict[str, str]:
+        """The headers of every request, a new dict each time."""
         headers = {
             "Accept": "application/json",
             # XERJ never compresses; a proxy that would is asked not to (see `BodyReader`)
@@ -125,6 +131,12 @@ class Endpoint:
         if self.authorization is not None:
             headers["Authorization"] = self.authorization.reveal()
         return headers
+
+    @functools.cached_property
+    def shared_headers(self) -> httpx.Headers:
+        """`headers()` built once for the transports (httpx copies them into each request);
+        an `httpx.Headers`, whose repr hides the credential."""
+        return httpx.Headers(self.headers())
 
     def url(self, path: str, node: str | None = None) -> str:
         return (node or self.base_url) + path
@@ -177,46 +189,6 @@ class NodePool:
             rest = min(self._max, self._cooldown * 2 ** (failures - 1))
             self._dead_until[node] = self._clock() + rest
         node_rested(node, rest, failures, outcome)  # logged outside the lock
-
-
-@dataclass(frozen=True)
-class TransportSettings:
-    """Timeouts, TLS and pool size for the httpx client xerj-tools owns."""
-
-    connect_timeout: float = 5.0
-    read_timeout: float = 30.0
-    verify: bool | str | ssl.SSLContext = True
-    pool_size: int = 10
-    max_response_bytes: int = 32 * 1024 * 1024
-
-    def httpx_options(self) -> dict[str, Any]:
-        verify: bool | ssl.SSLContext
-        if isinstance(self.verify, str):
-            try:
-                verify = ssl.create_default_context(cafile=self.verify)  # a CA bundle path
-            except (OSError, ssl.SSLError) as exc:
-                raise ConfigurationError(
-                    f"cannot use the CA bundle {self.verify!r}: {exc}"
-                ) from None
-        elif self.verify is True:
-            verify = _default_tls(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-        else:
-            verify = self.verify
-        return {
-            "timeout": httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
-            "verify": verify,
-            "limits": httpx.Limits(
-                max_connections=self.pool_size, max_keepalive_connections=self.pool_size
-            ),
-        }
-
-
-@functools.lru_cache(maxsize=4)
-def _default_tls(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """httpx's own context for ``verify=True``, built once per CA location (the arguments are
-    the ``SSL_CERT_FILE``/``SSL_CERT_DIR`` httpx reads; they key the cache): loading the CA
-    bundle costs 50-150 ms of CPU, which each new client paid. A context is safe to share."""
-    return httpx.create_ssl_context()
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -276,7 +248,7 @@ class SyncTransport:
         self.settings = settings
         self._owned = client is None
         if client is None:
-            options = settings.httpx_options()
+            options = settings.httpx_options(tls=endpoint.tls)
             transport = guard(
                 httpx.HTTPTransport(verify=options["verify"], limits=options["limits"])
             )
@@ -296,12 +268,12 @@ class SyncTransport:
         limit = self.settings.max_response_bytes
         try:
             with (
-                running(deadline),
+                Running(deadline),
                 self._client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
-                    headers=self.endpoint.headers(),
+                    headers=self.endpoint.shared_headers,
                     params=dict(request.params) or None,
                     timeout=timeouts(self._client.timeout, deadline),
                 ) as response,
@@ -341,7 +313,7 @@ class AsyncTransport:
         self.clients = AsyncClientKeeper(client, self._new_client, settings.pool_size)
 
     def _new_client(self) -> httpx.AsyncClient:
-        options = self.settings.httpx_options()
+        options = self.settings.httpx_options(tls=self.endpoint.tls)
         transport = guard(
             httpx.AsyncHTTPTransport(verify=options["verify"], limits=options["limits"])
         )
@@ -362,12 +334,12 @@ class AsyncTransport:
         lease = self.clients.lease()
         pool_timeout = False
         try:
-            with running(deadline):
+            with Running(deadline):
                 async with lease.client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
-                    headers=self.endpoint.headers(),
+                    headers=self.endpoint.shared_headers,
                     params=dict(request.params) or None,
                     timeout=timeouts(lease.client.timeout, deadline),
                 ) as response:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-from jsonschema.exceptions import ValidationError
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from ._bounds import TooDeep, loads, may_overflow, value_problem
 from ._problems import Check, Problem, ValidationResult, json_path, json_type
 from ._repair import repair_arguments
+
+if TYPE_CHECKING:  # jsonschema is imported when a call first fails its fast check
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 __all__ = ["decode_arguments", "integral_numbers", "validate_arguments"]
 
@@ -87,22 +88,22 @@ def bounds_problem(value: Any, *, decoded: bool = False) -> Problem | None:
 
 
 def _problems(
-    validator: Validator,
+    validator: Callable[[], Validator],
     value: dict[str, Any],
     checks: Sequence[Check],
     fast: Callable[[Any], bool] | None = None,
 ) -> list[Problem]:
     problems: list[Problem] = []
     # The fast check only ever shortcuts "valid"; jsonschema decides and explains the rest.
-    if not (fast(value) if fast is not None else validator.is_valid(value)):
-        problems.extend(_schema_problem(e) for e in validator.iter_errors(value))
+    if not (fast(value) if fast is not None else validator().is_valid(value)):
+        problems.extend(_schema_problem(e) for e in validator().iter_errors(value))
     for check in checks:
         problems.extend(check(value))
     return sorted(set(problems))
 
 
 def validate_arguments(
-    validator: Validator,
+    validator: Callable[[], Validator],
     raw: object,
     checks: Sequence[Check] = (),
     *,
@@ -110,6 +111,9 @@ def validate_arguments(
     fast: Callable[[Any], bool] | None = None,
 ) -> ValidationResult:
     """Decode `raw` and check it against `validator` and `checks`, collecting every problem.
+
+    `validator` returns the tool's compiled validator; it is called only when `fast` is None or
+    says no, so that a valid call never needs jsonschema (nor its import).
 
     With `repair`, a call that fails is first repaired where the schema allows exactly one
     reading (see `xerj_tools._repair`); the repairs are listed in the result either way.
@@ -136,7 +140,7 @@ def validate_arguments(
         return ValidationResult(True, value)
     if repair:
         try:
-            repaired, repairs = repair_arguments(value, validator.schema)  # type: ignore[arg-type]
+            repaired, repairs = repair_arguments(value, validator().schema)  # type: ignore[arg-type]
         except TooDeep as exc:
             return ValidationResult(False, None, (Problem(exc.path, f"is JSON text {exc}"),))
         if repairs:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,6 +16,8 @@ __all__ = ["RECALL", "STORE", "read_recall", "read_store"]
 
 
 def new_memory_id() -> str:
+    import uuid  # imported on the first memory write: uuid costs ~10 ms to import
+
     return str(uuid.uuid4())
 
 

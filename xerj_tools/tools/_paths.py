@@ -49,6 +49,8 @@ _INDEX_FORBIDDEN = set('/\\?#%"<>| ,')
 
 
 def _bad_character(name: str) -> str | None:
+    if name.isascii() and name.isprintable() and _INDEX_FORBIDDEN.isdisjoint(name):
+        return None  # the usual name, decided in C: no control character, no space, none above
     for ch in name:
         if ch in _INDEX_FORBIDDEN or ch.isspace() or unicodedata.category(ch)[0] == "C":
             return ch

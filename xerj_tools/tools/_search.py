@@ -9,7 +9,7 @@ from typing import Any
 from .._format import engine_error, invalid, unusable
 from .._hits import decode_search, hit, shard_reasons
 from .._models import HttpRequest
-from .._source_view import source_view
+from .._source_view import SourceView, source_view
 from ._checks import hybrid_problems, search_problems, semantic_problems, vector_problems
 from ._paths import segment
 from ._tool import Received, Tool, copy_args, integral
@@ -154,6 +154,7 @@ def _search_payload(
     data: Mapping[str, Any],
     request: HttpRequest,
     rerank_note: Mapping[str, Any] | None,
+    view: SourceView | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": True, "tool": tool}
     hits = data.get("hits") if isinstance(data.get("hits"), dict) else {}
@@ -161,7 +162,7 @@ def _search_payload(
     _total(hits, out)
     raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
     assert isinstance(raw_hits, list)
-    view = source_view(request)
+    view = view if view is not None else source_view(request)
     out["hits"] = [hit(h, view) for h in raw_hits if isinstance(h, dict)]
     if "aggregations" in data:
         out["aggregations"] = data["aggregations"]
@@ -193,13 +194,14 @@ def _search_payload(
 def read_search(received: Received) -> dict[str, Any]:
     """XERJ's search envelope (es_compat.rs), each hit cut to what the model asked for."""
     reply, request = received.reply, received.request
-    data = decode_search(reply, source_view(request))
+    view = source_view(request)
+    data = decode_search(reply, view)
     if not isinstance(data, dict) or unusable(reply, data) is not None:
         raise engine_error(reply, request)
     hits = data.get("hits")
     if not (isinstance(hits, dict) and isinstance(hits.get("hits"), list)):
         raise invalid(reply, "the `hits.hits` list of a search result")
-    return _search_payload(received.tool, data, request, received.rerank)
+    return _search_payload(received.tool, data, request, received.rerank, view)
 
 
 def _fewer(body: Mapping[str, Any]) -> tuple[Any, str]:
