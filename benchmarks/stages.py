@@ -102,7 +102,7 @@ def install(hooks: Hooks, dispatcher: Any) -> Callable[[bool], None]:
     patch(_transport, "encode_body", "request build")
     patch(_transport.SyncTransport, "_attempt", "send")
     patch(_search, "decode_search", "response decode")
-    patch(_core.DispatchCore, "finish", "shaping")
+    patch(_core.DispatchCore, "payload_for", "shaping")
     patch(_core, "clean_json", "serialisation")
     patch(_core, "dumps", "serialisation")
 
