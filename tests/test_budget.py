@@ -236,7 +236,7 @@ def test_the_last_fitting_step_moves_next_with_the_hits_it_drops() -> None:
     from xerj_tools._budget import _guarantee
 
     hits = [{"_id": str(i), "_source": {"t": "x" * 100}} for i in range(10)]
-    payload = {"ok": True, "tool": "xerj_search", "hits": hits,
+    payload = {"ok": True, "hits": hits,
                "truncated": {"hits_omitted": 5, "next": {"from": 10}, "hint": "h"}}
     out = _guarantee(payload, 1000, next_page=lambda shown: {"from": shown})
     shown = len(out["hits"])

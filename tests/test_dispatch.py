@@ -198,7 +198,7 @@ def test_a_custom_tool_with_its_own_handler(tmp_path: Any, xerj: XerjStandIn) ->
 def test_responses_shape_round_trip(runner: Runner) -> None:
     message = runner.run(responses_call("xerj_memory_recall", {"namespace": "nobody", "query": "x"}, "r1")).message
     assert message == {"type": "function_call_output", "call_id": "r1",
-                       "output": '{"ok":true,"tool":"xerj_memory_recall","hits":[]}'}
+                       "output": '{"ok":true,"hits":[]}'}
 
 
 def test_tls_settings_reach_the_owned_client(tmp_path: Any) -> None:

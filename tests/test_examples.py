@@ -15,7 +15,7 @@ EXPECTED = {
     "agent_loop.py": ["invalid_json", "completed after 3 turns", "T-4"],
     "tools_and_dispatch.py": ["call_1: {\"ok\":true", "licences"],
     "responses_api.py": ["completed after 2 turns", "rb-202"],
-    "long_term_memory.py": ["Conversation 2", "\"tool\":\"xerj_memory_recall\",\"hits\":[{", "on call for checkout"],
+    "long_term_memory.py": ["Conversation 2", "{\"ok\":true,\"hits\":[{\"id\":", "on call for checkout"],
     "offline_validation.py": ["repaired $.query.size → $.size", "(exit status 1)"],
     "streaming.py": ["[calling xerj_search", "[xerj_semantic_search: ok]", "[completed after 2 turns]"],
     "tracing.py": ["put to rest", "failing over", "  agent turn {'xerj_tools.turn': 1}",

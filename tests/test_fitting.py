@@ -77,7 +77,7 @@ def test_a_custom_tools_25_kb_result_keeps_most_of_itself_and_says_what_was_cut(
 
 def big_document() -> dict[str, Any]:
     rng = random.Random(5)
-    return {"ok": True, "tool": "xerj_get_document", "_index": "manuals", "_id": "m-1", "_version": 4, "found": True,
+    return {"ok": True, "_index": "manuals", "_id": "m-1", "_version": 4, "found": True,
             "_source": {"title": "Operations manual", "body": words(rng, 4000), "summary": words(rng, 30),
                         "tags": [f"tag-{i}" for i in range(2000)], "owner": {"name": "ops", "team": "sre"}}}
 
@@ -86,8 +86,8 @@ def test_a_big_document_keeps_its_metadata_and_cuts_its_longest_fields_first() -
     payload = big_document()
     out = fit_result(payload, 6000, fit="document")
     assert size(out) <= 6000
-    assert {k: out[k] for k in ("ok", "tool", "_index", "_id", "_version", "found")} == {
-        k: payload[k] for k in ("ok", "tool", "_index", "_id", "_version", "found")}
+    assert {k: out[k] for k in ("ok", "_index", "_id", "_version", "found")} == {
+        k: payload[k] for k in ("ok", "_index", "_id", "_version", "found")}
     source = out["_source"]
     assert source["title"] == "Operations manual" and source["owner"] == {"name": "ops", "team": "sre"}
     assert source["summary"] == payload["_source"]["summary"]  # short fields whole
@@ -97,7 +97,7 @@ def test_a_big_document_keeps_its_metadata_and_cuts_its_longest_fields_first() -
 
 def test_a_document_nested_in_a_result_is_found_and_fitted() -> None:
     doc = big_document()
-    payload = {"ok": True, "tool": "get", "result": {k: v for k, v in doc.items() if k not in ("ok", "tool")}}
+    payload = {"ok": True, "result": {k: v for k, v in doc.items() if k != "ok"}}
     out = fit_result(payload, 3000, fit="document")
     assert size(out) <= 3000 and out["result"]["_id"] == "m-1" and out["result"]["found"] is True
 
@@ -117,10 +117,10 @@ def deep(levels: int) -> Any:
                                   for i in range(60)], "items_omitted"),
 ])
 def test_deep_wide_and_nested_json_fit_with_their_structure_said(name: str, value: Any, expect: str) -> None:
-    payload = {"ok": True, "tool": "custom", "result": value}
+    payload = {"ok": True, "result": value}
     out = fit_result(payload, 2000, fit="json")
     text = json.dumps(out, separators=(",", ":"), ensure_ascii=False)
-    assert len(text) <= 2000 and out["ok"] is True and out["tool"] == "custom"
+    assert len(text) <= 2000 and out["ok"] is True and "tool" not in out
     assert expect in out["truncated"] and out["truncated"]["hint"]
     assert out["result"] not in ("", None, {}, [])  # never an empty shell
 
@@ -139,9 +139,9 @@ EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "60"))
 @given(value=json_value, budget=st.integers(min_value=MIN_BUDGET, max_value=6000),
        fit=st.sampled_from(["json", "document"]))
 def test_any_json_fits_any_budget_with_a_marker_iff_something_was_cut(value: Any, budget: int, fit: Any) -> None:
-    payload = {"ok": True, "tool": "custom", "result": value}
+    payload = {"ok": True, "result": value}
     if fit == "document":
-        payload = {"ok": True, "tool": "doc", "_index": "i", "_id": "1", "found": True, "_source": {"v": value}}
+        payload = {"ok": True, "_index": "i", "_id": "1", "found": True, "_source": {"v": value}}
     out = fit_result(payload, budget, fit=fit)
     text = json.dumps(out, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     assert len(text) <= budget and json.loads(text) == out
@@ -198,9 +198,10 @@ def test_every_memorys_id_score_text_and_metadata_survive_in_a_message_no_larger
     content = bench.dispatch_canned(tool, arguments, raw.encode())
     payload = json.loads(content)
     assert payload["hits"] == body["hits"] and "truncated" not in payload  # every memory, whole
-    # the raw body less its namespace echo, plus the envelope every message has
-    envelope = len('"ok":true,"tool":"xerj_memory_recall",')
+    # the raw body less its namespace echo, plus the envelope every message has: never larger
+    envelope = len('"ok":true,')
     assert len(content) == len(raw) - len(f',"namespace":"{body["namespace"]}"') + envelope
+    assert len(content) <= len(json.dumps(bench.without_bookkeeping(body), separators=(",", ":")))
     bare = {**body, "hits": [{**h, "metadata": None} for h in body["hits"]]}
     content = bench.dispatch_canned(tool, arguments, json.dumps(bare, separators=(",", ":")).encode())
     assert json.loads(content)["hits"] == [{k: v for k, v in h.items() if k != "metadata"} for h in bare["hits"]]
@@ -240,7 +241,7 @@ def test_the_token_estimate_reads_numbers_denser_than_prose() -> None:
 def test_a_payload_without_hits_is_fitted_as_json_by_default() -> None:
     # no tool object on the prepared call: a payload without a list of hits is fitted as JSON
     core = DispatchCore(load_registry(), None, rerank_fallback=True, rerank_memory_seconds=0, budget=2000)
-    payload, content = core._shape("anything", {"ok": True, "tool": "anything", "result": stats_result()}, None)
+    payload, content = core._shape("anything", {"ok": True, "result": stats_result()}, None)
     assert len(content) <= 2000 and payload["truncated"]["items_omitted"]
 
 

@@ -26,7 +26,7 @@ def search_body(hits: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
 
 def test_no_hits_is_ok_with_total_zero() -> None:
     payload = success_payload("xerj_search", reply(200, search_body([])), SEARCH)
-    assert payload == {"ok": True, "tool": "xerj_search", "total": 0, "hits": [], "ranked_by": "engine"}
+    assert payload == {"ok": True, "total": 0, "hits": [], "ranked_by": "engine"}
 
 
 def test_hits_keep_only_what_the_model_needs_and_no_vectors() -> None:
@@ -85,13 +85,13 @@ def test_hybrid_message_names_its_fusion() -> None:
 def test_memory_messages() -> None:
     store = HttpRequest("POST", "/_memory/n", {}, kind="memory_store")
     dedup = {"id": "old", "namespace": "n", "created": False, "deduplicated": True, "score": 0.97}
-    assert success_payload("xerj_memory_store", reply(200, dedup), store) == {"ok": True, "tool": "xerj_memory_store", **dedup}
+    assert success_payload("xerj_memory_store", reply(200, dedup), store) == {"ok": True, **dedup}
     recall = HttpRequest("POST", "/_memory/n/_recall", {}, kind="memory_recall")
     data = {"hits": [{"id": "a", "text": "t", "metadata": None, "score": 0.6, "graph": {}},
                      {"id": "b", "text": "u", "metadata": {"k": 1}, "score": 0.5}], "namespace": "n"}
     payload = success_payload("xerj_memory_recall", reply(200, data), recall)
     # the hits alone: no namespace echo, no count of them, no null metadata
-    assert payload == {"ok": True, "tool": "xerj_memory_recall",
+    assert payload == {"ok": True,
                        "hits": [{"id": "a", "text": "t", "score": 0.6},
                                 {"id": "b", "text": "u", "metadata": {"k": 1}, "score": 0.5}]}
 

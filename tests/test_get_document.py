@@ -29,7 +29,7 @@ def test_a_found_document_is_read_without_its_embeddings(runner: Runner, xerj: X
     xerj.add_documents("notes", {"n/1": {"title": "Tea", "body": "green", "body_vector": [0.1] * 8,
                                          "body_vector_chunks": [[0.2] * 8]}})
     payload = runner.payload(TOOL, {"index": "notes", "id": "n/1"})
-    assert payload == {"ok": True, "tool": TOOL, "found": True, "_index": "notes", "_id": "n/1", "_version": 1,
+    assert payload == {"ok": True, "found": True, "_index": "notes", "_id": "n/1", "_version": 1,
                        "_source": {"title": "Tea", "body": "green"}}
     # the id is one percent-encoded segment, the method GET, no body
     assert [(r.method, r.path, r.body) for r in xerj.requests] == [("GET", "/notes/_doc/n%2F1", None)]
@@ -37,7 +37,7 @@ def test_a_found_document_is_read_without_its_embeddings(runner: Runner, xerj: X
 
 def test_a_missing_document_is_an_answer_with_a_note(runner: Runner, xerj: XerjStandIn) -> None:
     payload = runner.payload(TOOL, {"index": "docs", "id": "nope"})
-    assert payload == {"ok": True, "tool": TOOL, "found": False, "_index": "docs", "_id": "nope",
+    assert payload == {"ok": True, "found": False, "_index": "docs", "_id": "nope",
                        "notes": ["no document with id 'nope' in index 'docs'"]}
 
 

@@ -49,7 +49,7 @@ def hit(i: int, **source: Any) -> dict[str, Any]:
 
 
 PAYLOADS = {
-    "ten hits": {"ok": True, "tool": "xerj_search", "total": 10, "hits": [
+    "ten hits": {"ok": True, "total": 10, "hits": [
         hit(i, title=f"Postmortem {i}", year=2026, body="Checkout search failed " * 8) for i in range(10)]},
     "non-ASCII and escapes": {"ok": True, "hits": [hit(0, title="Zürich — 東京 🚀", body='say "hi"\\n\ttab\x00\x1f\x7f\u2028')]},
     "floats of every shape": {"scores": [0.1, 1.5, -0.0, 1e-05, 1e-7, 0.00012, 1e16, 1.2345678901234568e+17,

@@ -159,7 +159,7 @@ def test_lists_the_tools_with_titles_hints_and_the_published_schemas(server: Con
 @needs_sdk
 def test_a_valid_call_answers_with_the_tool_message(server: Connected, xerj: XerjStandIn) -> None:
     error, payload = server.call("xerj_search", {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2})
-    assert error is False and payload["ok"] is True and payload["tool"] == "xerj_search"
+    assert error is False and payload["ok"] is True and "total" in payload
     assert 1 <= len(payload["hits"]) <= 2 and "repairs" not in payload
     [request] = xerj.requests
     assert (request.method, request.path, request.body["size"]) == ("POST", "/docs/_search", 2)

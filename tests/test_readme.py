@@ -51,7 +51,7 @@ def test_the_turn_by_hand_runs() -> None:
     assert "tools=registry.chat_tools()" in snippet
     with XerjStandIn() as xerj, ScriptedModel([Turn(tool_calls=[SEARCH])]) as model:
         printed = json.loads(run(snippet, xerj, model))
-        assert printed["ok"] is True and printed["tool"] == "xerj_search" and printed["total"] >= 1
+        assert printed["ok"] is True and "tool" not in printed and printed["total"] >= 1
         assert [r.path for r in xerj.requests] == ["/docs/_search"]
         assert model.requests[0]["tools"] == json.loads(json.dumps(load_registry().chat_tools()))
 

@@ -25,7 +25,7 @@ CANCELLED = "the turn was interrupted before this call finished"  # as DispatchC
 def cancelled_answer(call: ToolCall) -> Any:
     """The answer a call holds until its own is known. Not an outcome yet: no span, no log."""
     return call.answer(
-        dumps(error_payload(call.name or "?", EngineError(CANCELLED, code="cancelled"))),
+        dumps(error_payload(EngineError(CANCELLED, code="cancelled"))),
         ok=False,
     )
 

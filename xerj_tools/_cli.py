@@ -247,7 +247,7 @@ def _call(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
         if not isinstance(prepared, Prepared):
             from ._format import dumps, error_payload
 
-            out.write(dumps(error_payload(args.tool, prepared)) + "\n")
+            out.write(dumps(error_payload(prepared)) + "\n")
             return 1
         endpoint = Endpoint.create(args.url)
         headers = endpoint.headers()

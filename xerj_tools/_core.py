@@ -256,7 +256,7 @@ class DispatchCore:
         note: dict[str, Any] | None = None
         if request.reranked and (remembered := self.rerank_memory.recall(node)) is not None:
             if not self.rerank_fallback:
-                return error_payload(tool, EngineError(remembered, code="rerank_unavailable"))
+                return error_payload(EngineError(remembered, code="rerank_unavailable"))
             note = {"applied": False, "reason": remembered, "fallback": FALLBACK}
             rerank_fallback(None)
             request = request.without_rerank()
@@ -267,7 +267,7 @@ class DispatchCore:
             if not self.rerank_fallback:
                 advice = prepared.tool.too_large if prepared.tool is not None else None
                 error = engine_error(outcome, request, advice)
-                return error_payload(tool, error, attempts=attempts)
+                return error_payload(error, attempts=attempts)
             note = {"applied": False, "reason": refusal.reason, "fallback": FALLBACK}
             rerank_fallback(outcome.status)
             request = request.without_rerank()
@@ -304,9 +304,9 @@ class DispatchCore:
             if answered and isinstance(outcome, Reply):
                 payload = tool.answer(Received(tool.name, outcome, request, note, attempts))
         except EngineError as exc:
-            return error_payload(tool.name, exc, attempts=attempts)
+            return error_payload(exc, attempts=attempts)
         except Exception as exc:  # a custom tool's reading: nothing raises out of dispatch
-            return error_payload(tool.name, _raised(tool.name, "reader", exc), attempts=attempts)
+            return error_payload(_raised(tool.name, "reader", exc), attempts=attempts)
         if answered:
             # From here on the engine's values are finite and at most MAX_DEPTH deep, so
             # shaping and budget fitting (recursive) and serialising cannot fail on them.
@@ -315,7 +315,7 @@ class DispatchCore:
                 payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
             return payload
         error = engine_error(outcome, request, tool.too_large)
-        return error_payload(tool.name, error, attempts=attempts)
+        return error_payload(error, attempts=attempts)
 
     def _shape(
         self, tool: str, payload: dict[str, Any], prepared: Prepared | None
@@ -369,19 +369,15 @@ class DispatchCore:
         return result
 
     def refusal(self, call: ToolCall, error: ToolCallError, started: float) -> ToolResult:
-        return self.result(call, error_payload(call.name or "?", error), 0, started)
+        return self.result(call, error_payload(error), 0, started)
 
     def cancelled(self, call: ToolCall, started: float) -> ToolResult:
         reason = "the turn was interrupted before this call finished"
-        return self.result(
-            call, error_payload(call.name or "?", EngineError(reason, code="cancelled")), 0, started
-        )
+        return self.result(call, error_payload(EngineError(reason, code="cancelled")), 0, started)
 
     def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
         """An answer made without XERJ (a denied or repeated call)."""
-        return self.result(
-            call, error_payload(call.name or "?", ToolCallError(reason, code=code)), 0, self.clock()
-        )
+        return self.result(call, error_payload(ToolCallError(reason, code=code)), 0, self.clock())
 
     def duplicate(self, call: ToolCall, first: ToolResult, started: float) -> ToolResult:
         """The answer to a call identical to `first` in the same turn, which was sent once."""

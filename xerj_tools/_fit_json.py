@@ -32,7 +32,7 @@ STRING_FLOOR = 100  # strings are cut no shorter than this before arrays are tou
 _TIGHTEST = 30  # the string cap of the last resort
 _LISTED = 10  # paths listed per kind of cut; the counts cover the rest
 _RESERVE = 320  # room kept for the `truncated` block while choosing the caps
-_PROTECTED = ("ok", "tool")  # the envelope's own keys are never cut
+_PROTECTED = ("ok",)  # the envelope's own key is never cut
 DOC_META = ("_index", "_id", "found", "_version", "_seq_no", "_primary_term", "_routing")
 
 

@@ -105,9 +105,7 @@ def dumps(payload: Mapping[str, Any]) -> str:
         return _ENCODER.encode(clean(payload))
 
 
-def error_payload(
-    tool: str, error: ToolCallError, *, attempts: int | None = None
-) -> dict[str, Any]:
+def error_payload(error: ToolCallError, *, attempts: int | None = None) -> dict[str, Any]:
     retryable, default_hint = ERROR_CODES.get(error.code, (error.retryable, ""))
     body: dict[str, Any] = {"code": error.code}
     if error.status is not None:
@@ -122,7 +120,7 @@ def error_payload(
     body.update(error.details)
     if attempts is not None and attempts > 1:
         body["attempts"] = attempts
-    return {"ok": False, "tool": tool, "error": body}
+    return {"ok": False, "error": body}
 
 
 def engine_error(

@@ -54,7 +54,7 @@ def read_document(received: Received) -> dict[str, Any]:
         raise engine_error(reply, received.request)
     if not isinstance(data.get("found"), bool) or not isinstance(data.get("_id"), str):
         raise invalid(reply, "the `found` flag and `_id` of a document lookup")
-    out: dict[str, Any] = {"ok": True, "tool": received.tool, "found": data["found"]}
+    out: dict[str, Any] = {"ok": True, "found": data["found"]}
     for key in ("_index", "_id", "_version"):
         if key in data:
             out[key] = data[key]

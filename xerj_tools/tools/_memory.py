@@ -85,7 +85,7 @@ def read_store(received: Received) -> dict[str, Any]:
     data = _data(received)
     if not isinstance(data.get("id"), str):
         raise invalid(received.reply, "the `id` of the stored memory")
-    out: dict[str, Any] = {"ok": True, "tool": received.tool}
+    out: dict[str, Any] = {"ok": True}
     for key in ("namespace", "id", "created", "deduplicated", "score"):
         if key in data:
             out[key] = data[key]
@@ -111,7 +111,7 @@ def read_recall(received: Received) -> dict[str, Any]:
             if hit["metadata"] is None:
                 del hit["metadata"]
             hits.append(hit)
-    return {"ok": True, "tool": received.tool, "hits": hits}
+    return {"ok": True, "hits": hits}
 
 
 def _too_large_recall(request: HttpRequest) -> str:

@@ -150,13 +150,12 @@ def _fusion(request: HttpRequest) -> dict[str, Any] | None:
 
 
 def _search_payload(
-    tool: str,
     data: Mapping[str, Any],
     request: HttpRequest,
     rerank_note: Mapping[str, Any] | None,
     view: SourceView | None = None,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"ok": True, "tool": tool}
+    out: dict[str, Any] = {"ok": True}
     hits = data.get("hits") if isinstance(data.get("hits"), dict) else {}
     assert isinstance(hits, dict)
     _total(hits, out)
@@ -201,7 +200,7 @@ def read_search(received: Received) -> dict[str, Any]:
     hits = data.get("hits")
     if not (isinstance(hits, dict) and isinstance(hits.get("hits"), list)):
         raise invalid(reply, "the `hits.hits` list of a search result")
-    return _search_payload(received.tool, data, request, received.rerank, view)
+    return _search_payload(data, request, received.rerank, view)
 
 
 def _fewer(body: Mapping[str, Any]) -> tuple[Any, str]:

@@ -50,7 +50,7 @@ def read_json(received: Received) -> dict[str, Any]:
     data = received.reply.data
     if not isinstance(data, dict) or unusable(received.reply, data) is not None:
         raise engine_error(received.reply, received.request)
-    return {"ok": True, "tool": received.tool, "result": data}
+    return {"ok": True, "result": data}
 
 
 def integral(value: Any) -> Any:
