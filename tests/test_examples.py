@@ -20,7 +20,7 @@ EXPECTED = {
     "streaming.py": ["[calling xerj_search", "[xerj_semantic_search: ok]", "[completed after 2 turns]"],
     "tracing.py": ["put to rest", "failing over", "  agent turn {'xerj_tools.turn': 1}",
                    "    execute_tool xerj_search", "· xerj_tools.failover", "'error.type': 'unreachable'"],
-    "openai_agents.py": ['"code":"invalid_json"', "← {\"ok\":true,\"tool\":\"xerj_semantic_search\"", "(T-4, T-6)"],
+    "openai_agents.py": ['"code":"invalid_json"', "← {\"ok\":true,\"total\":2,\"hits\":[{\"_index\":\"docs\"", "(T-4, T-6)"],
     "mcp_client.py": ["xerj_memory_store: Store a memory (read-only: False)", "a repaired call: isError=False",
                       "repairs ['$.size", "a refused call: isError=True", "policy_denied"],
     "langgraph_agent.py": ["call_1 [error]", "call_3 [success]", "XERJ was asked once", "(pm-103)"],
