@@ -20,6 +20,7 @@ from xerj_tools import (
     AsyncDispatcher,
     Dispatcher,
     RunFinished,
+    TextDelta,
     ToolCallStarted,
     arun_agent,
     astream_agent,
@@ -177,6 +178,37 @@ def test_a_stream_abandoned_at_tool_call_started_leaves_answered_calls(rig: Rig,
             break  # `events` is still referenced: the generator is suspended, not closed
     assert_answered_in_order(messages)
     assert tool_answers(messages) == 4 and xerj.requests == []
+
+
+def test_a_stream_closed_mid_answer_closes_the_models_response(mode: str, api: str, xerj: XerjStandIn) -> None:
+    """The `openai` streams close their HTTP response only once read to the end: the loop closes
+    it when it is closed (or cancelled) mid-answer, not the garbage collector some time later."""
+    responses: list[Any] = []
+
+    async def arecord(response: Any) -> None:
+        responses.append(response)
+
+    script = [Turn(text="A long answer, streamed in pieces.")]
+    with ScriptedModel(script) as model:
+        if mode == "sync":
+            with openai_client(model.base_url, event_hooks={"response": [responses.append]}) as client, \
+                    Dispatcher(url=xerj.url) as dispatcher:
+                events = stream_agent(client, model="m", messages="hi", dispatcher=dispatcher, api=api)
+                assert isinstance(next(events), TextDelta)
+                assert [r.is_closed for r in responses] == [False]  # the rest of the answer is due
+                events.close()
+                assert [r.is_closed for r in responses] == [True]
+        else:
+            async def go() -> None:
+                async with openai_client(model.base_url, "async", event_hooks={"response": [arecord]}) as client, \
+                        AsyncDispatcher(url=xerj.url) as dispatcher:
+                    events = astream_agent(client, model="m", messages="hi", dispatcher=dispatcher, api=api)
+                    assert isinstance(await events.__anext__(), TextDelta)
+                    assert [r.is_closed for r in responses] == [False]
+                    await events.aclose()
+                    assert [r.is_closed for r in responses] == [True]
+
+            asyncio.run(go())
 
 
 @pytest.mark.parametrize("stream", [False, True])
