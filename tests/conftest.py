@@ -96,8 +96,9 @@ class Runner:
             self._loop.close()
 
 
-def openai_client(base_url: str, mode: str = "sync", api_key: str = "scripted") -> Any:
-    """The real OpenAI client (`mode` "sync" or "async") for a scripted model, without retries.
+def openai_client(base_url: str, mode: str = "sync", api_key: str = "scripted", **http: Any) -> Any:
+    """The real OpenAI client (`mode` "sync" or "async") for a scripted model, without retries;
+    `http` goes to its HTTP client (``event_hooks=``…).
 
     Its HTTP client shares one TLS context with the others: they speak plain HTTP to 127.0.0.1,
     and each would otherwise load the CA bundle into one of its own (~40 ms of CPU a client)."""
@@ -105,9 +106,9 @@ def openai_client(base_url: str, mode: str = "sync", api_key: str = "scripted") 
 
     if mode == "sync":
         return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0,
-                             http_client=openai.DefaultHttpxClient(verify=shared_tls()))
+                             http_client=openai.DefaultHttpxClient(verify=shared_tls(), **http))
     return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0,
-                              http_client=openai.DefaultAsyncHttpxClient(verify=shared_tls()))
+                              http_client=openai.DefaultAsyncHttpxClient(verify=shared_tls(), **http))
 
 
 @functools.cache

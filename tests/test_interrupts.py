@@ -20,6 +20,7 @@ from xerj_tools import (
     AsyncDispatcher,
     Dispatcher,
     RunFinished,
+    TextDelta,
     ToolCallStarted,
     arun_agent,
     astream_agent,
@@ -82,12 +83,36 @@ class Once:
             raise Boom
 
 
-class Replay(ScriptedModel):
-    """The scripted model, replayed from the start for each run (one server, one client)."""
+RUN = "x-replay-run"
 
-    def restart(self) -> None:
+
+class Replay(ScriptedModel):
+    """The scripted model, replayed from the start for each run (one server, one client).
+
+    Each run has a copy of the script of its own. A run cancelled while its request is on the
+    wire leaves that request behind: its bytes are in the server's socket, and a server thread
+    takes a turn for it whenever it gets to it, often after the next run began. A request that
+    names its run (the `RUN` header, from `restart()`) takes that run's turn, not the next run's;
+    one without the header takes the latest run's (the sync loops leave no request behind)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._runs: dict[str, list[Turn]] = {}
+
+    def restart(self) -> dict[str, str]:
+        """Start a run; returns the headers that tie a request to it."""
         with self._lock:
-            self._turns = list(self.script)
+            run = str(len(self._runs))
+            self._runs[run] = self._turns = list(self.script)
+        return {RUN: run}
+
+    def _take(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Turn | None:
+        run = {name.lower(): value for name, value in headers.items()}.get(RUN)
+        with self._lock:
+            self.requests.append({"path": path, **body})
+            self.headers.append(headers)
+            turns = self._turns if run is None else self._runs[run]
+            return turns.pop(0) if turns else None
 
 
 @pytest.fixture
@@ -179,17 +204,49 @@ def test_a_stream_abandoned_at_tool_call_started_leaves_answered_calls(rig: Rig,
     assert tool_answers(messages) == 4 and xerj.requests == []
 
 
+def test_a_stream_closed_mid_answer_closes_the_models_response(mode: str, api: str, xerj: XerjStandIn) -> None:
+    """The `openai` streams close their HTTP response only once read to the end: the loop closes
+    it when it is closed (or cancelled) mid-answer, not the garbage collector some time later."""
+    responses: list[Any] = []
+
+    async def arecord(response: Any) -> None:
+        responses.append(response)
+
+    script = [Turn(text="A long answer, streamed in pieces.")]
+    with ScriptedModel(script) as model:
+        if mode == "sync":
+            with openai_client(model.base_url, event_hooks={"response": [responses.append]}) as client, \
+                    Dispatcher(url=xerj.url) as dispatcher:
+                events = stream_agent(client, model="m", messages="hi", dispatcher=dispatcher, api=api)
+                assert isinstance(next(events), TextDelta)
+                assert [r.is_closed for r in responses] == [False]  # the rest of the answer is due
+                events.close()
+                assert [r.is_closed for r in responses] == [True]
+        else:
+            async def go() -> None:
+                async with openai_client(model.base_url, "async", event_hooks={"response": [arecord]}) as client, \
+                        AsyncDispatcher(url=xerj.url) as dispatcher:
+                    events = astream_agent(client, model="m", messages="hi", dispatcher=dispatcher, api=api)
+                    assert isinstance(await events.__anext__(), TextDelta)
+                    assert [r.is_closed for r in responses] == [False]
+                    await events.aclose()
+                    assert [r.is_closed for r in responses] == [True]
+
+            asyncio.run(go())
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_async_loop_cancelled_at_every_point(api: str, stream: bool, xerj: XerjStandIn) -> None:
     async def once(cancel_after: int | None, consumer_at: int | None) -> tuple[list[Any], bool]:
-        model.restart()
+        run = model.restart()  # the run's requests say so: a cancelled run's may come in late
         messages: list[Any] = [{"role": "user", "content": "go"}]
         seen = asyncio.Event()
 
         async def consume() -> bool:
             try:
                 async for i, event in _aenumerate(astream_agent(client, model="m", messages=messages,
-                                                                dispatcher=dispatcher, api=api, stream=stream)):
+                                                                dispatcher=dispatcher, api=api, stream=stream,
+                                                                extra_headers=run)):
                     if i == consumer_at:
                         seen.set()
                         await asyncio.Event().wait()  # cancelled while handling this event

@@ -287,20 +287,27 @@ def test_opentelemetry_is_never_imported_by_dispatch(xerj: XerjStandIn) -> None:
 def test_a_run_abandoned_mid_stream_ends_its_turn(exporter: InMemorySpanExporter, mode: str,
                                                   xerj: XerjStandIn) -> None:
     script = [Turn(text="A long answer, streamed in pieces.")]
+    responses: list[Any] = []  # the model's HTTP response, closed with the run (traced or not)
+
+    async def arecord(response: Any) -> None:
+        responses.append(response)
+
     with ScriptedModel(script) as model:
         if mode == "sync":
-            with openai_client(model.base_url, api_key="s") as client, \
+            with openai_client(model.base_url, api_key="s", event_hooks={"response": [responses.append]}) as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
                 events = stream_agent(client, model="m", messages="hi", dispatcher=dispatcher)
                 assert isinstance(next(events), TextDelta)
                 events.close()  # the caller stops reading after the first piece
+                assert [r.is_closed for r in responses] == [True]
         else:
             async def go() -> None:
-                async with openai_client(model.base_url, "async", api_key="s") as client, \
-                        AsyncDispatcher(url=xerj.url) as dispatcher:
+                async with openai_client(model.base_url, "async", api_key="s", event_hooks={"response": [arecord]}) \
+                        as client, AsyncDispatcher(url=xerj.url) as dispatcher:
                     events = astream_agent(client, model="m", messages="hi", dispatcher=dispatcher)
                     assert isinstance(await events.__anext__(), TextDelta)
                     await events.aclose()
+                    assert [r.is_closed for r in responses] == [True]
 
             asyncio.run(go())
     [turn] = named(exporter.get_finished_spans(), "agent turn")

@@ -8,13 +8,15 @@ loop adds no retries of its own, so attempts never multiply.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._core import ToolResult
 from ._exceptions import ConfigurationError
 from ._run import CUT_OFF, AgentRun, CreateOptions, merge_create_options
 from ._shapes import ToolCall
+from ._streams import aclose_stream, close_stream
 from ._turns import AgentEvent, AgentResult, RunFinished, TextDelta, ToolResultEvent
 
 if TYPE_CHECKING:
@@ -60,9 +62,13 @@ def _turns(
         run.begin(turn)
         if stream:
             assembler = run.assembler()
-            for chunk in run.create(client)(**run.request(True)):
-                if (delta := assembler.feed(chunk)) is not None:
-                    yield TextDelta(delta)
+            chunks = run.create(client)(**run.request(True))
+            try:
+                for chunk in chunks:
+                    if (delta := assembler.feed(chunk)) is not None:
+                        yield TextDelta(delta)
+            finally:  # closed or interrupted mid-answer: the response is let go of now
+                close_stream(chunks)
             step = assembler.step()
         else:
             step = run.step(run.create(client)(**run.request(False)))
@@ -98,16 +104,20 @@ async def _aturns(
     stream: bool,
     on_tool_call: ToolCallHook | None,
     on_tool_result: ToolResultHook | None,
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """The async loop, the twin of `_turns`; hooks may be async."""
     dispatcher: AsyncDispatcher = run.dispatcher
     for turn in range(1, run.max_turns + 1):
         run.begin(turn)
         if stream:
             assembler = run.assembler()
-            async for chunk in await run.create(client)(**run.request(True)):
-                if (delta := assembler.feed(chunk)) is not None:
-                    yield TextDelta(delta)
+            chunks = await run.create(client)(**run.request(True))
+            try:
+                async for chunk in chunks:
+                    if (delta := assembler.feed(chunk)) is not None:
+                        yield TextDelta(delta)
+            finally:  # closed or cancelled mid-answer: the response is let go of now
+                await aclose_stream(chunks)
             step = assembler.step()
         else:
             step = run.step(await run.create(client)(**run.request(False)))
@@ -240,8 +250,11 @@ async def astream_agent(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
         merge_create_options(create_options, create_kwargs),
     )  # fmt: skip
-    async for event in _aturns(client, run, stream, on_tool_call, on_tool_result):
-        yield event
+    # `async for` alone would leave the loop suspended when this generator is closed: its open
+    # answer (if any) is closed here, not whenever the garbage collector gets to it.
+    async with aclosing(_aturns(client, run, stream, on_tool_call, on_tool_result)) as events:
+        async for event in events:
+            yield event
 
 
 async def arun_agent(
@@ -265,7 +278,8 @@ async def arun_agent(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
         merge_create_options(create_options, create_kwargs),
     )  # fmt: skip
-    async for event in _aturns(client, run, stream, on_tool_call, on_tool_result):
-        if isinstance(event, RunFinished):
-            return event.result
+    async with aclosing(_aturns(client, run, stream, on_tool_call, on_tool_result)) as events:
+        async for event in events:
+            if isinstance(event, RunFinished):
+                return event.result
     raise AssertionError("the loop ended without a result")  # pragma: no cover

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, TypeVar
 
+from ._streams import aclose_stream, close_stream
 from ._tracing import NAME_LIMIT, active_tracer, mark_failed, use_span
 
 __all__ = ["NO_TURN", "TurnSpan", "turn"]
@@ -57,12 +58,15 @@ class TurnSpan:
         return self._achunks(out) if isinstance(out, AsyncIterator) else out
 
     def _chunks(self, stream: Iterator[_T]) -> Iterator[_T]:
-        """A streamed answer that breaks (or is abandoned) mid-way ends the turn too."""
+        """A streamed answer that breaks (or is abandoned) mid-way ends the turn too. Closing
+        this closes `stream` (`yield from` closes only the generator `iter(stream)` returns)."""
         try:
             yield from stream
         except BaseException as exc:
             self.end(error=exc)
             raise
+        finally:
+            close_stream(stream)
 
     async def _achunks(self, stream: AsyncIterator[_T]) -> AsyncIterator[_T]:
         try:
@@ -71,6 +75,8 @@ class TurnSpan:
         except BaseException as exc:
             self.end(error=exc)
             raise
+        finally:
+            await aclose_stream(stream)
 
     def end(
         self, finish_reason: str | None = None, calls: int = 0, error: BaseException | None = None

@@ -1,0 +1,31 @@
+"""Closing a model's streamed answer however the loop leaves it: done, broken off or cancelled.
+
+The `openai` streams close their HTTP response only once read to the end (``_streaming.py``,
+``Stream.__stream__``'s ``finally``). A loop interrupted mid-answer that merely drops the stream
+leaves the response open until the garbage collector finds it: on asyncio that is a task the
+loop runs later, or an error logged at shutdown ("aclose(): asynchronous generator is already
+running"), and the connection stays out of the pool meanwhile.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+__all__ = ["aclose_stream", "close_stream"]
+
+
+def close_stream(stream: Any) -> None:
+    """Close `stream` (`openai.Stream.close`, a generator's `close`); without one, do nothing."""
+    close = getattr(stream, "close", None)
+    if callable(close):
+        close()
+
+
+async def aclose_stream(stream: Any) -> None:
+    """The async twin: an async generator's `aclose`, else `openai.AsyncStream.close`."""
+    close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
+    if callable(close):
+        out = close()
+        if inspect.isawaitable(out):
+            await out
