@@ -22,9 +22,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from ._exceptions import ConfigurationError
-from ._fit_hits import MIN_CUT, Measured, choose, clean_envelope, clean_json, cut_strings, size
+from ._fit_hits import (
+    MIN_CUT,
+    Measured,
+    choose,
+    clean_envelope,
+    clean_json,
+    cut_strings,
+    size,
+    written,
+)
 from ._fit_json import fit_document, fit_json
-from ._format import dumps
 from ._tokens import Budget
 
 __all__ = [
@@ -43,6 +51,7 @@ __all__ = [
     "fit_result",
     "fit_tokens",
     "within",
+    "written",
 ]
 
 Fit = Literal["hits", "memories", "document", "json"]
@@ -61,7 +70,11 @@ def _no_page(shown: int) -> None:
 
 
 def fit_result(
-    payload: dict[str, Any], budget: int, *, fit: Fit, next_page: NextPage = _no_page
+    payload: dict[str, Any],
+    budget: int,
+    *,
+    fit: Fit,
+    next_page: NextPage = _no_page,
 ) -> dict[str, Any]:
     """`payload` (a tool message's envelope) fitted into `budget` characters by strategy `fit`.
 
@@ -106,7 +119,12 @@ def within(content: str, limit: int | Budget) -> bool:
 
 
 def fit_tokens(
-    payload: dict[str, Any], limit: Budget, *, fit: Fit, next_page: NextPage = _no_page
+    payload: dict[str, Any],
+    limit: Budget,
+    *,
+    fit: Fit,
+    next_page: NextPage = _no_page,
+    plain: bool = False,
 ) -> tuple[dict[str, Any], str]:
     """`payload` fitted into a budget in tokens, and its serialized form.
 
@@ -115,7 +133,7 @@ def fit_tokens(
     fitted to that, and fitted again, smaller, while the result still counts too many tokens
     (at most four times; never below `MIN_BUDGET` characters)."""
     tokens = limit.tokens or MIN_TOKENS
-    payload, content = clean_json(payload)
+    payload, content = clean_json(payload, plain=plain)
     counted = limit.count(content)
     fitted, chars = payload, len(content)
     for _ in range(4):
@@ -123,7 +141,7 @@ def fit_tokens(
             break
         chars = max(MIN_BUDGET, min(chars - 1, int(len(content) * tokens / counted * 0.98)))
         fitted = fit_result(payload, chars, fit=fit, next_page=next_page)
-        content = dumps(fitted)
+        content = written(fitted, plain=plain)
         counted = limit.count(content)
     return fitted, content
 
@@ -176,24 +194,36 @@ def fit_payload(
     measured = Measured(hits)
     if base <= budget and measured.count(None, budget - base) == len(hits):
         return {**payload, "hits": measured.hits}  # cleaned as they were measured
+    # The message's length is the envelope's, the hits' (measured) and the `truncated` block's
+    # (its own few keys): each choice is sized without copying a hit, and built once.
+    own = "truncated" in envelope  # the envelope's own block, which the new one would replace
+    bare = _size({**{k: v for k, v in envelope.items() if k != "truncated"}, "hits": []}) - 2
     reserve = _NEXT_RESERVE
     for _ in range(3):
-        kept, cut = choose(measured, budget - base - reserve)
-        out = {**envelope, "hits": kept}
-        truncated: dict[str, Any] = {}
-        if len(kept) < len(hits):
-            truncated["hits_omitted"] = len(hits) - len(kept)
-        if cut:
-            truncated["fields_cut"] = len(cut)
-            truncated["cut_fields"] = _field_names(cut)
-        if truncated:
-            out["truncated"] = _said(truncated, len(kept), next_page, memories)
-        overshoot = _size(out) - budget
-        if overshoot <= 0:
-            return out
+        choice = choose(measured, budget - base - reserve)
+        truncated = _truncated(choice.shown, choice.paths_cut(measured), len(hits))
+        block = _said(truncated, choice.shown, next_page, memories) if truncated else None
+        tail = block if block is not None else envelope.get("truncated")
+        length = bare + choice.size(measured) + (13 + _size(tail) if block or own else 0)
+        if length <= budget:
+            break
         # The `truncated` block took more than the room kept for it: keep its real size.
-        reserve = max(reserve + overshoot, _size({"truncated": out.get("truncated")}))
-    return _guarantee(out, budget, next_page, memories)
+        reserve = max(reserve + length - budget, _size({"truncated": tail}))
+    out = {**envelope, "hits": choice.build(measured)}
+    if block is not None:
+        out["truncated"] = block
+    return out if length <= budget else _guarantee(out, budget, next_page, memories)
+
+
+def _truncated(shown: int, cut: list[str], hits: int) -> dict[str, Any]:
+    """What was left out of `hits` hits when `shown` are shown with the strings at `cut` cut."""
+    truncated: dict[str, Any] = {}
+    if shown < hits:
+        truncated["hits_omitted"] = hits - shown
+    if cut:
+        truncated["fields_cut"] = len(cut)
+        truncated["cut_fields"] = _field_names(cut)
+    return truncated
 
 
 def _said(

@@ -28,6 +28,7 @@ from ._budget import (
     fit_result,
     fit_tokens,
     within,
+    written,
 )
 from ._calls import ToolCall, ToolMessage
 from ._exceptions import (
@@ -329,10 +330,11 @@ class DispatchCore:
             payload = {**payload, "repairs": list(prepared.repairs)}
         limit = self.budgets.get(tool, self.budget)
         hits = payload.get("hits")
+        # a reader of the library's writes plain JSON, which orjson may measure and write
+        plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
         if not isinstance(hits, list) or len(hits) <= 10:
             # The usual case, serialized once; a longer list is measured hit by hit instead.
-            # its hits (`clean_envelope` left them); a reader of the library's writes plain JSON
-            plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
+            # its hits (`clean_envelope` left them)
             cleaned, content = clean_json(payload, plain=plain)
             if within(content, limit):
                 return cleaned, content
@@ -346,9 +348,9 @@ class DispatchCore:
             memories = prepared is not None and prepared.request.kind == "memory_recall"
             fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
         if isinstance(limit, Budget):
-            return fit_tokens(payload, limit, fit=fit, next_page=next_page)
+            return fit_tokens(payload, limit, fit=fit, next_page=next_page, plain=plain)
         payload = fit_result(payload, limit, fit=fit, next_page=next_page)
-        return payload, dumps(payload)
+        return payload, written(payload, plain=plain)
 
     def result(
         self,

@@ -5,23 +5,26 @@ cut (to the longest length that lets every hit fit, never below `MIN_CUT`) with 
 ``…[+N chars]``; then whole hits are dropped from the end.
 
 Finding the cut length is a search over lengths, and a search that re-serialised every hit at
-every step cost several raw HTTP calls on 50 hits. Here each hit is serialised once, when the
-search first reaches it, and its strings longer than `MIN_CUT` are noted: the size of the hit
-with its strings cut at any length is then arithmetic (the JSON of a cut string is the JSON of
-its prefix plus the marker), exactly equal to serialising the cut copy.
+every step cost several raw HTTP calls on 50 hits. Here each hit is measured once, when the
+search first reaches it (`_measure`: its JSON length counted, and where its strings longer
+than `MIN_CUT` are): the size of the hit with its strings cut at any length is then arithmetic
+(the JSON of a cut string is the JSON of its prefix plus the marker), exactly equal to
+serialising the cut copy. Nothing is copied until the choice is made, and then only the
+containers on the way to a cut string.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
 from ._json import fast_dumps
+from ._measure import MIN_CUT, STRICT, Long, measure, put
 
 __all__ = [
     "MIN_CUT",
+    "Choice",
     "Measured",
     "choose",
     "clean_envelope",
@@ -29,14 +32,19 @@ __all__ = [
     "cut_strings",
     "marker",
     "size",
+    "written",
 ]
-
-MIN_CUT = 200  # a cut field keeps at least this many characters
 
 
 def size(value: Any) -> int:
     """Characters of `value` in the tool message (`dumps`, compact JSON)."""
     return len(dumps(value))
+
+
+def written(value: Any, *, plain: bool = False) -> str:
+    """`value` as the tool message writes it (`dumps`), by orjson where `plain` (see
+    `clean_json`) and it writes the same characters."""
+    return (fast_dumps(value) if plain else None) or dumps(value)
 
 
 def marker(omitted: int) -> str:
@@ -57,33 +65,6 @@ def cut_strings(value: Any, cap: int, path: str, cut: list[str]) -> Any:
     return value
 
 
-def _encoded(text: str) -> int:
-    """Characters of `text` as a JSON string: its length and quotes, unless JSON escapes some
-    of it (a quote, a backslash, a control character: all unprintable)."""
-    if '"' in text or "\\" in text or not text.isprintable():
-        return size(text)
-    return len(text) + 2
-
-
-def _blank(value: Any, longs: list[str]) -> Any:
-    """A copy of `value` with each string a cut can touch (longer than `MIN_CUT`) made empty,
-    and those strings, in order, in `longs`: the hit's skeleton, cheap to serialise."""
-    if isinstance(value, str):
-        if len(value) > MIN_CUT:
-            longs.append(value)
-            return ""
-        return value
-    if isinstance(value, dict):
-        return {k: _blank(v, longs) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_blank(v, longs) for v in value]
-    return value
-
-
-# `dumps`'s encoder, but raising where `dumps` would clean: a non-finite number, a deep value
-_STRICT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
-
-
 def clean_json(value: Any, *, plain: bool = False) -> tuple[Any, str]:
     """`value` made safe as `_body.clean` makes it, and its JSON (as `dumps` writes it), with
     the walk and copy of `clean` only where they may change something: the encoder refuses a
@@ -94,7 +75,7 @@ def clean_json(value: Any, *, plain: bool = False) -> tuple[Any, str]:
     if text is not None and text.count("[") + text.count("{") <= MAX_DEPTH:
         return value, text
     try:
-        text = _STRICT.encode(value)
+        text = STRICT.encode(value)
     except (ValueError, RecursionError):
         text = ""
     if not text or text.count("[") + text.count("{") > MAX_DEPTH:
@@ -117,32 +98,28 @@ _SAFE = frozenset({str, int, bool, type(None)})  # what `clean` would copy uncha
 
 
 class Measured:
-    """The hits, each cleaned and measured on first need.
+    """The hits, each cleaned and measured on first need, and the hits to show built from those
+    measures once the choice is made.
 
-    A hit is measured as its skeleton (`_blank`: its long strings emptied) serialised, plus
-    each long string: whole, its JSON length (computed once, when first needed); cut at a cap,
-    the JSON length of its prefix and the marker. So a 4,500-character body is read whole only
-    where it may be shown whole. `hits` holds the hits cleaned as far as they were measured.
+    A hit is measured once (`_measure.measure`): the characters of its JSON less its strings
+    longer than `MIN_CUT`, the only ones a cut can touch, and for each of those its length, its
+    JSON length and where it is. The size of the hit with its strings cut at any cap is then
+    arithmetic: the JSON of a cut string is the JSON of its prefix (its length and quotes, when
+    nothing in the string is escaped) plus the marker. `hits` holds the hits cleaned as far as
+    they were measured.
     """
 
     def __init__(self, hits: list[Any]) -> None:
         self.hits = list(hits)
-        self._skeletons: list[int] = []  # characters of each skeleton, its long strings aside
-        self._longs: list[list[list[Any]]] = []  # per hit: [text, length, JSON length or -1]
+        self._skeletons: list[int] = []  # characters of each hit, its long strings aside
+        self._longs: list[list[Long]] = []  # per hit, its long strings in the order written
+        self._named: dict[str, int] = {}  # the JSON length of each key seen
 
     def _measure(self, upto: int) -> None:
         for i in range(len(self._skeletons), min(upto + 1, len(self.hits))):
-            longs: list[str] = []
-            try:
-                text = _STRICT.encode(_blank(self.hits[i], longs))
-            except (ValueError, RecursionError):
-                text = ""
-            if not text or text.count("[") + text.count("{") > MAX_DEPTH:  # see `clean_json`
-                self.hits[i] = clean(self.hits[i])
-                longs = []
-                text = dumps(_blank(self.hits[i], longs))
-            self._skeletons.append(len(text) - 2 * len(longs))
-            self._longs.append([[s, len(s), -1] for s in longs])
+            self.hits[i], skeleton, longs = measure(self.hits[i], self._named)
+            self._skeletons.append(skeleton)
+            self._longs.append(longs)
 
     def size(self, i: int, cap: int | None) -> int:
         """Characters of hit `i` with its strings cut at `cap` (None: whole; 0: the fewest it
@@ -150,22 +127,19 @@ class Measured:
         if i >= len(self._skeletons):
             self._measure(i)
         total = self._skeletons[i]
-        for entry in self._longs[i]:
-            text, length, encoded = entry
-            if cap == 0 and length + 2 >= MIN_CUT + 13:
-                total += MIN_CUT + 13  # cut or whole, it takes at least this much
-            elif cap is None or cap == 0 or length <= cap:
-                if encoded < 0:
-                    encoded = entry[2] = size(text)
-                total += min(encoded, MIN_CUT + 13) if cap == 0 else encoded
-            else:
-                if encoded < 0 and length <= 4 * cap:  # read it whole once, not a prefix per cap
-                    encoded = entry[2] = size(text)
-                if encoded == length + 2:  # nothing in it is escaped: nor in its prefix
-                    prefix = cap + 2
-                else:
-                    prefix = size(text[:cap]) if encoded > 0 else _encoded(text[:cap])
-                total += prefix + 10 + len(str(length - cap))  # + marker(length - cap)
+        if cap is None:
+            for entry in self._longs[i]:
+                total += entry[2]
+        elif cap == 0:
+            for entry in self._longs[i]:  # cut at `MIN_CUT` or more, a string takes 213 or more
+                total += min(entry[2], MIN_CUT + 13)
+        else:
+            for text, length, encoded, _, _ in self._longs[i]:
+                if length <= cap:
+                    total += encoded
+                else:  # the prefix (nothing escaped in it if nothing is in the whole), the marker
+                    prefix = cap + 2 if encoded == length + 2 else size(text[:cap])
+                    total += prefix + 10 + len(str(length - cap))
         return total
 
     def count(self, cap: int | None, room: int) -> int:
@@ -178,41 +152,89 @@ class Measured:
                 return i
         return len(self.hits)
 
+    def listed(self, shown: int, cap: int | None) -> int:
+        """Characters of the JSON list of the first `shown` hits cut at `cap`."""
+        return 1 + sum(self.size(i, cap) + 1 for i in range(shown)) + (not shown)
 
-def keep(measured: Measured, cap: int | None, room: int) -> tuple[list[Any], list[str]]:
-    """The longest prefix of the hits (cut at `cap`) whose serialized size fits in `room`."""
-    n = measured.count(cap, room)  # the first n hits are measured, so cleaned
-    if cap is None:
-        return measured.hits[:n], []
-    cut: list[str] = []
-    return [cut_strings(h, cap, "", cut) for h in measured.hits[:n]], cut
+    def paths(self, shown: int, cap: int | None) -> list[str]:
+        """The path of each string that cutting the first `shown` hits at `cap` cuts, in order."""
+        if cap is None:
+            return []
+        return [p for i in range(shown) for _, n, _, _, p in self._longs[i] if n > cap]
+
+    def cut(self, shown: int, cap: int | None) -> list[Any]:
+        """The first `shown` hits with their strings cut at `cap`, as `cut_strings` cuts them
+        (copied only on the way to a cut string)."""
+        if shown:
+            self.size(shown - 1, None)  # measured, so cleaned
+        if cap is None:
+            return self.hits[:shown]
+        kept = []
+        for i in range(shown):
+            hit = self.hits[i]
+            for text, length, _, keys, _ in self._longs[i]:
+                if length > cap:
+                    hit = put(hit, keys, text[:cap] + marker(length - cap))
+            kept.append(hit)
+        return kept
 
 
-def choose(measured: Measured, room: int) -> tuple[list[Any], list[str]]:
+class Choice(NamedTuple):
+    """The hits to show: the first `shown`, strings cut at `cap` (None: whole); or, for the last
+    resort, `hits` themselves, with the paths cut in `paths`."""
+
+    shown: int
+    cap: int | None
+    hits: list[Any] | None = None
+    paths: list[str] | None = None
+
+    def size(self, measured: Measured) -> int:
+        """Characters of the JSON list of the hits shown."""
+        if self.hits is not None:
+            return size(self.hits)
+        return measured.listed(self.shown, self.cap)
+
+    def build(self, measured: Measured) -> list[Any]:
+        """The hits shown."""
+        if self.hits is not None:
+            return self.hits
+        return measured.cut(self.shown, self.cap)
+
+    def paths_cut(self, measured: Measured) -> list[str]:
+        """The path of each string cut, in order, without building the hits."""
+        if self.hits is not None:
+            return self.paths or []
+        return measured.paths(self.shown, self.cap)
+
+
+def choose(measured: Measured, room: int) -> Choice:
     """The hits to show in `room` characters: whole while they fit; else every hit cut to the
     longest length that lets all fit; else as many as fit cut to `MIN_CUT`; and at least the
-    first hit, cut shorter still, when even that one does not fit."""
-    if measured.count(None, room) == len(measured.hits):
-        return list(measured.hits), []
+    first hit, cut shorter still, when even that one does not fit. Only measured: nothing is
+    copied until the choice is built."""
+    everyone = len(measured.hits)
+    if measured.count(None, room) == everyone:
+        return Choice(everyone, None)
     # A cap of `room` or more cuts nothing that could fit: the search stays below it, and never
     # needs the longest string (which would mean measuring every hit of a 1,000-hit answer).
     lo, hi, best = MIN_CUT, max(room, MIN_CUT), None
-    if measured.count(0, room) < len(measured.hits):
+    if measured.count(0, room) < everyone:
         lo = hi + 1  # not all can fit, whatever the cap: no search (the answer would be None)
     while lo <= hi:
         mid = (lo + hi) // 2
-        if measured.count(mid, room) == len(measured.hits):
+        if measured.count(mid, room) == everyone:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1
     if best is not None:
-        return keep(measured, best, room)
-    kept, cut = keep(measured, MIN_CUT, room)
+        return Choice(everyone, best)
+    shown = measured.count(MIN_CUT, room)
+    if shown or not measured.hits:
+        return Choice(shown, MIN_CUT)
+    measured.size(0, None)  # cleaned
     for cap in (120, 60, 30):  # a page that shows nothing would leave `next` where it was
-        if kept or not measured.hits:
-            break
-        cut = []
-        measured.size(0, None)  # cleaned
+        cut: list[str] = []
         first = cut_strings(measured.hits[0], cap, "", cut)
-        kept = [first] if size(first) <= room else []
-    return kept, cut
+        if size(first) <= room:
+            return Choice(1, cap, [first], cut)
+    return Choice(0, 30, [], cut)  # nothing shown; the block still counts what the cut took

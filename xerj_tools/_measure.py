@@ -1,0 +1,159 @@
+"""A hit's length in the tool message, counted rather than written, and where its long strings
+are: what the hits fitter needs to choose without serialising or copying anything.
+
+`measure` adds up a hit's JSON as the message writer (`_format.dumps`: compact, not ASCII-only)
+would write it: a string is its length and two quotes unless JSON escapes something in it (a
+quote, a backslash, a control character, all of which `str.isprintable` refuses, so only then
+is it encoded to be counted); a number is its `repr`, which is what `json` writes. Only plain
+JSON types are counted so; a value of any other type (a subclass, an enum member, a date), a
+number JSON cannot carry, or nesting past `MAX_DEPTH` is measured by writing it, as before.
+"""
+
+from __future__ import annotations
+
+import json
+from json.encoder import encode_basestring  # what `json` writes a str as (ensure_ascii=False)
+from typing import Any
+
+from ._body import MAX_DEPTH, clean
+from ._format import dumps
+
+__all__ = ["MIN_CUT", "STRICT", "Long", "measure", "put"]
+
+MIN_CUT = 200  # a cut field keeps at least this many characters
+
+# A string a cut can touch (longer than `MIN_CUT`): (text, length, JSON length, the keys from
+# the hit to it, its path as `_fit_hits.cut_strings` writes it).
+Long = tuple[str, int, int, tuple[Any, ...], str]
+
+# `dumps`'s encoder, but raising where `dumps` would clean: a non-finite number, a deep value
+STRICT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
+_NUMBERS = frozenset({int, float})
+_INF = float("inf")
+
+
+class _Unplain(Exception):
+    """Not counted: the value is measured by writing it."""
+
+
+def _number(value: Any) -> int:
+    kind = type(value)
+    if kind is int:
+        return len(int.__repr__(value))  # how `json` writes an int (ValueError past 4,300 digits)
+    if kind is float and -_INF < value < _INF:  # NaN and infinities: `clean` makes them null
+        return len(float.__repr__(value))
+    if kind is bool:
+        return 4 if value else 5
+    if value is None:
+        return 4
+    raise _Unplain
+
+
+def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str, int]) -> int:
+    """Characters of container `value` in compact JSON, its long strings aside (noted in
+    `longs`, in the order `json` writes them); `named` holds the JSON length of each key seen."""
+    if len(keys) >= MAX_DEPTH:
+        raise _Unplain  # `clean` would cut it
+    if type(value) is dict:
+        total = 2 * len(value) + (1 if value else 2)  # braces, a colon per key, the commas
+        for key, item in value.items():
+            known = named.get(key)
+            if known is None:
+                if type(key) is not str:
+                    raise _Unplain
+                known = named[key] = len(encode_basestring(key))
+            total += known
+            kind = type(item)
+            if kind is str:
+                if len(item) > MIN_CUT:
+                    longs.append(_long(item, (*keys, key)))
+                else:
+                    total += len(encode_basestring(item))
+            elif kind is dict or kind is list:
+                total += _count(item, (*keys, key), longs, named)
+            else:
+                total += _number(item)
+        return total
+    if type(value) is not list:
+        raise _Unplain
+    if len(value) > 16 and set(map(type, value)) <= _NUMBERS:
+        # An embedding the model asked for: the C encoder writes it faster than it is counted
+        return len(STRICT.encode(value))  # ValueError on NaN: measured by writing, below
+    total = len(value) + (1 if value else 2)  # brackets and the commas
+    for n, item in enumerate(value):
+        kind = type(item)
+        if kind is str:
+            if len(item) > MIN_CUT:
+                longs.append(_long(item, (*keys, n)))
+            else:
+                total += len(encode_basestring(item))
+        elif kind is dict or kind is list:
+            total += _count(item, (*keys, n), longs, named)
+        else:
+            total += _number(item)
+    return total
+
+
+def _long(text: str, keys: tuple[Any, ...]) -> Long:
+    # JSON escapes only a quote, a backslash and control characters (which are unprintable)
+    escaped = '"' in text or "\\" in text or not text.isprintable()
+    path = ""
+    for key in keys:  # as `cut_strings` writes it: dict keys (all str here), not list indices
+        if type(key) is str:
+            path = f"{path}.{key}" if path else key
+    return text, len(text), len(encode_basestring(text)) if escaped else len(text) + 2, keys, path
+
+
+def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, list[Long]]:
+    """`hit` (cleaned, as `_body.clean` makes it, where that changes it), the characters of its
+    JSON less those of its long strings, and its long strings. `named`: the JSON length of each
+    key seen so far (the hits of one answer share their keys)."""
+    longs: list[Long] = []
+    try:
+        kind = type(hit)
+        if kind is dict or kind is list:
+            return hit, _count(hit, (), longs, {} if named is None else named), longs
+        if kind is str and len(hit) > MIN_CUT:
+            return hit, 0, [_long(hit, ())]
+        return hit, len(encode_basestring(hit)) if kind is str else _number(hit), longs
+    except (_Unplain, ValueError, RecursionError):
+        pass
+    longs = []
+    try:
+        text = STRICT.encode(hit)
+        _walk(hit, (), "", longs)
+    except (ValueError, RecursionError):
+        text = ""
+    # Brackets outside the long strings, as `_fit_hits.clean_json` counts them: a value that
+    # may nest deeper than `MAX_DEPTH` (or was refused) is cleaned, then measured.
+    brackets = text.count("[") + text.count("{")
+    brackets -= sum(long[0].count("[") + long[0].count("{") for long in longs)
+    if not text or brackets > MAX_DEPTH:
+        hit, longs = clean(hit), []
+        text = dumps(hit)
+        _walk(hit, (), "", longs)
+    return hit, len(text) - sum(long[2] for long in longs), longs
+
+
+def _walk(value: Any, keys: tuple[Any, ...], path: str, longs: list[Long]) -> None:
+    """Note each string longer than `MIN_CUT` in `value` of any type, as `cut_strings` finds
+    them (`isinstance`: subclasses too)."""
+    if isinstance(value, str):
+        if len(value) > MIN_CUT:
+            longs.append((value, len(value), len(STRICT.encode(value)), keys, path))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _walk(v, (*keys, k), f"{path}.{k}" if path else k, longs)
+    elif isinstance(value, list):
+        for n, v in enumerate(value):
+            _walk(v, (*keys, n), path, longs)
+
+
+def put(value: Any, keys: tuple[Any, ...], new: Any) -> Any:
+    """`value` with the item at `keys` replaced by `new`: the containers on the way copied (as
+    plain dicts and lists, as `cut_strings` copies them), the rest shared."""
+    if not keys:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[keys[0]] = put(value[keys[0]], keys[1:], new)
+    return copy
