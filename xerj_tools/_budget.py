@@ -192,12 +192,13 @@ def fit_payload(
     # Does it fit whole? Measured hit by hit (each hit once, whatever the steps below ask), so
     # a 5 MB response is never serialized whole.
     measured = Measured(hits)
-    if base <= budget and measured.count(None, budget - base) == len(hits):
+    if base <= budget and measured.all_fit(None, budget - base):
         return {**payload, "hits": measured.hits}  # cleaned as they were measured
     # The message's length is the envelope's, the hits' (measured) and the `truncated` block's
     # (its own few keys): each choice is sized without copying a hit, and built once.
     own = "truncated" in envelope  # the envelope's own block, which the new one would replace
-    bare = _size({**{k: v for k, v in envelope.items() if k != "truncated"}, "hits": []}) - 2
+    rest = {k: v for k, v in envelope.items() if k != "truncated"} if own else envelope
+    bare = (_size({**rest, "hits": []}) if own else base) - 2
     reserve = _NEXT_RESERVE
     for _ in range(3):
         choice = choose(measured, budget - base - reserve)

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
 from ._json import fast_dumps
-from ._measure import MIN_CUT, STRICT, Long, measure, put
+from ._measure import MIN_CUT, STRICT, Long, encoded, json_length, measure, path, put
 
 __all__ = [
     "MIN_CUT",
@@ -114,6 +114,7 @@ class Measured:
         self._skeletons: list[int] = []  # characters of each hit, its long strings aside
         self._longs: list[list[Long]] = []  # per hit, its long strings in the order written
         self._named: dict[str, int] = {}  # the JSON length of each key seen
+        self._sizes: dict[int | None, list[int]] = {}  # per cap, the size of each hit so far
 
     def _measure(self, upto: int) -> None:
         for i in range(len(self._skeletons), min(upto + 1, len(self.hits))):
@@ -128,39 +129,72 @@ class Measured:
             self._measure(i)
         total = self._skeletons[i]
         if cap is None:
-            for entry in self._longs[i]:
-                total += entry[2]
+            for long in self._longs[i]:
+                total += encoded(long)
         elif cap == 0:
-            for entry in self._longs[i]:  # cut at `MIN_CUT` or more, a string takes 213 or more
-                total += min(entry[2], MIN_CUT + 13)
+            for long in self._longs[i]:  # cut at `MIN_CUT` or more, a string takes 213 or more
+                total += MIN_CUT + 13 if long[1] >= MIN_CUT + 11 else min(encoded(long), 213)
         else:
-            for text, length, encoded, _, _ in self._longs[i]:
-                if length <= cap:
-                    total += encoded
-                else:  # the prefix (nothing escaped in it if nothing is in the whole), the marker
-                    prefix = cap + 2 if encoded == length + 2 else size(text[:cap])
-                    total += prefix + 10 + len(str(length - cap))
+            for long in self._longs[i]:
+                total += _cut_length(long, cap)
         return total
 
     def count(self, cap: int | None, room: int) -> int:
         """How many hits, from the first, fit in `room` with strings cut at `cap`."""
+        sizes = self._sizes.setdefault(cap, [])
         used = -1  # n hits take n - 1 commas
-        hit_size = self.size
         for i in range(len(self.hits)):
-            used += hit_size(i, cap) + 1
+            if i == len(sizes):
+                sizes.append(self.size(i, cap))
+            used += sizes[i] + 1
             if used > room:
                 return i
         return len(self.hits)
 
+    def all_fit(self, cap: int | None, room: int) -> bool:
+        """Whether every hit fits in `room` with strings cut at `cap`. Whole, a long string
+        takes at least its length and quotes: when that is already too much, the strings are
+        not read to count their escapes."""
+        if cap is None:
+            used = -1
+            for i in range(len(self.hits)):
+                if i >= len(self._skeletons):
+                    self._measure(i)
+                used += self._skeletons[i] + 1
+                for long in self._longs[i]:
+                    used += long[1] + 2
+                if used > room:
+                    return False
+        return self.count(cap, room) == len(self.hits)
+
+    def total(self, cap: int) -> int:
+        """Characters of all the hits with strings cut at `cap` and the commas between them,
+        every hit measured (the search's question, asked of every long string at once)."""
+        self._measure(len(self.hits) - 1)
+        total = sum(self._skeletons) + len(self.hits) - 1
+        for longs in self._longs:
+            for long in longs:
+                total += _cut_length(long, cap)
+        return total
+
+    def longest(self) -> int:
+        """The length of the longest string a cut can touch, every hit measured."""
+        self._measure(len(self.hits) - 1)
+        return max((long[1] for longs in self._longs for long in longs), default=0)
+
     def listed(self, shown: int, cap: int | None) -> int:
         """Characters of the JSON list of the first `shown` hits cut at `cap`."""
-        return 1 + sum(self.size(i, cap) + 1 for i in range(shown)) + (not shown)
+        self.count(cap, -1)  # sized, at least the first
+        sizes = self._sizes[cap]
+        for i in range(len(sizes), shown):
+            sizes.append(self.size(i, cap))
+        return 1 + sum(sizes[:shown]) + shown + (not shown)
 
     def paths(self, shown: int, cap: int | None) -> list[str]:
         """The path of each string that cutting the first `shown` hits at `cap` cuts, in order."""
         if cap is None:
             return []
-        return [p for i in range(shown) for _, n, _, _, p in self._longs[i] if n > cap]
+        return [path(long) for i in range(shown) for long in self._longs[i] if long[1] > cap]
 
     def cut(self, shown: int, cap: int | None) -> list[Any]:
         """The first `shown` hits with their strings cut at `cap`, as `cut_strings` cuts them
@@ -177,6 +211,18 @@ class Measured:
                     hit = put(hit, keys, text[:cap] + marker(length - cap))
             kept.append(hit)
         return kept
+
+
+def _cut_length(long: Long, cap: int) -> int:
+    """Characters of the JSON of a long string cut at `cap` (whole if it is not longer)."""
+    text, length, whole = long[0], long[1], long[2]
+    if length <= cap:
+        return encoded(long)
+    if whole < 0 and length <= 4 * cap:  # read it whole once, not a prefix per cap
+        whole = encoded(long)
+    # nothing escaped in the whole: nor in its prefix; then the marker, `…[+N chars]`
+    prefix = cap + 2 if whole == length + 2 else json_length(text[:cap])
+    return prefix + 10 + len(str(length - cap))
 
 
 class Choice(NamedTuple):
@@ -213,16 +259,18 @@ def choose(measured: Measured, room: int) -> Choice:
     first hit, cut shorter still, when even that one does not fit. Only measured: nothing is
     copied until the choice is built."""
     everyone = len(measured.hits)
-    if measured.count(None, room) == everyone:
+    if measured.all_fit(None, room):
         return Choice(everyone, None)
     # A cap of `room` or more cuts nothing that could fit: the search stays below it, and never
     # needs the longest string (which would mean measuring every hit of a 1,000-hit answer).
-    lo, hi, best = MIN_CUT, max(room, MIN_CUT), None
+    lo, hi, best, longest = MIN_CUT, max(room, MIN_CUT), None, 0
     if measured.count(0, room) < everyone:
         lo = hi + 1  # not all can fit, whatever the cap: no search (the answer would be None)
+    else:
+        longest = measured.longest()  # a cap as long cuts nothing: all whole, which do not fit
     while lo <= hi:
         mid = (lo + hi) // 2
-        if measured.count(mid, room) == everyone:
+        if mid < longest and measured.total(mid) <= room:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1

@@ -18,13 +18,13 @@ from typing import Any
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
 
-__all__ = ["MIN_CUT", "STRICT", "Long", "measure", "put"]
+__all__ = ["MIN_CUT", "STRICT", "Long", "encoded", "json_length", "measure", "path", "put"]
 
 MIN_CUT = 200  # a cut field keeps at least this many characters
 
-# A string a cut can touch (longer than `MIN_CUT`): (text, length, JSON length, the keys from
-# the hit to it, its path as `_fit_hits.cut_strings` writes it).
-Long = tuple[str, int, int, tuple[Any, ...], str]
+# A string a cut can touch (longer than `MIN_CUT`): [text, length, JSON length (-1 until
+# `encoded` is asked), the keys from the hit to it, its path (None until `path` is asked)].
+Long = list[Any]
 
 # `dumps`'s encoder, but raising where `dumps` would clean: a non-finite number, a deep value
 STRICT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
@@ -57,12 +57,13 @@ def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str
     if type(value) is dict:
         total = 2 * len(value) + (1 if value else 2)  # braces, a colon per key, the commas
         for key, item in value.items():
-            known = named.get(key)
-            if known is None:
+            try:
+                total += named[key]
+            except KeyError:
                 if type(key) is not str:
-                    raise _Unplain
-                known = named[key] = len(encode_basestring(key))
-            total += known
+                    raise _Unplain from None
+                named[key] = len(encode_basestring(key))
+                total += named[key]
             kind = type(item)
             if kind is str:
                 if len(item) > MIN_CUT:
@@ -71,6 +72,8 @@ def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str
                     total += len(encode_basestring(item))
             elif kind is dict or kind is list:
                 total += _count(item, (*keys, key), longs, named)
+            elif kind is float and -_INF < item < _INF:
+                total += len(float.__repr__(item))
             else:
                 total += _number(item)
         return total
@@ -95,13 +98,35 @@ def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str
 
 
 def _long(text: str, keys: tuple[Any, ...]) -> Long:
-    # JSON escapes only a quote, a backslash and control characters (which are unprintable)
-    escaped = '"' in text or "\\" in text or not text.isprintable()
-    path = ""
-    for key in keys:  # as `cut_strings` writes it: dict keys (all str here), not list indices
-        if type(key) is str:
-            path = f"{path}.{key}" if path else key
-    return text, len(text), len(encode_basestring(text)) if escaped else len(text) + 2, keys, path
+    return [text, len(text), -1, keys, None]
+
+
+def path(long: Long) -> str:
+    """Where a long string is, as `cut_strings` writes it: its dict keys (all str in a value
+    `_count` measured), not its list indices."""
+    if long[4] is None:
+        where = ""
+        for key in long[3]:
+            if type(key) is str:
+                where = f"{where}.{key}" if where else key
+        long[4] = where
+    return str(long[4])
+
+
+def json_length(text: str) -> int:
+    """Characters of `text` as a JSON string: its length and quotes, unless JSON escapes some
+    of it (a quote, a backslash, a control character: all unprintable)."""
+    if '"' in text or "\\" in text or not text.isprintable():
+        return len(encode_basestring(text))
+    return len(text) + 2
+
+
+def encoded(long: Long) -> int:
+    """The JSON length of a long string, read (once) only when asked: a 4,500-character body
+    that is only ever shown cut is never scanned whole."""
+    if long[2] < 0:
+        long[2] = json_length(long[0])
+    return int(long[2])
 
 
 def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, list[Long]]:
@@ -132,21 +157,21 @@ def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, li
         hit, longs = clean(hit), []
         text = dumps(hit)
         _walk(hit, (), "", longs)
-    return hit, len(text) - sum(long[2] for long in longs), longs
+    return hit, len(text) - sum(encoded(long) for long in longs), longs
 
 
-def _walk(value: Any, keys: tuple[Any, ...], path: str, longs: list[Long]) -> None:
+def _walk(value: Any, keys: tuple[Any, ...], where: str, longs: list[Long]) -> None:
     """Note each string longer than `MIN_CUT` in `value` of any type, as `cut_strings` finds
-    them (`isinstance`: subclasses too)."""
+    them (`isinstance`: subclasses too) and names them."""
     if isinstance(value, str):
         if len(value) > MIN_CUT:
-            longs.append((value, len(value), len(STRICT.encode(value)), keys, path))
+            longs.append([value, len(value), len(STRICT.encode(value)), keys, where])
     elif isinstance(value, dict):
         for k, v in value.items():
-            _walk(v, (*keys, k), f"{path}.{k}" if path else k, longs)
+            _walk(v, (*keys, k), f"{where}.{k}" if where else k, longs)
     elif isinstance(value, list):
         for n, v in enumerate(value):
-            _walk(v, (*keys, n), path, longs)
+            _walk(v, (*keys, n), where, longs)
 
 
 def put(value: Any, keys: tuple[Any, ...], new: Any) -> Any:
@@ -154,6 +179,9 @@ def put(value: Any, keys: tuple[Any, ...], new: Any) -> Any:
     plain dicts and lists, as `cut_strings` copies them), the rest shared."""
     if not keys:
         return new
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[keys[0]] = put(value[keys[0]], keys[1:], new)
-    return copy
+    top = copy = dict(value) if isinstance(value, dict) else list(value)
+    for key in keys[:-1]:
+        inner = copy[key]
+        copy[key] = copy = dict(inner) if isinstance(inner, dict) else list(inner)
+    copy[keys[-1]] = new
+    return top
