@@ -167,7 +167,7 @@ def _field_names(paths: list[str]) -> list[str]:
     # "_source.body" -> "body"; "text" (a memory) -> "text"
     names = {
         p.split(".", 1)[1] if p.startswith(("_source.", "highlight.", "fields.")) else p
-        for p in paths
+        for p in set(paths)
     }
     return sorted(names)
 

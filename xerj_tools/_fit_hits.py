@@ -115,6 +115,7 @@ class Measured:
         self._longs: list[list[Long]] = []  # per hit, its long strings in the order written
         self._named: dict[str, int] = {}  # the JSON length of each key seen
         self._sizes: dict[int | None, list[int]] = {}  # per cap, the size of each hit so far
+        self._paths: dict[tuple[Any, ...], str] = {}  # the path of each long string, by keys
 
     def _measure(self, upto: int) -> None:
         for i in range(len(self._skeletons), min(upto + 1, len(self.hits))):
@@ -194,7 +195,8 @@ class Measured:
         """The path of each string that cutting the first `shown` hits at `cap` cuts, in order."""
         if cap is None:
             return []
-        return [path(long) for i in range(shown) for long in self._longs[i] if long[1] > cap]
+        known = self._paths
+        return [path(long, known) for i in range(shown) for long in self._longs[i] if long[1] > cap]
 
     def cut(self, shown: int, cap: int | None) -> list[Any]:
         """The first `shown` hits with their strings cut at `cap`, as `cut_strings` cuts them
