@@ -30,9 +30,11 @@ from ._fit_hits import (
     clean_json,
     cut_strings,
     size,
+    surely_longer,
     written,
 )
 from ._fit_json import fit_document, fit_json
+from ._json import fast_dumps, fast_raw
 from ._tokens import Budget
 
 __all__ = [
@@ -47,9 +49,11 @@ __all__ = [
     "clean_envelope",
     "clean_json",
     "fit_error",
+    "fit_message",
     "fit_payload",
     "fit_result",
     "fit_tokens",
+    "surely_longer",
     "within",
     "written",
 ]
@@ -95,6 +99,36 @@ def fit_result(
     if fit == "document":
         return fit_document(payload, budget)
     return fit_json(payload, budget, next_page=next_page)
+
+
+def fit_message(
+    payload: dict[str, Any],
+    budget: int,
+    *,
+    fit: Fit,
+    next_page: NextPage = _no_page,
+    plain: bool = False,
+) -> tuple[dict[str, Any], str]:
+    """`fit_result`, and the message it makes (as `dumps` writes it). `plain`: the payload holds
+    plain JSON types only, so orjson may write it (see `clean_json`).
+
+    Fitted as hits, every hit shown was measured; where each was counted (so that orjson writes
+    its numbers as `json` does, see `_measure.measure`), only the rest of the message is
+    checked before orjson writes it all."""
+    if not (
+        plain
+        and fit in ("hits", "memories")
+        and payload.get("ok")
+        and isinstance(payload.get("hits"), list)
+    ):
+        fitted = fit_result(payload, budget, fit=fit, next_page=next_page)
+        return fitted, written(fitted, plain=plain)
+    fitted, counted = _fit_hits(payload, budget, next_page, fit == "memories")
+    if counted and fast_dumps({k: v for k, v in fitted.items() if k != "hits"}) is not None:
+        raw = fast_raw(fitted)
+        if raw is not None:
+            return fitted, raw.decode()
+    return fitted, written(fitted, plain=True)
 
 
 def checked_budget(value: int | Budget) -> int | Budget:
@@ -185,6 +219,13 @@ def fit_payload(
     `next_page(shown)` gives the arguments that fetch the rest after `shown` hits were kept
     (for example ``{"from": 20}``), or None when the tool cannot page.
     """
+    return _fit_hits(payload, budget, next_page, memories)[0]
+
+
+def _fit_hits(
+    payload: dict[str, Any], budget: int, next_page: NextPage, memories: bool
+) -> tuple[dict[str, Any], bool]:
+    """`fit_payload`, and whether every hit in the result was counted (`Measured.counted`)."""
     hits = payload.get("hits") if isinstance(payload.get("hits"), list) else []
     assert isinstance(hits, list)
     envelope = {k: v for k, v in payload.items() if k != "hits"}
@@ -193,7 +234,7 @@ def fit_payload(
     # a 5 MB response is never serialized whole.
     measured = Measured(hits)
     if base <= budget and measured.all_fit(None, budget - base):
-        return {**payload, "hits": measured.hits}  # cleaned as they were measured
+        return {**payload, "hits": measured.hits}, measured.counted  # cleaned when measured
     # The message's length is the envelope's, the hits' (measured) and the `truncated` block's
     # (its own few keys): each choice is sized without copying a hit, and built once.
     own = "truncated" in envelope  # the envelope's own block, which the new one would replace
@@ -213,7 +254,9 @@ def fit_payload(
     out = {**envelope, "hits": choice.build(measured)}
     if block is not None:
         out["truncated"] = block
-    return out if length <= budget else _guarantee(out, budget, next_page, memories)
+    if length > budget:
+        return _guarantee(out, budget, next_page, memories), False
+    return out, measured.counted and choice.hits is None
 
 
 def _truncated(shown: int, cut: list[str], hits: int) -> dict[str, Any]:

@@ -25,10 +25,10 @@ from ._budget import (
     checked_budget,
     clean_envelope,
     clean_json,
-    fit_result,
+    fit_message,
     fit_tokens,
+    surely_longer,
     within,
-    written,
 )
 from ._calls import ToolCall, ToolMessage
 from ._exceptions import (
@@ -332,8 +332,11 @@ class DispatchCore:
         hits = payload.get("hits")
         # a reader of the library's writes plain JSON, which orjson may measure and write
         plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
-        if not isinstance(hits, list) or len(hits) <= 10:
-            # The usual case, serialized once; a longer list is measured hit by hit instead.
+        if not isinstance(hits, list) or (
+            len(hits) <= 10 and not (plain and type(limit) is int and surely_longer(payload, limit))
+        ):
+            # The usual case, serialized once; a longer list is measured hit by hit instead (so
+            # is a short one that orjson's length says is over the budget anyway).
             # its hits (`clean_envelope` left them)
             cleaned, content = clean_json(payload, plain=plain)
             if within(content, limit):
@@ -349,8 +352,7 @@ class DispatchCore:
             fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
         if isinstance(limit, Budget):
             return fit_tokens(payload, limit, fit=fit, next_page=next_page, plain=plain)
-        payload = fit_result(payload, limit, fit=fit, next_page=next_page)
-        return payload, written(payload, plain=plain)
+        return fit_message(payload, limit, fit=fit, next_page=next_page, plain=plain)
 
     def result(
         self,

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
-from ._json import fast_dumps
+from ._json import fast_dumps, fast_raw
 from ._measure import MIN_CUT, STRICT, Long, encoded, json_length, measure, path, put
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "cut_strings",
     "marker",
     "size",
+    "surely_longer",
     "written",
 ]
 
@@ -45,6 +46,17 @@ def written(value: Any, *, plain: bool = False) -> str:
     """`value` as the tool message writes it (`dumps`), by orjson where `plain` (see
     `clean_json`) and it writes the same characters."""
     return (fast_dumps(value) if plain else None) or dumps(value)
+
+
+def surely_longer(value: Any, limit: int) -> bool:
+    """Whether the message of `value` (plain JSON) is longer than `limit` characters, told by
+    orjson's length alone, without the checks `fast_dumps` makes: orjson writes a number
+    differently only where `json` writes it with an exponent (``1e-07``, ``1e+16``: orjson
+    ``1e-7``, ``1e16``, shorter) or as ``1e-05`` to ``9.99e-05`` (orjson ``0.00001``: longer,
+    and starting with ``0.0000``). So, with no ``0.0000`` in it, orjson's JSON is never longer
+    than `json`'s. False when orjson is not there or not sure."""
+    raw = fast_raw(value)
+    return raw is not None and raw.isascii() and len(raw) > limit and b"0.0000" not in raw
 
 
 def marker(omitted: int) -> str:
@@ -116,10 +128,12 @@ class Measured:
         self._named: dict[str, int] = {}  # the JSON length of each key seen
         self._sizes: dict[int | None, list[int]] = {}  # per cap, the size of each hit so far
         self._paths: dict[tuple[Any, ...], str] = {}  # the path of each long string, by keys
+        self.counted = True  # every hit measured so far was counted (see `_measure.measure`)
 
     def _measure(self, upto: int) -> None:
         for i in range(len(self._skeletons), min(upto + 1, len(self.hits))):
-            self.hits[i], skeleton, longs = measure(self.hits[i], self._named)
+            self.hits[i], skeleton, longs, counted = measure(self.hits[i], self._named)
+            self.counted = self.counted and counted
             self._skeletons.append(skeleton)
             self._longs.append(longs)
 
@@ -175,7 +189,11 @@ class Measured:
         total = sum(self._skeletons) + len(self.hits) - 1
         for longs in self._longs:
             for long in longs:
-                total += _cut_length(long, cap)
+                length = long[1]
+                if long[2] == length + 2:  # read, and nothing in it escaped: the usual case
+                    total += length + 2 if length <= cap else cap + 12 + len(str(length - cap))
+                else:
+                    total += _cut_length(long, cap)
         return total
 
     def longest(self) -> int:

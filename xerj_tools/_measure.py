@@ -6,7 +6,9 @@ would write it: a string is its length and two quotes unless JSON escapes someth
 quote, a backslash, a control character, all of which `str.isprintable` refuses, so only then
 is it encoded to be counted); a number is its `repr`, which is what `json` writes. Only plain
 JSON types are counted so; a value of any other type (a subclass, an enum member, a date), a
-number JSON cannot carry, or nesting past `MAX_DEPTH` is measured by writing it, as before.
+number JSON cannot carry, a float written with an exponent, or nesting past `MAX_DEPTH` is
+measured by writing it, as before. What was counted, orjson writes as `json` does: the fitted
+message can then be written by orjson without looking for the numbers it writes otherwise.
 """
 
 from __future__ import annotations
@@ -41,12 +43,19 @@ def _number(value: Any) -> int:
     if kind is int:
         return len(int.__repr__(value))  # how `json` writes an int (ValueError past 4,300 digits)
     if kind is float and -_INF < value < _INF:  # NaN and infinities: `clean` makes them null
-        return len(float.__repr__(value))
+        return _float(value)
     if kind is bool:
         return 4 if value else 5
     if value is None:
         return 4
     raise _Unplain
+
+
+def _float(value: float) -> int:
+    text = float.__repr__(value)
+    if "e" in text:  # written with an exponent, which orjson writes otherwise (see `measure`)
+        raise _Unplain
+    return len(text)
 
 
 def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str, int]) -> int:
@@ -73,7 +82,7 @@ def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str
             elif kind is dict or kind is list:
                 total += _count(item, (*keys, key), longs, named)
             elif kind is float and -_INF < item < _INF:
-                total += len(float.__repr__(item))
+                total += _float(item)
             else:
                 total += _number(item)
         return total
@@ -81,7 +90,10 @@ def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str
         raise _Unplain
     if len(value) > 16 and set(map(type, value)) <= _NUMBERS:
         # An embedding the model asked for: the C encoder writes it faster than it is counted
-        return len(STRICT.encode(value))  # ValueError on NaN: measured by writing, below
+        text = STRICT.encode(value)  # ValueError on NaN: measured by writing, below
+        if "e" in text:
+            raise _Unplain  # an exponent: see `measure`
+        return len(text)
     total = len(value) + (1 if value else 2)  # brackets and the commas
     for n, item in enumerate(value):
         kind = type(item)
@@ -134,18 +146,20 @@ def encoded(long: Long) -> int:
     return int(long[2])
 
 
-def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, list[Long]]:
+def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, list[Long], bool]:
     """`hit` (cleaned, as `_body.clean` makes it, where that changes it), the characters of its
-    JSON less those of its long strings, and its long strings. `named`: the JSON length of each
-    key seen so far (the hits of one answer share their keys)."""
+    JSON less those of its long strings, its long strings, and whether it was counted: made of
+    plain JSON types, with no number written with an exponent, so that orjson (which writes
+    ``1e-07`` as ``1e-7``, ``1e-05`` as ``0.00001``) writes it as `json` does. `named`: the
+    JSON length of each key seen so far (the hits of one answer share their keys)."""
     longs: list[Long] = []
     try:
         kind = type(hit)
         if kind is dict or kind is list:
-            return hit, _count(hit, (), longs, {} if named is None else named), longs
+            return hit, _count(hit, (), longs, {} if named is None else named), longs, True
         if kind is str and len(hit) > MIN_CUT:
-            return hit, 0, [_long(hit, ())]
-        return hit, len(encode_basestring(hit)) if kind is str else _number(hit), longs
+            return hit, 0, [_long(hit, ())], True
+        return hit, len(encode_basestring(hit)) if kind is str else _number(hit), longs, True
     except (_Unplain, ValueError, RecursionError):
         pass
     longs = []
@@ -162,7 +176,7 @@ def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, li
         hit, longs = clean(hit), []
         text = dumps(hit)
         _walk(hit, (), "", longs)
-    return hit, len(text) - sum(encoded(long) for long in longs), longs
+    return hit, len(text) - sum(encoded(long) for long in longs), longs, False
 
 
 def _walk(value: Any, keys: tuple[Any, ...], where: str, longs: list[Long]) -> None:
