@@ -335,9 +335,8 @@ class DispatchCore:
         if not isinstance(hits, list) or (
             len(hits) <= 10 and not (plain and type(limit) is int and surely_longer(payload, limit))
         ):
-            # The usual case, serialized once; a longer list is measured hit by hit instead (so
-            # is a short one that orjson's length says is over the budget anyway).
-            # its hits (`clean_envelope` left them)
+            # The usual case, serialized once (its hits too, which `clean_envelope` left); a
+            # longer list is measured hit by hit instead, as is a short one orjson finds too long.
             cleaned, content = clean_json(payload, plain=plain)
             if within(content, limit):
                 return cleaned, content
