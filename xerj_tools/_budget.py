@@ -52,7 +52,6 @@ __all__ = [
     "fit_message",
     "fit_payload",
     "fit_result",
-    "fit_tokens",
     "surely_longer",
     "within",
     "written",
@@ -103,18 +102,21 @@ def fit_result(
 
 def fit_message(
     payload: dict[str, Any],
-    budget: int,
+    budget: int | Budget,
     *,
     fit: Fit,
     next_page: NextPage = _no_page,
     plain: bool = False,
 ) -> tuple[dict[str, Any], str]:
-    """`fit_result`, and the message it makes (as `dumps` writes it). `plain`: the payload holds
-    plain JSON types only, so orjson may write it (see `clean_json`).
+    """`fit_result`, and the message it makes (as `dumps` writes it); a budget in tokens as
+    `_fit_tokens` fits it. `plain`: the payload holds plain JSON types only, so orjson may
+    write it (see `clean_json`).
 
     Fitted as hits, every hit shown was measured; where each was counted (so that orjson writes
     its numbers as `json` does, see `_measure.measure`), only the rest of the message is
     checked before orjson writes it all."""
+    if isinstance(budget, Budget):
+        return _fit_tokens(payload, budget, fit, next_page, plain)
     if not (
         plain
         and fit in ("hits", "memories")
@@ -152,13 +154,8 @@ def within(content: str, limit: int | Budget) -> bool:
     return len(content) <= limit
 
 
-def fit_tokens(
-    payload: dict[str, Any],
-    limit: Budget,
-    *,
-    fit: Fit,
-    next_page: NextPage = _no_page,
-    plain: bool = False,
+def _fit_tokens(
+    payload: dict[str, Any], limit: Budget, fit: Fit, next_page: NextPage, plain: bool
 ) -> tuple[dict[str, Any], str]:
     """`payload` fitted into a budget in tokens, and its serialized form.
 

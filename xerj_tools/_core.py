@@ -26,7 +26,6 @@ from ._budget import (
     clean_envelope,
     clean_json,
     fit_message,
-    fit_tokens,
     surely_longer,
     within,
 )
@@ -349,8 +348,6 @@ class DispatchCore:
         if fit is None:
             memories = prepared is not None and prepared.request.kind == "memory_recall"
             fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
-        if isinstance(limit, Budget):
-            return fit_tokens(payload, limit, fit=fit, next_page=next_page, plain=plain)
         return fit_message(payload, limit, fit=fit, next_page=next_page, plain=plain)
 
     def result(

@@ -14,6 +14,7 @@ message can then be written by orjson without looking for the numbers it writes 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from json.encoder import encode_basestring  # what `json` writes a str as (ensure_ascii=False)
 from typing import Any
 
@@ -63,9 +64,10 @@ def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str
     `longs`, in the order `json` writes them); `named` holds the JSON length of each key seen."""
     if len(keys) >= MAX_DEPTH:
         raise _Unplain  # `clean` would cut it
+    pairs: Iterable[tuple[Any, Any]]
     if type(value) is dict:
         total = 2 * len(value) + (1 if value else 2)  # braces, a colon per key, the commas
-        for key, item in value.items():
+        for key in value:
             try:
                 total += named[key]
             except KeyError:
@@ -73,37 +75,29 @@ def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str
                     raise _Unplain from None
                 named[key] = len(encode_basestring(key))
                 total += named[key]
-            kind = type(item)
-            if kind is str:
-                if len(item) > MIN_CUT:
-                    longs.append(_long(item, (*keys, key)))
-                else:
-                    total += len(encode_basestring(item))
-            elif kind is dict or kind is list:
-                total += _count(item, (*keys, key), longs, named)
-            elif kind is float and -_INF < item < _INF:
-                total += _float(item)
-            else:
-                total += _number(item)
-        return total
-    if type(value) is not list:
+        pairs = value.items()
+    elif type(value) is list:
+        if len(value) > 16 and set(map(type, value)) <= _NUMBERS:
+            # An embedding the model asked for: the C encoder writes it faster than it is counted
+            text = STRICT.encode(value)  # ValueError on NaN: measured by writing, below
+            if "e" in text:
+                raise _Unplain  # an exponent: see `measure`
+            return len(text)
+        total = len(value) + (1 if value else 2)  # brackets and the commas
+        pairs = enumerate(value)
+    else:
         raise _Unplain
-    if len(value) > 16 and set(map(type, value)) <= _NUMBERS:
-        # An embedding the model asked for: the C encoder writes it faster than it is counted
-        text = STRICT.encode(value)  # ValueError on NaN: measured by writing, below
-        if "e" in text:
-            raise _Unplain  # an exponent: see `measure`
-        return len(text)
-    total = len(value) + (1 if value else 2)  # brackets and the commas
-    for n, item in enumerate(value):
+    for key, item in pairs:  # a dict's keys, a list's indices
         kind = type(item)
         if kind is str:
             if len(item) > MIN_CUT:
-                longs.append(_long(item, (*keys, n)))
+                longs.append(_long(item, (*keys, key)))
             else:
                 total += len(encode_basestring(item))
         elif kind is dict or kind is list:
-            total += _count(item, (*keys, n), longs, named)
+            total += _count(item, (*keys, key), longs, named)
+        elif kind is float and -_INF < item < _INF:
+            total += _float(item)
         else:
             total += _number(item)
     return total
