@@ -39,6 +39,7 @@ from ._exceptions import (
     UnknownToolError,
 )
 from ._format import dumps, engine_error, error_payload
+from ._json import fast_raw
 from ._listing import LISTING_TTL, IndexListing, list_indices
 from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
@@ -331,12 +332,12 @@ class DispatchCore:
         hits = payload.get("hits")
         # a reader of the library's writes plain JSON, which orjson may measure and write
         plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
-        if not isinstance(hits, list) or (
-            len(hits) <= 10 and not (plain and type(limit) is int and surely_longer(payload, limit))
-        ):
+        short = not isinstance(hits, list) or len(hits) <= 10
+        raw = fast_raw(payload) if plain and short else None
+        if short and not (type(limit) is int and surely_longer(raw, limit)):
             # The usual case, serialized once (its hits too, which `clean_envelope` left); a
             # longer list is measured hit by hit instead, as is a short one orjson finds too long.
-            cleaned, content = clean_json(payload, plain=plain)
+            cleaned, content = clean_json(payload, plain=plain, raw=raw)
             if within(content, limit):
                 return cleaned, content
         page_from = prepared.page_from if prepared is not None else None

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
-from ._json import fast_dumps, fast_raw
+from ._json import checked, fast_dumps
 from ._measure import MIN_CUT, STRICT, Long, encoded, json_length, measure, path, put
 
 __all__ = [
@@ -48,14 +48,13 @@ def written(value: Any, *, plain: bool = False) -> str:
     return (fast_dumps(value) if plain else None) or dumps(value)
 
 
-def surely_longer(value: Any, limit: int) -> bool:
-    """Whether the message of `value` (plain JSON) is longer than `limit` characters, told by
-    orjson's length alone, without the checks `fast_dumps` makes: orjson writes a number
-    differently only where `json` writes it with an exponent (``1e-07``, ``1e+16``: orjson
-    ``1e-7``, ``1e16``, shorter) or as ``1e-05`` to ``9.99e-05`` (orjson ``0.00001``: longer,
-    and starting with ``0.0000``). So, with no ``0.0000`` in it, orjson's JSON is never longer
-    than `json`'s. False when orjson is not there or not sure."""
-    raw = fast_raw(value)
+def surely_longer(raw: bytes | None, limit: int) -> bool:
+    """Whether a message orjson wrote as `raw` (`_json.fast_raw`) is longer than `limit`
+    characters as `json` writes it, without the checks `fast_dumps` makes: orjson writes a
+    number differently only where `json` writes it with an exponent (``1e-07``, ``1e+16``:
+    orjson ``1e-7``, ``1e16``, shorter) or as ``1e-05`` to ``9.99e-05`` (orjson ``0.00001``:
+    longer, and starting with ``0.0000``). So, with no ``0.0000`` in it, orjson's JSON is never
+    longer than `json`'s. False when orjson did not write it or cannot tell."""
     return raw is not None and raw.isascii() and len(raw) > limit and b"0.0000" not in raw
 
 
@@ -77,13 +76,13 @@ def cut_strings(value: Any, cap: int, path: str, cut: list[str]) -> Any:
     return value
 
 
-def clean_json(value: Any, *, plain: bool = False) -> tuple[Any, str]:
+def clean_json(value: Any, *, plain: bool = False, raw: bytes | None = None) -> tuple[Any, str]:
     """`value` made safe as `_body.clean` makes it, and its JSON (as `dumps` writes it), with
     the walk and copy of `clean` only where they may change something: the encoder refuses a
     number that is not finite, and a text with no more brackets than `MAX_DEPTH` cannot nest
     deeper than that. `plain`: `value` holds plain JSON types only (no enum member), so orjson
-    may write it (`_json.fast_dumps`, the same characters)."""
-    text = fast_dumps(value) if plain else None
+    may write it (`_json.fast_dumps`, the same characters); `raw`: what orjson wrote of it."""
+    text = (fast_dumps(value) if raw is None else checked(raw)) if plain else None
     if text is not None and text.count("[") + text.count("{") <= MAX_DEPTH:
         return value, text
     try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["fast_dumps", "fast_loads", "fast_raw"]
+__all__ = ["checked", "fast_dumps", "fast_loads", "fast_raw"]
 
 _orjson: Any = None  # the module, once imported; False when it is not installed
 
@@ -104,7 +104,11 @@ def fast_dumps(value: Any) -> str | None:
     """`value` as compact JSON, exactly as `_format.dumps` writes plain JSON values, or None where
     the standard library must write it. Only for values made of plain JSON types and enum-free:
     orjson writes an `enum.Enum` member as its value, `json` (with ``default=str``) by name."""
-    out = fast_raw(value)
+    return checked(fast_raw(value))
+
+
+def checked(out: bytes | None) -> str | None:
+    """`fast_raw`'s JSON as text where it is what `json` writes, else None."""
     if out is None or _may_differ(out):
         return None
     return out.decode()
