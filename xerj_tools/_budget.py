@@ -22,9 +22,19 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from ._exceptions import ConfigurationError
-from ._fit_hits import MIN_CUT, Measured, choose, clean_envelope, clean_json, cut_strings, size
+from ._fit_hits import (
+    MIN_CUT,
+    Measured,
+    choose,
+    clean_envelope,
+    clean_json,
+    cut_strings,
+    size,
+    surely_longer,
+    written,
+)
 from ._fit_json import fit_document, fit_json
-from ._format import dumps
+from ._json import fast_dumps, fast_raw
 from ._tokens import Budget
 
 __all__ = [
@@ -39,10 +49,12 @@ __all__ = [
     "clean_envelope",
     "clean_json",
     "fit_error",
+    "fit_message",
     "fit_payload",
     "fit_result",
-    "fit_tokens",
+    "surely_longer",
     "within",
+    "written",
 ]
 
 Fit = Literal["hits", "memories", "document", "json"]
@@ -61,7 +73,11 @@ def _no_page(shown: int) -> None:
 
 
 def fit_result(
-    payload: dict[str, Any], budget: int, *, fit: Fit, next_page: NextPage = _no_page
+    payload: dict[str, Any],
+    budget: int,
+    *,
+    fit: Fit,
+    next_page: NextPage = _no_page,
 ) -> dict[str, Any]:
     """`payload` (a tool message's envelope) fitted into `budget` characters by strategy `fit`.
 
@@ -82,6 +98,39 @@ def fit_result(
     if fit == "document":
         return fit_document(payload, budget)
     return fit_json(payload, budget, next_page=next_page)
+
+
+def fit_message(
+    payload: dict[str, Any],
+    budget: int | Budget,
+    *,
+    fit: Fit,
+    next_page: NextPage = _no_page,
+    plain: bool = False,
+) -> tuple[dict[str, Any], str]:
+    """`fit_result`, and the message it makes (as `dumps` writes it); a budget in tokens as
+    `_fit_tokens` fits it. `plain`: the payload holds plain JSON types only, so orjson may
+    write it (see `clean_json`).
+
+    Fitted as hits, every hit shown was measured; where each was counted (so that orjson writes
+    its numbers as `json` does, see `_measure.measure`), only the rest of the message is
+    checked before orjson writes it all."""
+    if isinstance(budget, Budget):
+        return _fit_tokens(payload, budget, fit, next_page, plain)
+    if not (
+        plain
+        and fit in ("hits", "memories")
+        and payload.get("ok")
+        and isinstance(payload.get("hits"), list)
+    ):
+        fitted = fit_result(payload, budget, fit=fit, next_page=next_page)
+        return fitted, written(fitted, plain=plain)
+    fitted, counted = _fit_hits(payload, budget, next_page, fit == "memories")
+    if counted and fast_dumps({k: v for k, v in fitted.items() if k != "hits"}) is not None:
+        raw = fast_raw(fitted)
+        if raw is not None:
+            return fitted, raw.decode()
+    return fitted, written(fitted, plain=True)
 
 
 def checked_budget(value: int | Budget) -> int | Budget:
@@ -105,8 +154,8 @@ def within(content: str, limit: int | Budget) -> bool:
     return len(content) <= limit
 
 
-def fit_tokens(
-    payload: dict[str, Any], limit: Budget, *, fit: Fit, next_page: NextPage = _no_page
+def _fit_tokens(
+    payload: dict[str, Any], limit: Budget, fit: Fit, next_page: NextPage, plain: bool
 ) -> tuple[dict[str, Any], str]:
     """`payload` fitted into a budget in tokens, and its serialized form.
 
@@ -115,7 +164,7 @@ def fit_tokens(
     fitted to that, and fitted again, smaller, while the result still counts too many tokens
     (at most four times; never below `MIN_BUDGET` characters)."""
     tokens = limit.tokens or MIN_TOKENS
-    payload, content = clean_json(payload)
+    payload, content = clean_json(payload, plain=plain)
     counted = limit.count(content)
     fitted, chars = payload, len(content)
     for _ in range(4):
@@ -123,7 +172,7 @@ def fit_tokens(
             break
         chars = max(MIN_BUDGET, min(chars - 1, int(len(content) * tokens / counted * 0.98)))
         fitted = fit_result(payload, chars, fit=fit, next_page=next_page)
-        content = dumps(fitted)
+        content = written(fitted, plain=plain)
         counted = limit.count(content)
     return fitted, content
 
@@ -149,7 +198,7 @@ def _field_names(paths: list[str]) -> list[str]:
     # "_source.body" -> "body"; "text" (a memory) -> "text"
     names = {
         p.split(".", 1)[1] if p.startswith(("_source.", "highlight.", "fields.")) else p
-        for p in paths
+        for p in set(paths)
     }
     return sorted(names)
 
@@ -167,6 +216,13 @@ def fit_payload(
     `next_page(shown)` gives the arguments that fetch the rest after `shown` hits were kept
     (for example ``{"from": 20}``), or None when the tool cannot page.
     """
+    return _fit_hits(payload, budget, next_page, memories)[0]
+
+
+def _fit_hits(
+    payload: dict[str, Any], budget: int, next_page: NextPage, memories: bool
+) -> tuple[dict[str, Any], bool]:
+    """`fit_payload`, and whether every hit in the result was counted (`Measured.counted`)."""
     hits = payload.get("hits") if isinstance(payload.get("hits"), list) else []
     assert isinstance(hits, list)
     envelope = {k: v for k, v in payload.items() if k != "hits"}
@@ -174,26 +230,41 @@ def fit_payload(
     # Does it fit whole? Measured hit by hit (each hit once, whatever the steps below ask), so
     # a 5 MB response is never serialized whole.
     measured = Measured(hits)
-    if base <= budget and measured.count(None, budget - base) == len(hits):
-        return {**payload, "hits": measured.hits}  # cleaned as they were measured
+    if base <= budget and measured.all_fit(None, budget - base):
+        return {**payload, "hits": measured.hits}, measured.counted  # cleaned when measured
+    # The message's length is the envelope's, the hits' (measured) and the `truncated` block's
+    # (its own few keys): each choice is sized without copying a hit, and built once.
+    own = "truncated" in envelope  # the envelope's own block, which the new one would replace
+    rest = {k: v for k, v in envelope.items() if k != "truncated"} if own else envelope
+    bare = (_size({**rest, "hits": []}) if own else base) - 2
     reserve = _NEXT_RESERVE
     for _ in range(3):
-        kept, cut = choose(measured, budget - base - reserve)
-        out = {**envelope, "hits": kept}
-        truncated: dict[str, Any] = {}
-        if len(kept) < len(hits):
-            truncated["hits_omitted"] = len(hits) - len(kept)
-        if cut:
-            truncated["fields_cut"] = len(cut)
-            truncated["cut_fields"] = _field_names(cut)
-        if truncated:
-            out["truncated"] = _said(truncated, len(kept), next_page, memories)
-        overshoot = _size(out) - budget
-        if overshoot <= 0:
-            return out
+        choice = choose(measured, budget - base - reserve)
+        truncated = _truncated(choice.shown, choice.paths_cut(measured), len(hits))
+        block = _said(truncated, choice.shown, next_page, memories) if truncated else None
+        tail = block if block is not None else envelope.get("truncated")
+        length = bare + choice.size(measured) + (13 + _size(tail) if block or own else 0)
+        if length <= budget:
+            break
         # The `truncated` block took more than the room kept for it: keep its real size.
-        reserve = max(reserve + overshoot, _size({"truncated": out.get("truncated")}))
-    return _guarantee(out, budget, next_page, memories)
+        reserve = max(reserve + length - budget, _size({"truncated": tail}))
+    out = {**envelope, "hits": choice.build(measured)}
+    if block is not None:
+        out["truncated"] = block
+    if length > budget:
+        return _guarantee(out, budget, next_page, memories), False
+    return out, measured.counted and choice.hits is None
+
+
+def _truncated(shown: int, cut: list[str], hits: int) -> dict[str, Any]:
+    """What was left out of `hits` hits when `shown` are shown with the strings at `cut` cut."""
+    truncated: dict[str, Any] = {}
+    if shown < hits:
+        truncated["hits_omitted"] = hits - shown
+    if cut:
+        truncated["fields_cut"] = len(cut)
+        truncated["cut_fields"] = _field_names(cut)
+    return truncated
 
 
 def _said(

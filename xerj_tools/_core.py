@@ -25,8 +25,8 @@ from ._budget import (
     checked_budget,
     clean_envelope,
     clean_json,
-    fit_result,
-    fit_tokens,
+    fit_message,
+    surely_longer,
     within,
 )
 from ._calls import ToolCall, ToolMessage
@@ -39,6 +39,7 @@ from ._exceptions import (
     UnknownToolError,
 )
 from ._format import dumps, engine_error, error_payload
+from ._json import fast_raw
 from ._listing import LISTING_TTL, IndexListing, list_indices
 from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
@@ -329,11 +330,14 @@ class DispatchCore:
             payload = {**payload, "repairs": list(prepared.repairs)}
         limit = self.budgets.get(tool, self.budget)
         hits = payload.get("hits")
-        if not isinstance(hits, list) or len(hits) <= 10:
-            # The usual case, serialized once; a longer list is measured hit by hit instead.
-            # its hits (`clean_envelope` left them); a reader of the library's writes plain JSON
-            plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
-            cleaned, content = clean_json(payload, plain=plain)
+        # a reader of the library's writes plain JSON, which orjson may measure and write
+        plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
+        short = not isinstance(hits, list) or len(hits) <= 10
+        raw = fast_raw(payload) if plain and short else None
+        if short and not (type(limit) is int and surely_longer(raw, limit)):
+            # The usual case, serialized once (its hits too, which `clean_envelope` left); a
+            # longer list is measured hit by hit instead, as is a short one orjson finds too long.
+            cleaned, content = clean_json(payload, plain=plain, raw=raw)
             if within(content, limit):
                 return cleaned, content
         page_from = prepared.page_from if prepared is not None else None
@@ -345,10 +349,7 @@ class DispatchCore:
         if fit is None:
             memories = prepared is not None and prepared.request.kind == "memory_recall"
             fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
-        if isinstance(limit, Budget):
-            return fit_tokens(payload, limit, fit=fit, next_page=next_page)
-        payload = fit_result(payload, limit, fit=fit, next_page=next_page)
-        return payload, dumps(payload)
+        return fit_message(payload, limit, fit=fit, next_page=next_page, plain=plain)
 
     def result(
         self,

@@ -5,23 +5,26 @@ cut (to the longest length that lets every hit fit, never below `MIN_CUT`) with 
 ``…[+N chars]``; then whole hits are dropped from the end.
 
 Finding the cut length is a search over lengths, and a search that re-serialised every hit at
-every step cost several raw HTTP calls on 50 hits. Here each hit is serialised once, when the
-search first reaches it, and its strings longer than `MIN_CUT` are noted: the size of the hit
-with its strings cut at any length is then arithmetic (the JSON of a cut string is the JSON of
-its prefix plus the marker), exactly equal to serialising the cut copy.
+every step cost several raw HTTP calls on 50 hits. Here each hit is measured once, when the
+search first reaches it (`_measure`: its JSON length counted, and where its strings longer
+than `MIN_CUT` are): the size of the hit with its strings cut at any length is then arithmetic
+(the JSON of a cut string is the JSON of its prefix plus the marker), exactly equal to
+serialising the cut copy. Nothing is copied until the choice is made, and then only the
+containers on the way to a cut string.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
-from ._json import fast_dumps
+from ._json import checked, fast_dumps
+from ._measure import MIN_CUT, STRICT, Long, encoded, json_length, measure, path, put
 
 __all__ = [
     "MIN_CUT",
+    "Choice",
     "Measured",
     "choose",
     "clean_envelope",
@@ -29,14 +32,30 @@ __all__ = [
     "cut_strings",
     "marker",
     "size",
+    "surely_longer",
+    "written",
 ]
-
-MIN_CUT = 200  # a cut field keeps at least this many characters
 
 
 def size(value: Any) -> int:
     """Characters of `value` in the tool message (`dumps`, compact JSON)."""
     return len(dumps(value))
+
+
+def written(value: Any, *, plain: bool = False) -> str:
+    """`value` as the tool message writes it (`dumps`), by orjson where `plain` (see
+    `clean_json`) and it writes the same characters."""
+    return (fast_dumps(value) if plain else None) or dumps(value)
+
+
+def surely_longer(raw: bytes | None, limit: int) -> bool:
+    """Whether a message orjson wrote as `raw` (`_json.fast_raw`) is longer than `limit`
+    characters as `json` writes it, without the checks `fast_dumps` makes: orjson writes a
+    number differently only where `json` writes it with an exponent (``1e-07``, ``1e+16``:
+    orjson ``1e-7``, ``1e16``, shorter) or as ``1e-05`` to ``9.99e-05`` (orjson ``0.00001``:
+    longer, and starting with ``0.0000``). So, with no ``0.0000`` in it, orjson's JSON is never
+    longer than `json`'s. False when orjson did not write it or cannot tell."""
+    return raw is not None and raw.isascii() and len(raw) > limit and b"0.0000" not in raw
 
 
 def marker(omitted: int) -> str:
@@ -57,44 +76,17 @@ def cut_strings(value: Any, cap: int, path: str, cut: list[str]) -> Any:
     return value
 
 
-def _encoded(text: str) -> int:
-    """Characters of `text` as a JSON string: its length and quotes, unless JSON escapes some
-    of it (a quote, a backslash, a control character: all unprintable)."""
-    if '"' in text or "\\" in text or not text.isprintable():
-        return size(text)
-    return len(text) + 2
-
-
-def _blank(value: Any, longs: list[str]) -> Any:
-    """A copy of `value` with each string a cut can touch (longer than `MIN_CUT`) made empty,
-    and those strings, in order, in `longs`: the hit's skeleton, cheap to serialise."""
-    if isinstance(value, str):
-        if len(value) > MIN_CUT:
-            longs.append(value)
-            return ""
-        return value
-    if isinstance(value, dict):
-        return {k: _blank(v, longs) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_blank(v, longs) for v in value]
-    return value
-
-
-# `dumps`'s encoder, but raising where `dumps` would clean: a non-finite number, a deep value
-_STRICT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
-
-
-def clean_json(value: Any, *, plain: bool = False) -> tuple[Any, str]:
+def clean_json(value: Any, *, plain: bool = False, raw: bytes | None = None) -> tuple[Any, str]:
     """`value` made safe as `_body.clean` makes it, and its JSON (as `dumps` writes it), with
     the walk and copy of `clean` only where they may change something: the encoder refuses a
     number that is not finite, and a text with no more brackets than `MAX_DEPTH` cannot nest
     deeper than that. `plain`: `value` holds plain JSON types only (no enum member), so orjson
-    may write it (`_json.fast_dumps`, the same characters)."""
-    text = fast_dumps(value) if plain else None
+    may write it (`_json.fast_dumps`, the same characters); `raw`: what orjson wrote of it."""
+    text = (fast_dumps(value) if raw is None else checked(raw)) if plain else None
     if text is not None and text.count("[") + text.count("{") <= MAX_DEPTH:
         return value, text
     try:
-        text = _STRICT.encode(value)
+        text = STRICT.encode(value)
     except (ValueError, RecursionError):
         text = ""
     if not text or text.count("[") + text.count("{") > MAX_DEPTH:
@@ -117,32 +109,32 @@ _SAFE = frozenset({str, int, bool, type(None)})  # what `clean` would copy uncha
 
 
 class Measured:
-    """The hits, each cleaned and measured on first need.
+    """The hits, each cleaned and measured on first need, and the hits to show built from those
+    measures once the choice is made.
 
-    A hit is measured as its skeleton (`_blank`: its long strings emptied) serialised, plus
-    each long string: whole, its JSON length (computed once, when first needed); cut at a cap,
-    the JSON length of its prefix and the marker. So a 4,500-character body is read whole only
-    where it may be shown whole. `hits` holds the hits cleaned as far as they were measured.
+    A hit is measured once (`_measure.measure`): the characters of its JSON less its strings
+    longer than `MIN_CUT`, the only ones a cut can touch, and for each of those its length, its
+    JSON length and where it is. The size of the hit with its strings cut at any cap is then
+    arithmetic: the JSON of a cut string is the JSON of its prefix (its length and quotes, when
+    nothing in the string is escaped) plus the marker. `hits` holds the hits cleaned as far as
+    they were measured.
     """
 
     def __init__(self, hits: list[Any]) -> None:
         self.hits = list(hits)
-        self._skeletons: list[int] = []  # characters of each skeleton, its long strings aside
-        self._longs: list[list[list[Any]]] = []  # per hit: [text, length, JSON length or -1]
+        self._skeletons: list[int] = []  # characters of each hit, its long strings aside
+        self._longs: list[list[Long]] = []  # per hit, its long strings in the order written
+        self._named: dict[str, int] = {}  # the JSON length of each key seen
+        self._sizes: dict[int | None, list[int]] = {}  # per cap, the size of each hit so far
+        self._paths: dict[tuple[Any, ...], str] = {}  # the path of each long string, by keys
+        self.counted = True  # every hit measured so far was counted (see `_measure.measure`)
 
     def _measure(self, upto: int) -> None:
         for i in range(len(self._skeletons), min(upto + 1, len(self.hits))):
-            longs: list[str] = []
-            try:
-                text = _STRICT.encode(_blank(self.hits[i], longs))
-            except (ValueError, RecursionError):
-                text = ""
-            if not text or text.count("[") + text.count("{") > MAX_DEPTH:  # see `clean_json`
-                self.hits[i] = clean(self.hits[i])
-                longs = []
-                text = dumps(_blank(self.hits[i], longs))
-            self._skeletons.append(len(text) - 2 * len(longs))
-            self._longs.append([[s, len(s), -1] for s in longs])
+            self.hits[i], skeleton, longs, counted = measure(self.hits[i], self._named)
+            self.counted = self.counted and counted
+            self._skeletons.append(skeleton)
+            self._longs.append(longs)
 
     def size(self, i: int, cap: int | None) -> int:
         """Characters of hit `i` with its strings cut at `cap` (None: whole; 0: the fewest it
@@ -150,69 +142,166 @@ class Measured:
         if i >= len(self._skeletons):
             self._measure(i)
         total = self._skeletons[i]
-        for entry in self._longs[i]:
-            text, length, encoded = entry
-            if cap == 0 and length + 2 >= MIN_CUT + 13:
-                total += MIN_CUT + 13  # cut or whole, it takes at least this much
-            elif cap is None or cap == 0 or length <= cap:
-                if encoded < 0:
-                    encoded = entry[2] = size(text)
-                total += min(encoded, MIN_CUT + 13) if cap == 0 else encoded
-            else:
-                if encoded < 0 and length <= 4 * cap:  # read it whole once, not a prefix per cap
-                    encoded = entry[2] = size(text)
-                if encoded == length + 2:  # nothing in it is escaped: nor in its prefix
-                    prefix = cap + 2
-                else:
-                    prefix = size(text[:cap]) if encoded > 0 else _encoded(text[:cap])
-                total += prefix + 10 + len(str(length - cap))  # + marker(length - cap)
+        if cap is None:
+            for long in self._longs[i]:
+                total += encoded(long)
+        elif cap == 0:
+            for long in self._longs[i]:  # cut at `MIN_CUT` or more, a string takes 213 or more
+                total += MIN_CUT + 13 if long[1] >= MIN_CUT + 11 else min(encoded(long), 213)
+        else:
+            for long in self._longs[i]:
+                total += _cut_length(long, cap)
         return total
 
     def count(self, cap: int | None, room: int) -> int:
         """How many hits, from the first, fit in `room` with strings cut at `cap`."""
+        sizes = self._sizes.setdefault(cap, [])
         used = -1  # n hits take n - 1 commas
-        hit_size = self.size
         for i in range(len(self.hits)):
-            used += hit_size(i, cap) + 1
+            if i == len(sizes):
+                sizes.append(self.size(i, cap))
+            used += sizes[i] + 1
             if used > room:
                 return i
         return len(self.hits)
 
+    def all_fit(self, cap: int | None, room: int) -> bool:
+        """Whether every hit fits in `room` with strings cut at `cap`. Whole, a long string
+        takes at least its length and quotes: when that is already too much, the strings are
+        not read to count their escapes."""
+        if cap is None:
+            used = -1
+            for i in range(len(self.hits)):
+                if i >= len(self._skeletons):
+                    self._measure(i)
+                used += self._skeletons[i] + 1
+                for long in self._longs[i]:
+                    used += long[1] + 2
+                if used > room:
+                    return False
+        return self.count(cap, room) == len(self.hits)
 
-def keep(measured: Measured, cap: int | None, room: int) -> tuple[list[Any], list[str]]:
-    """The longest prefix of the hits (cut at `cap`) whose serialized size fits in `room`."""
-    n = measured.count(cap, room)  # the first n hits are measured, so cleaned
-    if cap is None:
-        return measured.hits[:n], []
-    cut: list[str] = []
-    return [cut_strings(h, cap, "", cut) for h in measured.hits[:n]], cut
+    def total(self, cap: int) -> int:
+        """Characters of all the hits with strings cut at `cap` and the commas between them,
+        every hit measured (the search's question, asked of every long string at once)."""
+        self._measure(len(self.hits) - 1)
+        total = sum(self._skeletons) + len(self.hits) - 1
+        for longs in self._longs:
+            for long in longs:
+                length = long[1]
+                if long[2] == length + 2:  # read, and nothing in it escaped: the usual case
+                    total += length + 2 if length <= cap else cap + 12 + len(str(length - cap))
+                else:
+                    total += _cut_length(long, cap)
+        return total
+
+    def longest(self) -> int:
+        """The length of the longest string a cut can touch, every hit measured."""
+        self._measure(len(self.hits) - 1)
+        return max((long[1] for longs in self._longs for long in longs), default=0)
+
+    def listed(self, shown: int, cap: int | None) -> int:
+        """Characters of the JSON list of the first `shown` hits cut at `cap`."""
+        self.count(cap, -1)  # sized, at least the first
+        sizes = self._sizes[cap]
+        for i in range(len(sizes), shown):
+            sizes.append(self.size(i, cap))
+        return 1 + sum(sizes[:shown]) + shown + (not shown)
+
+    def paths(self, shown: int, cap: int | None) -> list[str]:
+        """The path of each string that cutting the first `shown` hits at `cap` cuts, in order."""
+        if cap is None:
+            return []
+        known = self._paths
+        return [path(long, known) for i in range(shown) for long in self._longs[i] if long[1] > cap]
+
+    def cut(self, shown: int, cap: int | None) -> list[Any]:
+        """The first `shown` hits with their strings cut at `cap`, as `cut_strings` cuts them
+        (copied only on the way to a cut string)."""
+        if shown:
+            self.size(shown - 1, None)  # measured, so cleaned
+        if cap is None:
+            return self.hits[:shown]
+        kept = []
+        for i in range(shown):
+            hit = self.hits[i]
+            for text, length, _, keys, _ in self._longs[i]:
+                if length > cap:
+                    hit = put(hit, keys, text[:cap] + marker(length - cap))
+            kept.append(hit)
+        return kept
 
 
-def choose(measured: Measured, room: int) -> tuple[list[Any], list[str]]:
+def _cut_length(long: Long, cap: int) -> int:
+    """Characters of the JSON of a long string cut at `cap` (whole if it is not longer)."""
+    text, length, whole = long[0], long[1], long[2]
+    if length <= cap:
+        return encoded(long)
+    if whole < 0 and length <= 4 * cap:  # read it whole once, not a prefix per cap
+        whole = encoded(long)
+    # nothing escaped in the whole: nor in its prefix; then the marker, `…[+N chars]`
+    prefix = cap + 2 if whole == length + 2 else json_length(text[:cap])
+    return prefix + 10 + len(str(length - cap))
+
+
+class Choice(NamedTuple):
+    """The hits to show: the first `shown`, strings cut at `cap` (None: whole); or, for the last
+    resort, `hits` themselves, with the paths cut in `paths`."""
+
+    shown: int
+    cap: int | None
+    hits: list[Any] | None = None
+    paths: list[str] | None = None
+
+    def size(self, measured: Measured) -> int:
+        """Characters of the JSON list of the hits shown."""
+        if self.hits is not None:
+            return size(self.hits)
+        return measured.listed(self.shown, self.cap)
+
+    def build(self, measured: Measured) -> list[Any]:
+        """The hits shown."""
+        if self.hits is not None:
+            return self.hits
+        return measured.cut(self.shown, self.cap)
+
+    def paths_cut(self, measured: Measured) -> list[str]:
+        """The path of each string cut, in order, without building the hits."""
+        if self.hits is not None:
+            return self.paths or []
+        return measured.paths(self.shown, self.cap)
+
+
+def choose(measured: Measured, room: int) -> Choice:
     """The hits to show in `room` characters: whole while they fit; else every hit cut to the
     longest length that lets all fit; else as many as fit cut to `MIN_CUT`; and at least the
-    first hit, cut shorter still, when even that one does not fit."""
-    if measured.count(None, room) == len(measured.hits):
-        return list(measured.hits), []
+    first hit, cut shorter still, when even that one does not fit. Only measured: nothing is
+    copied until the choice is built."""
+    everyone = len(measured.hits)
+    if measured.all_fit(None, room):
+        return Choice(everyone, None)
     # A cap of `room` or more cuts nothing that could fit: the search stays below it, and never
     # needs the longest string (which would mean measuring every hit of a 1,000-hit answer).
-    lo, hi, best = MIN_CUT, max(room, MIN_CUT), None
-    if measured.count(0, room) < len(measured.hits):
+    lo, hi, best, longest = MIN_CUT, max(room, MIN_CUT), None, 0
+    if measured.count(0, room) < everyone:
         lo = hi + 1  # not all can fit, whatever the cap: no search (the answer would be None)
+    else:
+        longest = measured.longest()  # a cap as long cuts nothing: all whole, which do not fit
     while lo <= hi:
         mid = (lo + hi) // 2
-        if measured.count(mid, room) == len(measured.hits):
+        if mid < longest and measured.total(mid) <= room:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1
     if best is not None:
-        return keep(measured, best, room)
-    kept, cut = keep(measured, MIN_CUT, room)
+        return Choice(everyone, best)
+    shown = measured.count(MIN_CUT, room)
+    if shown or not measured.hits:
+        return Choice(shown, MIN_CUT)
+    measured.size(0, None)  # cleaned
     for cap in (120, 60, 30):  # a page that shows nothing would leave `next` where it was
-        if kept or not measured.hits:
-            break
-        cut = []
-        measured.size(0, None)  # cleaned
+        cut: list[str] = []
         first = cut_strings(measured.hits[0], cap, "", cut)
-        kept = [first] if size(first) <= room else []
-    return kept, cut
+        if size(first) <= room:
+            return Choice(1, cap, [first], cut)
+    return Choice(0, 30, [], cut)  # nothing shown; the block still counts what the cut took

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["fast_dumps", "fast_loads"]
+__all__ = ["checked", "fast_dumps", "fast_loads", "fast_raw"]
 
 _orjson: Any = None  # the module, once imported; False when it is not installed
 
@@ -87,10 +87,9 @@ def fast_loads(data: bytes | str) -> Any:
         return NotImplemented
 
 
-def fast_dumps(value: Any) -> str | None:
-    """`value` as compact JSON, exactly as `_format.dumps` writes plain JSON values, or None where
-    the standard library must write it. Only for values made of plain JSON types and enum-free:
-    orjson writes an `enum.Enum` member as its value, `json` (with ``default=str``) by name."""
+def fast_raw(value: Any) -> bytes | None:
+    """orjson's UTF-8 JSON of `value`, unchecked (its numbers may be written differently from
+    `json`, see `_may_differ`), or None where orjson does not write it."""
     orjson = _orjson or _load()
     if not orjson:
         return None
@@ -98,6 +97,18 @@ def fast_dumps(value: Any) -> str | None:
         out: bytes = orjson.dumps(value, default=_refuse, option=_OPTIONS)
     except (TypeError, orjson.JSONEncodeError):
         return None
-    if _may_differ(out):
+    return out
+
+
+def fast_dumps(value: Any) -> str | None:
+    """`value` as compact JSON, exactly as `_format.dumps` writes plain JSON values, or None where
+    the standard library must write it. Only for values made of plain JSON types and enum-free:
+    orjson writes an `enum.Enum` member as its value, `json` (with ``default=str``) by name."""
+    return checked(fast_raw(value))
+
+
+def checked(out: bytes | None) -> str | None:
+    """`fast_raw`'s JSON as text where it is what `json` writes, else None."""
+    if out is None or _may_differ(out):
         return None
     return out.decode()
