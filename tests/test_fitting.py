@@ -23,7 +23,7 @@ from xerj_tools import (
     estimate_tokens,
     load_registry,
 )
-from xerj_tools._budget import MIN_BUDGET, fit_result
+from xerj_tools._budget import MIN_BUDGET, fit_payload, fit_result
 from xerj_tools._core import DispatchCore
 from xerj_tools._fit_hits import Measured, cut_strings, size
 
@@ -251,3 +251,20 @@ def test_the_docs_snippet_runs() -> None:
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/budget.md", "exec"), {})
+
+
+def test_a_long_id_is_never_cut() -> None:
+    """The hint tells the model to fetch a cut field by the hit's `_id`: the `_id` (and
+    `_index`, and a memory's `id`) stays whole, however long, while the bodies are cut."""
+    long_id = "d" * 400  # XERJ, like Elasticsearch, takes ids up to 512 bytes
+    hits = [{"_index": "i" * 240, "_id": f"{long_id}{n}", "_score": 1.0, "_source": {"body": "w" * 3000}}
+            for n in range(3)]
+    out = fit_payload({"ok": True, "total": 3, "hits": hits}, 2500, next_page=lambda n: {"from": n})
+    assert size(out) <= 2500 and out["hits"], out
+    assert [h["_id"] for h in out["hits"]] == [h["_id"] for h in hits[: len(out["hits"])]]
+    assert all(h["_index"] == "i" * 240 for h in out["hits"])
+    assert out["truncated"]["cut_fields"] == ["body"]
+    memories = [{"id": f"{long_id}{n}", "text": "t" * 3000, "score": 1.0} for n in range(3)]
+    out = fit_payload({"ok": True, "hits": memories}, 2500, memories=True)
+    assert size(out) <= 2500 and out["hits"]
+    assert [m["id"] for m in out["hits"]] == [m["id"] for m in memories[: len(out["hits"])]]

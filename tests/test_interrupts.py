@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -26,6 +28,7 @@ from xerj_tools import (
     astream_agent,
     stream_agent,
 )
+from xerj_tools._streams import aclose_stream, close_stream
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import chat_call, openai_client
@@ -346,3 +349,41 @@ def test_manual_dispatch_many_interrupted_anywhere(xerj: XerjStandIn) -> None:
                 assert_answered_in_order(transcript)
 
     asyncio.run(go())
+
+
+def test_a_failing_close_never_hides_what_ended_the_answer(caplog: pytest.LogCaptureFixture) -> None:
+    """Letting go of a streamed answer can fail (a connection reset); the error or cancellation
+    that ended the answer still reaches the caller, and a caller's own close stays clean."""
+
+    class Broken:
+        closed = 0
+
+        def close(self) -> None:
+            Broken.closed += 1
+            raise httpx.ReadError("connection reset while closing")
+
+    class ABroken:
+        async def aclose(self) -> None:
+            Broken.closed += 1
+            raise httpx.ReadError("connection reset while closing")
+
+    caplog.set_level(logging.DEBUG, logger="xerj_tools")
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            close_stream(Broken())
+    close_stream(Broken())  # a clean close of an abandoned answer stays clean
+
+    async def go() -> None:
+        with pytest.raises(asyncio.CancelledError):
+            try:
+                raise asyncio.CancelledError
+            finally:
+                await aclose_stream(ABroken())
+        await aclose_stream(Broken())  # `close` alone, sync
+
+    asyncio.run(go())
+    assert Broken.closed == 4
+    assert caplog.text.count("closing the model's streamed answer failed") == 4
+    assert "connection reset while closing" in caplog.text  # the cause, at debug level

@@ -262,7 +262,7 @@ def fit_json(
     *,
     next_page: Callable[[int], Mapping[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
-    """`payload` fitted into `budget` characters as any JSON (its `ok` and `tool` kept).
+    """`payload` fitted into `budget` characters as any JSON (its `ok` kept).
 
     `next_page(shown)` gives the arguments that fetch what follows when exactly one array was
     reduced to its first `shown` items, for a tool that pages; None where it does not.

@@ -140,12 +140,27 @@ def encoded(long: Long) -> int:
     return int(long[2])
 
 
+# A hit's own name is never cut: a model told to fetch the rest by `_id` needs it whole (XERJ
+# takes ids up to 512 bytes, as Elasticsearch does); a memory's `id` alike.
+_WHOLE = frozenset({("_id",), ("_index",), ("id",)})
+
+
 def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, list[Long], bool]:
     """`hit` (cleaned, as `_body.clean` makes it, where that changes it), the characters of its
-    JSON less those of its long strings, its long strings, and whether it was counted: made of
-    plain JSON types, with no number written with an exponent, so that orjson (which writes
-    ``1e-07`` as ``1e-7``, ``1e-05`` as ``0.00001``) writes it as `json` does. `named`: the
-    JSON length of each key seen so far (the hits of one answer share their keys)."""
+    JSON less those of its long strings, its long strings (those a cut may touch: never the
+    hit's own `_id`, `_index` or memory `id`), and whether it was counted: made of plain JSON
+    types, with no number written with an exponent, so that orjson (which writes ``1e-07`` as
+    ``1e-7``, ``1e-05`` as ``0.00001``) writes it as `json` does. `named`: the JSON length of
+    each key seen so far (the hits of one answer share their keys)."""
+    hit, total, longs, counted = _measure(hit, named)
+    if longs and isinstance(hit, dict):
+        for long in [long for long in longs if long[3] in _WHOLE]:
+            longs.remove(long)
+            total += encoded(long)
+    return hit, total, longs, counted
+
+
+def _measure(hit: Any, named: dict[str, int] | None) -> tuple[Any, int, list[Long], bool]:
     longs: list[Long] = []
     try:
         kind = type(hit)
