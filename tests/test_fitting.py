@@ -256,7 +256,7 @@ def test_the_docs_snippet_runs() -> None:
 def test_a_long_id_is_never_cut() -> None:
     """The hint tells the model to fetch a cut field by the hit's `_id`: the `_id` (and
     `_index`, and a memory's `id`) stays whole, however long, while the bodies are cut."""
-    long_id = "d" * 400  # XERJ, like Elasticsearch, takes ids up to 512 bytes
+    long_id = "d" * 400
     hits = [{"_index": "i" * 240, "_id": f"{long_id}{n}", "_score": 1.0, "_source": {"body": "w" * 3000}}
             for n in range(3)]
     out = fit_payload({"ok": True, "total": 3, "hits": hits}, 2500, next_page=lambda n: {"from": n})
@@ -268,3 +268,15 @@ def test_a_long_id_is_never_cut() -> None:
     out = fit_payload({"ok": True, "hits": memories}, 2500, memories=True)
     assert size(out) <= 2500 and out["hits"]
     assert [m["id"] for m in out["hits"]] == [m["id"] for m in memories[: len(out["hits"])]]
+
+
+def test_the_last_resort_cuts_a_hit_short_but_not_its_id() -> None:
+    """When not even one hit fits with its strings cut to 200 characters, the first is cut
+    shorter still (120, 60, 30): its `_id` and `_index` stay whole even then."""
+    hit = {"_index": "docs", "_id": "k" * 400, "_score": 2.0,
+           "_source": {f"field{n}": "w" * 300 for n in range(10)}}
+    out = fit_payload({"ok": True, "total": 1, "hits": [hit]}, 2000, next_page=lambda n: {"from": n})
+    assert size(out) <= 2000
+    [shown] = out["hits"]
+    assert shown["_id"] == "k" * 400 and shown["_index"] == "docs" and shown["_score"] == 2.0
+    assert all(len(v) < 200 and "…[+" in v for v in shown["_source"].values())

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
 from ._json import checked, fast_dumps
-from ._measure import MIN_CUT, STRICT, Long, encoded, json_length, measure, path, put
+from ._measure import IDENTITY, MIN_CUT, STRICT, Long, encoded, json_length, measure, path, put
 
 __all__ = [
     "MIN_CUT",
@@ -62,15 +62,21 @@ def marker(omitted: int) -> str:
     return f"…[+{omitted} chars]"
 
 
-def cut_strings(value: Any, cap: int, path: str, cut: list[str]) -> Any:
-    """Copy `value` with every string longer than `cap` cut and marked; record each path cut."""
+def cut_strings(
+    value: Any, cap: int, path: str, cut: list[str], whole: frozenset[str] = frozenset()
+) -> Any:
+    """Copy `value` with every string longer than `cap` cut and marked; record each path cut.
+    `whole`: keys of `value` itself (not of what it holds) whose values are kept as they are."""
     if isinstance(value, str):
         if len(value) > cap:
             cut.append(path)
             return value[:cap] + marker(len(value) - cap)
         return value
     if isinstance(value, dict):
-        return {k: cut_strings(v, cap, f"{path}.{k}" if path else k, cut) for k, v in value.items()}
+        return {
+            k: v if k in whole else cut_strings(v, cap, f"{path}.{k}" if path else k, cut)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [cut_strings(v, cap, path, cut) for v in value]
     return value
@@ -301,7 +307,7 @@ def choose(measured: Measured, room: int) -> Choice:
     measured.size(0, None)  # cleaned
     for cap in (120, 60, 30):  # a page that shows nothing would leave `next` where it was
         cut: list[str] = []
-        first = cut_strings(measured.hits[0], cap, "", cut)
+        first = cut_strings(measured.hits[0], cap, "", cut, IDENTITY)
         if size(first) <= room:
             return Choice(1, cap, [first], cut)
     return Choice(0, 30, [], cut)  # nothing shown; the block still counts what the cut took

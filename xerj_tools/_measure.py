@@ -21,7 +21,17 @@ from typing import Any
 from ._body import MAX_DEPTH, clean
 from ._format import dumps
 
-__all__ = ["MIN_CUT", "STRICT", "Long", "encoded", "json_length", "measure", "path", "put"]
+__all__ = [
+    "IDENTITY",
+    "MIN_CUT",
+    "STRICT",
+    "Long",
+    "encoded",
+    "json_length",
+    "measure",
+    "path",
+    "put",
+]
 
 MIN_CUT = 200  # a cut field keeps at least this many characters
 
@@ -140,9 +150,10 @@ def encoded(long: Long) -> int:
     return int(long[2])
 
 
-# A hit's own name is never cut: a model told to fetch the rest by `_id` needs it whole (XERJ
-# takes ids up to 512 bytes, as Elasticsearch does); a memory's `id` alike.
-_WHOLE = frozenset({("_id",), ("_index",), ("id",)})
+# A hit's own name is never cut, however long: a model told to fetch the rest by `_id` needs it
+# whole; a memory's `id` alike.
+IDENTITY = frozenset({"_id", "_index", "id"})
+_WHOLE = frozenset((key,) for key in IDENTITY)
 
 
 def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, list[Long], bool]:
