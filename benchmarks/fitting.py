@@ -131,6 +131,8 @@ def model_cases() -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
                 {"query": {"match": {"body": "checkout outage"}}},
                 {"query": {"semantic": {"field": "body", "query": "checkout outage"}}}]},
             envelope(hybrid_hits, 37)),
+        # XERJ's recall answer: {"hits": [...], "namespace": ...} (engine/crates/xerj-api/src/
+        # memory_api.rs:572), each hit id, text, metadata, score (memory_api.rs:576-587)
         "memory recall, 10 memories": (
             "xerj_memory_recall", {"namespace": "agent", "query": "checkout outage", "k": 10},
             {"hits": [{"id": f"m-{i}", "text": words(rng, 40 + 5 * i),
