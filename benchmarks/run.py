@@ -2,6 +2,8 @@
 
 Run:  .venv/bin/python benchmarks/run.py   (writes benchmarks/results.json and results.md)
       --quick: two rounds and smaller counts, a smoke test (the test suite runs it); --out DIR.
+      --all: then stages.py, startup.py and throughput.py too (with the same --quick / --out):
+      every benchmark from one command.
 
 Machines here are shared and noisy, so every figure is a ratio against a baseline measured in
 the same run, interleaved round by round; each is the median over rounds, with the spread
@@ -323,5 +325,21 @@ def main() -> None:
     print(text)
 
 
+OTHERS = ("stages.py", "startup.py", "throughput.py")
+
+
+def others(argv: list[str]) -> list[list[str]]:
+    """With ``--all``: the other benchmark scripts, each with this run's ``--quick`` and ``--out``."""
+    if "--all" not in argv:
+        return []
+    flags = ["--quick"] if "--quick" in argv else []
+    if "--out" in argv:
+        flags += ["--out", argv[argv.index("--out") + 1]]
+    return [[sys.executable, str(HERE / name), *flags] for name in OTHERS]
+
+
 if __name__ == "__main__":
     main()
+    failed = [cmd[1] for cmd in others(sys.argv) if subprocess.run(cmd).returncode != 0]
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")

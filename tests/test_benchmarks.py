@@ -59,3 +59,15 @@ def test_stages_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
     assert abs(sum(stages.values()) - report["total_us"]) < 1e-6 * report["total_us"] + 1e-9 and report["bare_us"] > 0
     assert report["transport_alone_us"] > 0
     assert report["raw_us"] > 0 and "| **dispatch, in all** |" in (tmp_path / "stages.md").read_text()
+
+
+def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    import run  # benchmarks/run.py
+
+    assert run.others(["run.py"]) == [] and run.others(["run.py", "--quick"]) == []
+    commands = run.others(["run.py", "--all", "--quick", "--out", "/tmp/x"])
+    assert [Path(c[1]).name for c in commands] == ["stages.py", "startup.py", "throughput.py"]
+    assert all(c[0] == sys.executable and c[2:] == ["--quick", "--out", "/tmp/x"] for c in commands)
+    assert all(Path(c[1]).is_file() for c in commands)
+    assert [c[2:] for c in run.others(["run.py", "--all"])] == [[], [], []]
