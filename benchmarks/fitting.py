@@ -314,7 +314,7 @@ def results(url: str, post_body: bytes, rounds: int = 7, scale: float = 1.0) -> 
 
 
 def main() -> None:
-    import run  # the loopback server and the table's formatting
+    import _common as run  # the loopback server and the table's formatting
 
     quick = "--quick" in sys.argv
     rounds, scale = (2, 0.05) if quick else (7, 1.0)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
 import os
 import platform
 import statistics
@@ -24,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import fitting  # noqa: E402  (the budget's cases: fitting cost, big responses, what the model reads)
+from _common import (  # noqa: E402  (shared with the other scripts, which may use them as run.X)
+    TYPICAL,
+    MinimalServer,
+    call,
+    cpu_name,
+    fmt,
+    per_call,
+    summary,
+    ten_hits,
+)
 
 from xerj_tools import AsyncDispatcher, Dispatcher, load_registry  # noqa: E402
 
@@ -44,89 +52,6 @@ SCALE = 1.0  # the share of each case's call counts that is run (--quick lowers 
 
 def count(n: int) -> int:
     return max(2, int(n * SCALE))
-TYPICAL = {"index": "docs", "query": {"bool": {"must": [{"match": {"body": "checkout outage"}}],
-                                               "filter": [{"term": {"kind": "postmortem"}}]}},
-           "size": 10, "from": 0, "sort": [{"_score": "desc"}], "source": ["title", "body", "year"]}
-
-
-def ten_hits() -> bytes:
-    hits = [{"_index": "docs", "_id": f"d-{i}", "_score": 3.2 - i * 0.1,
-             "_source": {"title": f"Postmortem {i}", "year": 2026, "body": "Checkout search failed " * 8}}
-            for i in range(10)]
-    return json.dumps({"took": 2, "timed_out": False, "_shards": {"total": 1, "successful": 1, "failed": 0},
-                       "hits": {"total": {"value": 10, "relation": "eq"}, "max_score": 3.2, "hits": hits}}).encode()
-
-
-# ---------------------------------------------------------------- the minimal server (own process)
-
-def _serve(port_out: Any, connections: Any, body: bytes, ready: Any) -> None:
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with connections.get_lock():
-            connections.value += 1
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                if length:
-                    await reader.readexactly(length)
-                if b" /slow/" in head.split(b"\r\n", 1)[0]:
-                    await asyncio.sleep(0.05)
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
-                             + str(len(body)).encode() + b"\r\n\r\n" + body)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=256)
-        port_out.value = server.sockets[0].getsockname()[1]
-        ready.set()
-        async with server:
-            await server.serve_forever()
-
-    asyncio.run(main())
-
-
-class MinimalServer:
-    def __init__(self, body: bytes) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.port, self.connections, self.ready = ctx.Value("i", 0), ctx.Value("i", 0), ctx.Event()
-        self.process = ctx.Process(target=_serve, args=(self.port, self.connections, body, self.ready), daemon=True)
-
-    def __enter__(self) -> MinimalServer:
-        self.process.start()
-        self.ready.wait(20)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        self.process.join(5)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port.value}"
-
-
-# ---------------------------------------------------------------- helpers
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
-def per_call(fn: Callable[[], Any], n: int) -> float:
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n
-
-
-def call(arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": "call_1", "type": "function", "function": {"name": "xerj_search", "arguments": json.dumps(arguments)}}
 
 
 # ---------------------------------------------------------------- cases
@@ -273,22 +198,6 @@ def bench_offline() -> dict[str, Any]:
             "ours": summary(rates), "baseline": summary(base_rates),
             "peak_memory_mib": {"ours": statistics.median(mem), "json.loads into a list": statistics.median(base_mem)},
             "targets": {}}
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def fmt(value: Any) -> str:
-    if isinstance(value, dict) and "median" in value:
-        return f"{value['median']:.3g} ({value['min']:.3g}–{value['max']:.3g})"
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def main() -> None:

@@ -154,3 +154,13 @@ def make_runner(mode: str, sleeps: SleepRecorder) -> Iterator[Any]:
 @pytest.fixture
 def runner(make_runner: Any, xerj: XerjStandIn) -> Runner:
     return make_runner(url=xerj.url)  # type: ignore[no-any-return]
+
+
+def success_payload(
+    tool: str, reply: Any, request: Any, rerank_note: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The payload tool `tool` makes of a 2xx reply (a first-party tool by name, else as the
+    plain handler's request kind says): the reading stage alone, without a socket."""
+    from xerj_tools.tools import Received, reading_tool
+
+    return reading_tool(tool, request).answer(Received(tool, reply, request, rerank_note))

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from xerj_tools import ERROR_CODES, HttpRequest
-from xerj_tools._format import engine_error, success_payload
+from xerj_tools._format import engine_error
 from xerj_tools._models import Failure, Reply
+
+from conftest import success_payload
 
 SEARCH = HttpRequest("POST", "/docs/_search", {"query": {}, "_source": {"excludes": ["*_vector"]}}, kind="search")
 

@@ -1,9 +1,10 @@
-"""The package's layout: modules stay a few screens long and private modules import one way."""
+"""The package's layout: modules stay a few screens long and imports form no cycle."""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import itertools
 from pathlib import Path
 
 import pytest
@@ -13,33 +14,96 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 MAX_LINES = 400  # a module is split by concern before it grows past this
 
 
-def imported(path: Path, *, nested_only: bool = False) -> set[str]:
-    """The package modules `path` imports (relative imports, by last name); with `nested_only`,
-    those imported inside a function (a lazy import hides a cycle)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    top = set(tree.body)
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level and node.module:
-            if nested_only and node in top:
-                continue
-            names.add(node.module.rsplit(".", 1)[-1])
-    return names
-
-
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_module_passes_the_size_limit(path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.name} has {lines} lines; split it by concern"
 
 
-def test_validation_and_repair_do_not_import_each_other() -> None:
-    validation, repair = PACKAGE / "_validation.py", PACKAGE / "_repair.py"
-    assert "_validation" not in imported(repair)
-    assert not {"_repair", "_validation"} & imported(validation, nested_only=True)
-    assert not {"_repair", "_validation"} & imported(repair, nested_only=True)
-    # The values both report live below both of them.
-    assert imported(PACKAGE / "_problems.py") == set()
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path, *, flat: bool = False) -> dict[str, dict[str, int]]:
+    """Every module under `root` and the modules of `root` it imports, with the line: module
+    level, inside functions and under ``TYPE_CHECKING`` alike (a lazy or type-only import hides
+    a cycle, it does not remove it). `flat`: a folder of scripts importing each other by name."""
+    paths = {(p.stem if flat else module_name(p, root)): p for p in sorted(root.rglob("*.py"))}
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = graph.setdefault(name, {})
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    module = ".".join([*base, *([node.module] if node.module else [])])
+                # `from pkg import mod` depends on pkg.mod; `from mod import name` on mod
+                targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in paths else module
+                           for a in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in paths:  # the longest module the import names
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges.setdefault(target, node.lineno)
+    return graph
+
+
+def find_cycle(graph: dict[str, dict[str, int]]) -> list[str]:
+    """One cycle of `graph` as the modules along it (the first repeated at the end), or []."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = 1
+        path.append(module)
+        for target in graph[module]:
+            if state.get(target) == 1:
+                return [*path[path.index(target):], target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[module] = 2
+        path.pop()
+        return []
+
+    for module in graph:
+        if module not in state and (found := visit(module)):
+            return found
+    return []
+
+
+def describe(graph: dict[str, dict[str, int]], cycle: list[str]) -> str:
+    return " -> ".join(f"{a} (line {graph[a][b]})" for a, b in itertools.pairwise(cycle)) + f" -> {cycle[-1]}"
+
+
+@pytest.mark.parametrize("root, flat", [(PACKAGE, False), (PACKAGE.parent / "benchmarks", True)],
+                         ids=["xerj_tools", "benchmarks"])
+def test_imports_form_no_cycle(root: Path, flat: bool) -> None:
+    graph = import_graph(root, flat=flat)
+    assert len(graph) > 3
+    cycle = find_cycle(graph)
+    assert not cycle, "import cycle: " + describe(graph, cycle)
+
+
+def test_the_cycle_check_sees_lazy_and_type_only_imports(tmp_path: Path) -> None:
+    # A package whose only circle runs through a function-level and a TYPE_CHECKING import.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from .b import g\n    return g\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import C\n")
+    (package / "c.py").write_text("from . import a\n")
+    graph = import_graph(package)
+    assert find_cycle(graph)[0] == find_cycle(graph)[-1]
+    assert set(find_cycle(graph)) == {"pkg.a", "pkg.b", "pkg.c"}
+    (package / "c.py").write_text("")
+    assert find_cycle(import_graph(package)) == []
 
 
 def test_the_http_value_types_live_in_one_module() -> None:

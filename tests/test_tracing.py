@@ -331,19 +331,29 @@ def test_calls_answered_without_running_have_spans_too(exporter: InMemorySpanExp
 
 
 def test_url_templates_take_the_models_names_out() -> None:
-    from xerj_tools import HttpRequest
-
-    assert _tracing.url_template(HttpRequest("POST", "/logs-%2A/_search", {}, kind="search")) == "/{index}/_search"
-    assert _tracing.url_template(HttpRequest("POST", "/_memory/a%2Fb/_recall", {}, kind="memory_recall")) \
-        == "/_memory/{namespace}/_recall"
-    assert _tracing.url_template(HttpRequest("POST", "/_memory/agent", {}, kind="memory_store")) == "/_memory/{namespace}"
+    from xerj_tools import Dispatcher, HttpRequest
+    from xerj_tools._core import Prepared
     from xerj_tools._listing import CAT_INDICES, RESOLVE_ALL
+    from xerj_tools._shapes import ToolCall
 
+    def template(name: str, arguments: dict[str, Any]) -> str | None:
+        with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
+            call = ToolCall("c", name, json.dumps(arguments), api="chat")
+            prepared = dispatcher._core.prepare(call)
+        assert isinstance(prepared, Prepared)  # the dispatcher sets the tool's template
+        return _tracing.url_template(prepared.request)
+
+    assert template("xerj_search", {"index": "logs-*", "query": {"match_all": {}}}) == "/{index}/_search"
+    assert template("xerj_memory_recall", {"namespace": "agent.a", "query": "q"}) == "/_memory/{namespace}/_recall"
+    assert template("xerj_memory_store", {"namespace": "agent", "text": "c"}) == "/_memory/{namespace}"
+    assert template("xerj_get_document", {"index": "docs", "id": "1"}) == "/{index}/_doc/{id}"
     assert _tracing.url_template(RESOLVE_ALL) == "/_resolve/index/*"
     assert _tracing.url_template(CAT_INDICES) == "/_cat/indices"
-    # A custom handler's path of another shape has no template: the span is named by the method.
+    # A request of another shape has no template: the span is named by the method.
     assert _tracing.url_template(HttpRequest("POST", "/docs/_count", {}, kind="search")) is None
     assert _tracing.url_template(HttpRequest("GET", "/docs/_stats", None)) is None
+    # A path that does not fit the template it claims gets none either.
+    assert _tracing.url_template(HttpRequest("POST", "/a/b/_search", {}, template="/{index}/_search")) is None
 
 
 def test_a_cancelled_call_ends_its_spans_with_the_cancellation(exporter: InMemorySpanExporter,

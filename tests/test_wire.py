@@ -12,11 +12,10 @@ import httpx
 import pytest
 
 from xerj_tools import HttpRequest
-from xerj_tools._format import success_payload
 from xerj_tools._models import Reply
 from xerj_tools.testing import XerjStandIn
 
-from conftest import Runner, chat_call
+from conftest import Runner, chat_call, success_payload
 
 MATCH = {"match": {"body": "outage"}}
 

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from ._async_dispatch import AsyncDispatcher
     from ._dispatch import Dispatcher
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "ERROR_CODES",

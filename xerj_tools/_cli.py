@@ -35,8 +35,8 @@ class UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
     from ._lint import TARGETS
+    from ._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="xerj-tools",

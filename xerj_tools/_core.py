@@ -244,6 +244,8 @@ class DispatchCore:
             return refused
         if notes:
             request = replace(request, notes=(*request.notes, *notes))
+        if request.template is None and tool.path is not None:
+            request = replace(request, template=tool.path)
         tool = reading_tool(tool, request)
         page_from = None
         if tool.paging is not None and tool.paging in spec.parameters.get("properties", {}):

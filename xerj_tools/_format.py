@@ -19,7 +19,6 @@ __all__ = [
     "engine_error",
     "error_payload",
     "invalid",
-    "success_payload",
     "unusable",
 ]
 
@@ -215,14 +214,3 @@ def _body_excerpt(reply: Reply, limit: int = 200) -> str:
     if not text:
         return f"HTTP {reply.status} with an empty body"
     return text + ("…" if len(reply.body) > limit else "")
-
-
-def success_payload(
-    tool: str, reply: Reply, request: HttpRequest, rerank_note: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Shape a 2xx JSON reply as tool `tool` reads it (a first-party tool by its name, else as
-    the plain handler's request says; see `xerj_tools.tools`)."""
-    from .tools import Received, reading_tool
-
-    reader = reading_tool(tool, request)
-    return reader.answer(Received(tool, reply, request, rerank_note))

@@ -30,8 +30,10 @@ __all__ = ["CAT_INDICES", "LISTING_TTL", "RESOLVE_ALL", "IndexListing", "list_in
 LISTING_TTL = 30.0
 """Seconds a cluster's index list is reused; an index created meanwhile shows up after that."""
 
-RESOLVE_ALL = HttpRequest("GET", "/_resolve/index/*", None, kind="listing")
-CAT_INDICES = HttpRequest("GET", "/_cat/indices", None, kind="listing")
+RESOLVE_ALL = HttpRequest(
+    "GET", "/_resolve/index/*", None, kind="listing", template="/_resolve/index/*"
+)
+CAT_INDICES = HttpRequest("GET", "/_cat/indices", None, kind="listing", template="/_cat/indices")
 
 
 def _names(values: Any) -> list[str]:

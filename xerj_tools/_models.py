@@ -35,6 +35,9 @@ class HttpRequest:
     idempotent: bool = True
     notes: tuple[str, ...] = ()
     params: Mapping[str, str] = field(default_factory=dict)
+    # The path with the model's names as ``{placeholders}`` (the tool's `path`): the span's
+    # ``url.template``. Set by the dispatcher from the tool that built the request.
+    template: str | None = None
 
     @property
     def reranked(self) -> bool:

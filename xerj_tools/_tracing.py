@@ -20,16 +20,16 @@ import re
 import sys
 from contextvars import ContextVar
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from ._models import Failure, HttpRequest, Outcome, Reply
+from ._version import __version__
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
-    from ._calls import ToolCall
-    from ._core import ToolResult
+    from ._shapes._base import ToolCall
 
 __all__ = ["attempt", "backoff", "node_rested", "record", "rerank_fallback", "tool_call"]
 
@@ -56,8 +56,6 @@ def active_tracer() -> tuple[ModuleType, Any] | None:
     if isinstance(provider, (api.ProxyTracerProvider, api.NoOpTracerProvider)):
         return None  # OpenTelemetry is loaded but nothing records: stay out of the way
     if _cached[0] is not provider:
-        from . import __version__
-
         _cached[:] = [provider, provider.get_tracer(_SCOPE, __version__)]
     return api, _cached[1]
 
@@ -185,7 +183,20 @@ def use_span(api: ModuleType, span: Any) -> Any:
     )
 
 
-def record(result: ToolResult, copy_of: str | None = None) -> None:
+class Recorded(Protocol):
+    """What a span records of a call's result (the dispatcher's `ToolResult` is one)."""
+
+    @property
+    def call(self) -> ToolCall: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def code(self) -> str | None: ...
+
+
+def record(result: Recorded, copy_of: str | None = None) -> None:
     """The call's outcome on its span: attempts, and the error code as ``error.type``.
 
     A call answered without running (denied, repeated, cut off, cancelled, or a copy of an
@@ -206,7 +217,7 @@ def record(result: ToolResult, copy_of: str | None = None) -> None:
     span.end()
 
 
-def _outcome(span: Any, result: ToolResult) -> None:
+def _outcome(span: Any, result: Recorded) -> None:
     span.set_attribute("xerj_tools.attempts", result.attempts)
     if not result.ok and (api := _api()) is not None:
         mark_failed(api, span, result.code or "_OTHER")
@@ -231,25 +242,18 @@ class _Null:
 _NULL = _Null()
 
 
-@functools.cache
-def _templates() -> tuple[tuple[re.Pattern[str], str], ...]:
-    # The library's own tools' paths (`Tool.path`), with the model's index, namespace and id
-    # taken out (the HTTP conventions' `url.template`); a path of another shape gets none. The
-    # listing's two fixed paths (_listing.py) hold no model-chosen name: each is its own.
-    from .tools import XERJ_TOOLS
-
-    paths = sorted({t.path for t in XERJ_TOOLS.values() if t.path}, key=lambda p: -p.count("/"))
-    return (
-        *((re.compile(re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(p))), p) for p in paths),
-        (re.compile(r"/_resolve/index/\*|/_cat/indices"), ""),
-    )
+@functools.lru_cache(maxsize=64)
+def _template_pattern(template: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(template)))
 
 
 def url_template(request: HttpRequest) -> str | None:
-    for pattern, template in _templates():
-        if pattern.fullmatch(request.path):
-            return template or request.path
-    return None
+    """The request's ``url.template``: the template its tool set (the model's index, namespace
+    and id taken out, as the HTTP conventions ask), when the path really has that shape."""
+    template = request.template
+    if template is None or not _template_pattern(template).fullmatch(request.path):
+        return None
+    return template
 
 
 class _AttemptScope(_Null):

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._exceptions import ArgumentsError
 from .._problems import Problem, json_type
-from ._base import ToolCall, ToolMessage, WireShape, get
-
-if TYPE_CHECKING:
-    from .._registry import ToolSpec
+from ._base import Definable, ToolCall, ToolMessage, WireShape, get
 
 __all__ = ["ANTHROPIC"]
 
@@ -60,7 +57,7 @@ class Anthropic(WireShape):
     def group(self, answers: Sequence[Any]) -> list[Any]:
         return [{"role": "user", "content": list(answers)}]
 
-    def definition(self, spec: ToolSpec) -> dict[str, Any]:
+    def definition(self, spec: Definable) -> dict[str, Any]:
         """``{"name", "description", "input_schema"}``: the schema is the parameters schema."""
         return {
             "name": spec.name,

@@ -5,20 +5,18 @@ from __future__ import annotations
 import itertools
 import reprlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypedDict
+from typing import Any, ClassVar, Literal, Protocol, TypedDict
 
 from .._exceptions import ArgumentsError, ConfigurationError, InvalidToolCallError
 from .._usage import TokenUsage
-
-if TYPE_CHECKING:
-    from .._registry import ToolRegistry, ToolSpec
 
 __all__ = [
     "AnthropicToolResult",
     "Api",
     "Assembler",
+    "Definable",
     "ChatToolMessage",
     "ResponsesToolOutput",
     "Step",
@@ -156,6 +154,24 @@ class Assembler(Protocol):
 _BY_NAME: dict[str, WireShape] = {}
 
 
+class Definable(Protocol):
+    """What a shape needs of a tool to write its definition (the registry's `ToolSpec` is one).
+
+    The shapes type against this, not against the registry, so that the registry may import
+    the shapes and never the other way round."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def parameters(self) -> Mapping[str, Any]: ...
+    @property
+    def definition(self) -> Mapping[str, Any]: ...
+    @property
+    def strict(self) -> bool | None: ...
+
+
 class WireShape(ABC):
     """One wire shape of tool calls: how a call looks, how it is answered, how a turn's answers
     join the transcript, how tool definitions are written, and where a recorded transcript holds
@@ -206,10 +222,10 @@ class WireShape(ABC):
         return list(answers)
 
     @abstractmethod
-    def definition(self, spec: ToolSpec) -> dict[str, Any]:
+    def definition(self, spec: Definable) -> dict[str, Any]:
         """`spec` as this API's tool definition."""
 
-    def definitions(self, registry: ToolRegistry) -> list[dict[str, Any]]:
+    def definitions(self, registry: Iterable[Definable]) -> list[dict[str, Any]]:
         return [self.definition(spec) for spec in registry]
 
     def arguments_error(self, arguments: Any) -> ArgumentsError | None:

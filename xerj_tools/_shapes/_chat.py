@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._usage import TokenUsage, read_usage
-from ._base import Step, ToolCall, ToolMessage, WireShape, get, has
-
-if TYPE_CHECKING:
-    from .._registry import ToolSpec
+from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get, has
 
 __all__ = ["CHAT", "ChatAssembler", "chat_step"]
 
@@ -46,7 +43,7 @@ class Chat(WireShape):
             return str(get(message, "tool_call_id"))
         return None
 
-    def definition(self, spec: ToolSpec) -> dict[str, Any]:
+    def definition(self, spec: Definable) -> dict[str, Any]:
         """The nested form: ``{"type": "function", "function": {...}}``."""
         return copy.deepcopy(dict(spec.definition))
 

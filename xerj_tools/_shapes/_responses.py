@@ -5,13 +5,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._usage import read_usage
-from ._base import Step, ToolCall, ToolMessage, WireShape, get
-
-if TYPE_CHECKING:
-    from .._registry import ToolSpec
+from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get
 
 __all__ = ["RESPONSES", "ResponsesAssembler", "responses_step"]
 
@@ -53,7 +50,7 @@ class Responses(WireShape):
             return str(get(message, "call_id"))
         return None
 
-    def definition(self, spec: ToolSpec) -> dict[str, Any]:
+    def definition(self, spec: Definable) -> dict[str, Any]:
         """The flat form: ``{"type": "function", "name": ..., "parameters": ...}``."""
         return {
             "type": "function",

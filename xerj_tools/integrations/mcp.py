@@ -35,13 +35,13 @@ except ImportError as exc:  # pragma: no cover - the CLI checks before importing
         "xerj_tools.integrations.mcp needs the MCP SDK: pip install 'xerj-tools[mcp]'"
     ) from exc
 
-from .. import __version__
 from .._async_dispatch import AsyncDispatcher
 from .._bounds import value_problem
 from .._calls import ToolCall
 from .._exceptions import ConfigurationError
 from .._policy import Policy
 from .._registry import ToolRegistry
+from .._version import __version__
 from ..tools import XERJ_TOOLS, Tool
 from ._policy_file import load_policy_file
 
