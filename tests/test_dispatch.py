@@ -295,3 +295,35 @@ def test_a_handler_without_a_definition_is_refused_when_the_dispatcher_is_built(
     assert "my_stats" in str(info.value) and "registry" in str(info.value)
     with pytest.raises(ConfigurationError):
         AsyncDispatcher(url="http://127.0.0.1:9", handlers={"my_stats": my_stats})
+
+
+def test_the_public_seam_runs_a_call_in_two_steps(xerj: XerjStandIn) -> None:
+    # What an agent loop or an integration uses: begin (nothing sent), then complete.
+    from xerj_tools import AsyncDispatcher, Dispatcher
+
+    search = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
+    with Dispatcher(url=xerj.url) as dispatcher:
+        assert set(dispatcher.tools) == set(dispatcher.registry.names)
+        with pytest.raises(TypeError):
+            dispatcher.tools["mine"] = dispatcher.tools["xerj_search"]  # type: ignore[index]
+        before = len(xerj.requests)
+        first = dispatcher.begin(chat_call("xerj_search", search, "a"))
+        second = dispatcher.begin(chat_call("xerj_search", json.dumps(search), "b"))
+        refused = dispatcher.begin(chat_call("xerj_search", {"index": "docs"}, "c"))
+        assert len(xerj.requests) == before  # begin sends nothing
+        assert first.key is not None and first.key == second.key and refused.key is None
+        result = dispatcher.complete(first)
+        assert result.ok and len(xerj.requests) == before + 1
+        copy = dispatcher.copy_of(second.call, result, second.started)
+        assert copy.call.call_id == "b" and "identical to call a" in copy.content
+        answer = dispatcher.complete(refused)
+        assert answer.code == "invalid_arguments" and len(xerj.requests) == before + 1
+        assert dispatcher.answer(first.call, "denied", "not now").code == "denied"
+        assert dispatcher.cancelled(first.call).code == "cancelled"
+
+    async def run_async() -> None:
+        async with AsyncDispatcher(url=xerj.url) as dispatcher:
+            begun = dispatcher.begin(chat_call("xerj_search", search, "d"))
+            assert (await dispatcher.complete(begun)).ok
+
+    asyncio.run(run_async())

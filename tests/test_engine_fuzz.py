@@ -106,7 +106,7 @@ def ok_reply(tool: str) -> tuple[int, bytes, str]:
     if tool in OK_REPLY or XERJ_TOOLS[tool].fit == "hits":
         return OK_REPLY.get(tool, SEARCH_OK)
     with XerjStandIn() as xerj, Dispatcher(url=xerj.url) as dispatcher:
-        prepared = dispatcher._core.prepare(dispatcher._begin(
+        prepared = dispatcher._core.prepare(dispatcher.begin(
             {"id": "c", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments(tool))}})[0])
         request = getattr(prepared, "request")  # noqa: B009 - a ToolCallError here fails the test
         reply = httpx.request(request.method, xerj.url + request.path, json=request.body)

@@ -151,3 +151,22 @@ def test_one_name_per_concept() -> None:
                 assert node.name != "finish", f"{path.name}:{node.lineno}"
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 assert node.target.id != "finish", f"{path.name}:{node.lineno}"
+
+
+DISPATCHER = {"_dispatch_base.py", "_dispatch.py", "_async_dispatch.py"}
+SEALED = {"_core", "_begin", "_complete", "_plan", "_endpoint", "_settings", "_open_turn"}
+
+
+def _holder(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p.name not in DISPATCHER],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_the_dispatcher_reads_its_private_attributes(path: Path) -> None:
+    # The agent loop and the integrations use the public seam (`tools`, `begin`, `complete`,
+    # `answer`, `cancelled`, `copy_of`), never a dispatcher's insides.
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            reaches_in = node.attr in SEALED or "dispatcher" in _holder(node.value).lower()
+            assert not reaches_in, f"{path.name}:{node.lineno} reads .{node.attr} of a dispatcher"

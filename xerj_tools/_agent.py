@@ -57,7 +57,10 @@ def _turns(
     on_tool_result: ToolResultHook | None,
 ) -> Iterator[AgentEvent]:
     """The sync loop: one model request and one turn of tool calls after another."""
-    dispatcher: Dispatcher = run.dispatcher
+    from ._dispatch import Dispatcher
+
+    dispatcher = run.dispatcher
+    assert isinstance(dispatcher, Dispatcher)  # the sync entry points take only this
     for turn in range(1, run.max_turns + 1):
         run.begin(turn)
         if stream:
@@ -106,7 +109,10 @@ async def _aturns(
     on_tool_result: ToolResultHook | None,
 ) -> AsyncGenerator[AgentEvent, None]:
     """The async loop, the twin of `_turns`; hooks may be async."""
-    dispatcher: AsyncDispatcher = run.dispatcher
+    from ._async_dispatch import AsyncDispatcher
+
+    dispatcher = run.dispatcher
+    assert isinstance(dispatcher, AsyncDispatcher)  # the async entry points take only this
     for turn in range(1, run.max_turns + 1):
         run.begin(turn)
         if stream:

@@ -88,7 +88,12 @@ class AsyncDispatcher(BaseDispatcher):
     async def run(self, call: Any) -> ToolResult:
         if self._closed:
             raise ClosedError("this AsyncDispatcher was closed; make a new one")
-        return await self._complete(self._begin(call))
+        return await self._complete(self.begin(call))
+
+    async def complete(self, begun: Begun) -> ToolResult:
+        """Send a call that `begin` prepared (retries, deadline, budget) and return its result;
+        a refused call gets its error answer and sends nothing."""
+        return await self._complete(begun)
 
     async def _complete(self, begun: Begun) -> ToolResult:
         tool_call, prepared, started = begun

@@ -99,7 +99,7 @@ class Dispatcher(BaseDispatcher):
         """Run one call and return its `ToolResult` (message, payload, attempts, time)."""
         self._enter()
         try:
-            return self._complete(self._begin(call))
+            return self._complete(self.begin(call))
         finally:
             self._leave()
 
@@ -125,6 +125,11 @@ class Dispatcher(BaseDispatcher):
                 self._pool.submit(copy_context().run, self._complete, begun[i], cancel)
                 for i in unique
             ]
+
+    def complete(self, begun: Begun) -> ToolResult:
+        """Send a call that `begin` prepared (retries, deadline, budget) and return its result;
+        a refused call gets its error answer and sends nothing."""
+        return self._complete(begun)
 
     def _complete(self, begun: Begun, cancel: threading.Event | None = None) -> ToolResult:
         tool_call, prepared, started = begun

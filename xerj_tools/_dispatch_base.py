@@ -6,7 +6,7 @@ import inspect
 import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ._answers import PendingAnswers
 from ._budget import Budget
@@ -97,7 +97,19 @@ def documented(client: str, close: str, sleep: str, sleep_default: str) -> Calla
     return decorate
 
 
-Begun = tuple[ToolCall, "Prepared | ToolCallError", float]
+class Begun(NamedTuple):
+    """A call parsed and prepared (validated, repaired, policy-checked, its request built) and
+    not yet sent: what `BaseDispatcher.begin` returns and `complete` takes."""
+
+    call: ToolCall
+    prepared: Prepared | ToolCallError  # the request to send, or why nothing is sent
+    started: float  # the dispatcher's clock when the call was begun
+
+    @property
+    def key(self) -> str | None:
+        """Identical calls share it (same tool, same arguments after repair); None when the
+        call is refused, since a refusal is never sent."""
+        return self.prepared.key if isinstance(self.prepared, Prepared) else None
 
 
 class BaseDispatcher:
@@ -171,9 +183,32 @@ class BaseDispatcher:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={self.url!r}, tools={list(self.registry.names)!r})"
 
-    def _begin(self, call: Any) -> Begun:
+    # --- the seam for agent loops and integrations: a call in two steps, answers without XERJ
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The tools this dispatcher serves, by name: the library's own, plain handlers and
+        custom tools (read-only)."""
+        return MappingProxyType(self._core.tools)
+
+    def begin(self, call: Any) -> Begun:
+        """Parse `call` (any wire shape) and prepare it; nothing is sent. `complete` sends it,
+        or answers the refusal; `Begun.key` tells identical calls apart for de-duplication."""
         started, tool_call = self._core.clock(), parse_tool_call(call)
-        return tool_call, self._core.prepare(tool_call), started
+        return Begun(tool_call, self._core.prepare(tool_call), started)
+
+    def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
+        """An error answer to `call` made without XERJ (a loop refusing or denying it), with
+        `code` from `ERROR_CODES`."""
+        return self._core.answer(call, code, reason)
+
+    def cancelled(self, call: ToolCall, started: float | None = None) -> ToolResult:
+        """The ``cancelled`` answer to a call that did not finish."""
+        return self._core.cancelled(call, self._core.clock() if started is None else started)
+
+    def copy_of(self, call: ToolCall, first: ToolResult, started: float) -> ToolResult:
+        """The answer to `call`, identical to the call `first` answers, which was sent once."""
+        return self._core.duplicate(call, first, started)
 
     def _open_turn(
         self, calls: Iterable[Any], transcript: list[Any] | None
@@ -189,7 +224,7 @@ class BaseDispatcher:
         self, calls: Sequence[ToolCall], started: float
     ) -> tuple[list[Begun], list[int], dict[int, int]]:
         """Prepare every call; pick the ones to send (identical valid calls are sent once)."""
-        begun: list[Begun] = [(c, self._core.prepare(c), started) for c in calls]
+        begun = [Begun(c, self._core.prepare(c), started) for c in calls]
         first_of: dict[str, int] = {}
         unique: list[int] = []
         copies: dict[int, int] = {}

@@ -10,7 +10,8 @@ from typing import Any, TypedDict
 
 from . import _trace_turns
 from ._answers import PendingAnswers
-from ._core import DispatchCore, ToolResult
+from ._core import ToolResult
+from ._dispatch_base import BaseDispatcher
 from ._exceptions import ConfigurationError, MaxTurnsExceeded
 from ._shapes import Assembler, Step, ToolCall, loop_shape
 from ._turns import (
@@ -90,7 +91,7 @@ class AgentRun:
 
     def __init__(
         self,
-        dispatcher: Any,
+        dispatcher: BaseDispatcher,
         api: str,
         model: str,
         messages: Any,
@@ -110,7 +111,6 @@ class AgentRun:
         # the run is interrupted.
         self.transcript: list[Any] = messages if isinstance(messages, list) else list(messages)
         self.dispatcher, self.model = dispatcher, model
-        self.core: DispatchCore = dispatcher._core
         self.max_turns, self.max_repeats, self.on_max_turns = max_turns, max_repeats, on_max_turns
         self.create_options = create_options
         self.stats: dict[str, ToolStats] = {}
@@ -160,7 +160,7 @@ class AgentRun:
 
     def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
         with self.trace.use():  # its span, if any, belongs to the turn
-            return self.core.answer(call, code, reason)
+            return self.dispatcher.answer(call, code, reason)
 
     def deny(self, call: ToolCall, verdict: Any) -> ToolResult | None:
         reason = deny_reason(verdict)
@@ -183,11 +183,10 @@ class AgentRun:
         """After an interruption: the answers the dispatcher made, ``cancelled`` for the other
         calls (their spans under the turn), then the exception goes on."""
         self.answers.by_id(sink)
-        core = self.core
         with self.trace.use():
             for position in self.answers.unanswered():
                 call = self.answers.calls[position]
-                self.answers.put(position, core.cancelled(call, core.clock()).message)
+                self.answers.put(position, self.dispatcher.cancelled(call).message)
         self.trace.end(error=sys.exc_info()[1])
 
     def deliver(self, results: Sequence[ToolResult]) -> None:

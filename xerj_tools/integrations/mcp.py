@@ -133,7 +133,7 @@ def list_tools(
 
 def build_server(dispatcher: AsyncDispatcher) -> Server[Any]:
     """A low-level MCP `Server` that lists the dispatcher's tools and runs calls through it."""
-    listing = list_tools(dispatcher.registry, dispatcher.policy, dispatcher._core.tools)
+    listing = list_tools(dispatcher.registry, dispatcher.policy, dispatcher.tools)
 
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None

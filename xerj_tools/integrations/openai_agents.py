@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._calls import ToolCall
-from .._core import Prepared, ToolResult
+from .._core import ToolResult
 from .._exceptions import ConfigurationError
 
 try:
@@ -39,9 +39,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'xerj-tools[openai-agents]'"
     ) from exc
 
+from .._dispatch import Dispatcher
+
 if TYPE_CHECKING:
     from .._async_dispatch import AsyncDispatcher
-    from .._dispatch import Dispatcher
     from .._dispatch_base import Begun
 
 __all__ = ["function_tools"]
@@ -95,10 +96,7 @@ class _Runner:
     """Runs one call through the dispatcher; identical calls in flight share one request."""
 
     def __init__(self, dispatcher: AsyncDispatcher | Dispatcher) -> None:
-        from .._async_dispatch import AsyncDispatcher
-
         self._dispatcher = dispatcher
-        self._native = isinstance(dispatcher, AsyncDispatcher)
         self._flights: dict[tuple[int, str], _Flight] = {}
 
     def invoker(self, name: str) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
@@ -108,24 +106,24 @@ class _Runner:
 
         return invoke
 
-    def _complete(self, begun: Begun) -> Awaitable[ToolResult]:
-        dispatcher: Any = self._dispatcher
-        if self._native:
-            result: Awaitable[ToolResult] = dispatcher._complete(begun)
-            return result
-        return asyncio.to_thread(dispatcher._complete, begun)
+    def _send(self, begun: Begun) -> Awaitable[ToolResult]:
+        dispatcher = self._dispatcher
+        if isinstance(dispatcher, Dispatcher):
+            return asyncio.to_thread(dispatcher.complete, begun)
+        return dispatcher.complete(begun)
 
     async def run(self, call: ToolCall, scope: int) -> ToolResult:
         """Run `call`; `scope` tells runs apart (the run's `Usage` object, alive while it runs)."""
-        core = self._dispatcher._core
-        begun = self._dispatcher._begin(call)
-        _, prepared, started = begun
-        if not isinstance(prepared, Prepared):
-            return core.refusal(call, prepared, started)
-        key = (scope, prepared.key)
+        begun = self._dispatcher.begin(call)
+        if begun.key is None:  # refused: answered at once, nothing is sent (no thread hop)
+            dispatcher = self._dispatcher
+            if isinstance(dispatcher, Dispatcher):
+                return dispatcher.complete(begun)
+            return await dispatcher.complete(begun)
+        key = (scope, begun.key)
         flight = self._flights.get(key)
         if flight is None:
-            new = flight = _Flight(asyncio.ensure_future(self._complete(begun)))
+            new = flight = _Flight(asyncio.ensure_future(self._send(begun)))
             self._flights[key] = new
             new.task.add_done_callback(lambda _: self._land(key, new))
         flight.waiters += 1
@@ -139,7 +137,7 @@ class _Runner:
             raise
         if result.call.call_id == call.call_id:
             return result
-        return core.duplicate(call, result, started)
+        return self._dispatcher.copy_of(call, result, begun.started)
 
     def _land(self, key: tuple[int, str], flight: _Flight) -> None:
         if self._flights.get(key) is flight:
