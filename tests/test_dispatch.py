@@ -327,3 +327,43 @@ def test_the_public_seam_runs_a_call_in_two_steps(xerj: XerjStandIn) -> None:
             assert (await dispatcher.complete(begun)).ok
 
     asyncio.run(run_async())
+
+
+def test_a_custom_tool_is_one_tool_with_its_definition(xerj: XerjStandIn) -> None:
+    # No tools file: the Tool carries its description and parameters, and the dispatcher lists,
+    # validates, guards and fits it like the library's own (the fuzzing is in test_engine_fuzz).
+    import importlib.util
+
+    from xerj_tools import Policy, Tool
+
+    count = Tool(
+        "count_docs",
+        lambda a: HttpRequest("POST", f"/{a['index']}/_search", {"query": {"match_all": {}}, "size": a.get("size", 3)}),
+        description="Count the documents of one index.",
+        parameters={"type": "object", "properties": {"index": {"type": "string"}, "size": {"type": "integer", "minimum": 0}},
+                    "required": ["index"], "additionalProperties": False},
+    )
+    with Dispatcher(url=xerj.url, tools=[count], budget=1000, policy=Policy(max_size=2)) as d:
+        assert "count_docs" in d.registry.names and "count_docs" in d.tools
+        listed = [t["function"]["name"] for t in d.registry.chat_tools()]
+        assert listed[-1] == "count_docs" and len(listed) == 8
+        assert d.registry["count_docs"].description == "Count the documents of one index."
+        if importlib.util.find_spec("mcp") is not None:  # the MCP listing, where the extra is
+            from xerj_tools.integrations.mcp import list_tools
+
+            assert [t.name for t in list_tools(d.registry, d.policy, d.tools)][-1] == "count_docs"
+        bad = json.loads(d.dispatch(chat_call("count_docs", {"index": "docs", "size": -1, "x": 1}))["content"])
+        assert bad["error"]["code"] == "invalid_arguments"
+        assert {"$.size", "$.x"} <= {problem["path"] for problem in bad["error"]["problems"]}
+        denied = json.loads(d.dispatch(chat_call("count_docs", {"index": ".xerj-memory"}))["content"])
+        assert denied["error"]["code"] == "policy_denied"
+        before = len(xerj.requests)
+        fitted = d.run(chat_call("count_docs", {"index": "docs", "size": 5}))
+        assert fitted.ok and len(fitted.content) <= 1000 and len(xerj.requests) == before + 1
+        assert xerj.requests[-1].body["size"] == 2  # the policy's cap, inferred from the name
+    # A bad schema is refused when the dispatcher is built, as a tools file's would be.
+    from xerj_tools import ToolDefinitionError
+
+    broken = Tool("broken", count.build, description="", parameters={"type": "objekt"})
+    with pytest.raises(ToolDefinitionError):
+        Dispatcher(url=xerj.url, tools=[broken])

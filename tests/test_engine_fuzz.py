@@ -16,13 +16,17 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tool_examples import example_arguments
 
-from xerj_tools import XERJ_TOOLS, Dispatcher, RetryPolicy, load_registry
+from xerj_tools import XERJ_TOOLS, Dispatcher, HttpRequest, RetryPolicy, Tool, load_registry
 from xerj_tools._format import ERROR_CODES
 from xerj_tools.testing import XerjStandIn
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "250")) // 2
 BUDGET = 1000
-REGISTRY = load_registry()
+# A custom tool that carries its own definition is fuzzed like the library's own.
+CUSTOM = Tool("count_docs", lambda a: HttpRequest("POST", f"/{a['index']}/_count", {}),
+              description="Count the documents of an index.",
+              parameters={"type": "object", "properties": {"index": {"type": "string"}}, "required": ["index"]})
+REGISTRY = load_registry().with_definitions([CUSTOM.definition() or {}])
 # Arguments for each tool: these, else a plain example made from its schema.
 VALID = {
     "xerj_search": {"index": "docs", "query": {"match": {"body": "x"}}, "source": "*"},
@@ -92,7 +96,8 @@ def replies(tool: str) -> st.SearchStrategy[tuple[int, bytes, str]]:
     )
 
 
-OK_REPLY = {"xerj_memory_store": (201, b'{"id":"m1","namespace":"agent","created":true}', ""),
+OK_REPLY = {"count_docs": (200, b'{"count":3}', ""),
+            "xerj_memory_store": (201, b'{"id":"m1","namespace":"agent","created":true}', ""),
             "xerj_memory_recall": (200, b'{"namespace":"agent","hits":[]}', "gzip")}
 SEARCH_OK = (200, b'{"hits":{"total":{"value":0,"relation":"eq"},"hits":[]}}', "deflate")
 
@@ -127,7 +132,7 @@ def test_any_engine_reply_gives_a_strict_message_within_the_budget(tool: str) ->
 
     client = httpx.Client(transport=httpx.MockTransport(handler))
     dispatcher = Dispatcher(url="http://xerj.test", client=client, budget=BUDGET, retry=RetryPolicy.never(),
-                            max_response_bytes=2 * 1024 * 1024)
+                            max_response_bytes=2 * 1024 * 1024, tools=[CUSTOM])
     call = {"id": "c", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments(tool))}}
     outcomes: list[bool] = []
 

@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 Fit = Literal["hits", "memories", "document", "json"]
+"""How a result is fitted into the budget (a tool's `fit`): a hit list (paged by `Tool.paging`),
+a memory list, one document, or any JSON."""
 
 DEFAULT_BUDGET = 12_000
 MIN_BUDGET = 1_000

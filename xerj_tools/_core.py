@@ -161,6 +161,10 @@ class DispatchCore:
         policy: Policy | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        # A Tool that carries its definition joins the registry: one home for a custom tool.
+        registry = registry.with_definitions(
+            [d for t in tools if (d := t.definition()) is not None]
+        )
         table = tool_table(registry.names, handlers, tools)
         missing = [name for name in registry.names if name not in table]
         if missing:
@@ -170,8 +174,8 @@ class DispatchCore:
         declared = [*(handlers or {}), *(t.name for t in tools)]
         if undefined := sorted({name for name in declared if name not in registry}):
             raise ConfigurationError(
-                f"no definition for tool(s) {', '.join(undefined)} in the registry: add each "
-                "to the tools file the registry is loaded from"
+                f"no definition for tool(s) {', '.join(undefined)}: give each Tool its "
+                "description and parameters, or add it to the registry's tools file"
             )
         # Your tools' checks join their definitions (the library's own are attached on load).
         registry = registry.with_checks(

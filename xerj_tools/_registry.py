@@ -117,6 +117,17 @@ class ToolRegistry:
             ]
         )
 
+    def with_definitions(self, definitions: Sequence[Mapping[str, Any]]) -> ToolRegistry:
+        """This registry with more tools: function definitions (nested or flat form), each
+        schema checked; one of an existing name replaces it in place."""
+        if not definitions:
+            return self
+        specs = dict(self._specs)
+        for i, definition in enumerate(definitions):
+            spec = _spec_from_definition(dict(definition), len(specs) + i, {})
+            specs[spec.name] = spec
+        return ToolRegistry(list(specs.values()))
+
     def chat_tools(self) -> list[dict[str, Any]]:
         """Definitions to pass as ``tools=`` to ``client.chat.completions.create``."""
         return CHAT.definitions(self)

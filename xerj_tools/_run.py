@@ -6,12 +6,11 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import _trace_turns
 from ._answers import PendingAnswers
 from ._core import ToolResult
-from ._dispatch_base import BaseDispatcher
 from ._exceptions import ConfigurationError, MaxTurnsExceeded
 from ._shapes import Assembler, Step, ToolCall, loop_shape
 from ._turns import (
@@ -28,6 +27,9 @@ from ._turns import (
     incomplete_reason,
     record,
 )
+
+if TYPE_CHECKING:
+    from ._dispatch_base import BaseDispatcher
 from ._usage import TokenUsage
 
 __all__ = ["CUT_OFF", "LOOP_OWNED", "AgentRun", "CreateOptions", "merge_create_options"]

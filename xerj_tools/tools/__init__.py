@@ -16,12 +16,11 @@ from .._models import HttpRequest
 from ._document import GET_DOCUMENT
 from ._memory import RECALL, STORE
 from ._search import HYBRID, SEARCH, SEMANTIC, VECTOR
-from ._tool import FitStrategy, Handler, Origin, Received, Tool, read_json
+from ._tool import Handler, Origin, Received, Tool, read_json
 
 __all__ = [
     "HANDLERS",
     "XERJ_TOOLS",
-    "FitStrategy",
     "Handler",
     "Origin",
     "Received",

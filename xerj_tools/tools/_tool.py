@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._budget import Fit
 from .._exceptions import EngineError
 from .._format import engine_error, unusable
 from .._models import HttpRequest, Reply
@@ -13,16 +14,12 @@ from .._problems import Check
 from ._checks import unknown_keys
 
 __all__ = [
-    "FitStrategy", "Handler", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral", "read_json",
+    "Handler", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral", "read_json",
 ]  # fmt: skip
 
 Handler = Callable[[Mapping[str, Any]], HttpRequest]
 """Turns validated arguments into an `HttpRequest`. Pure: no I/O, no clock."""
 
-
-FitStrategy = Literal["hits", "memories", "document", "json"]
-"""How a result is fitted into the budget: a hit list (paged by `Tool.paging`), a memory list,
-one document, or any JSON."""
 
 Origin = Literal["published", "first-party", "custom", "handler"]
 """Where a tool comes from: the publishers' definitions in ``tools.json``, an addition of this
@@ -99,7 +96,9 @@ def inferred_caps(arguments: Mapping[str, Any]) -> dict[str, str]:
 class Tool:
     """One tool, declared once: how it checks, builds, reads and fits, and what the policy guards.
 
-    - `name`: the function name in the tools file (its definition, the JSON Schema, stays there).
+    - `name`: the function name. `description` and `parameters` (a JSON Schema) are the
+      definition the model sees: give them and the tool needs no tools file, the dispatcher adds
+      it to its registry; leave them out and the registry must hold a definition of that name.
     - `build`: validated arguments → `HttpRequest`; pure, no I/O.
     - `read`: the answered reply → the payload the model reads (default: the JSON as ``result``).
     - `checks`: limits beyond JSON Schema. With `strict_arguments`, an argument the schema does
@@ -123,7 +122,7 @@ class Tool:
     build: Handler
     read: Reader = read_json
     checks: tuple[Check, ...] = ()
-    fit: FitStrategy = "json"
+    fit: Fit = "json"  # the fitting strategy (`xerj_tools._budget.Fit`)
     paging: str | None = None
     index_args: tuple[str, ...] | None = None
     namespace_args: tuple[str, ...] | None = None
@@ -137,6 +136,20 @@ class Tool:
     answered: Callable[[Reply], bool] = is_2xx
     origin: Origin = "custom"
     title: str | None = None
+    description: str | None = None
+    parameters: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    def definition(self) -> dict[str, Any] | None:
+        """The function definition this tool carries (Chat Completions form), or None when its
+        definition lives in a tools file."""
+        if self.parameters is None:
+            return None
+        function = {
+            "name": self.name,
+            "description": self.description or "",
+            "parameters": self.parameters,
+        }
+        return {"type": "function", "function": function}
 
     def index_arguments(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The arguments of this call that the policy holds to its index rules."""
