@@ -9,7 +9,61 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["run_aggs"]
+__all__ = ["MAX_BUCKETS", "run_aggs", "too_many_buckets"]
+
+# `search.max_buckets`, 65 536 unless the node is configured otherwise (aggs.rs:100-124).
+MAX_BUCKETS = 65_536
+
+
+def _too_many(cap: int) -> dict[str, Any]:
+    # The slot marker a runner embeds (aggs.rs:5701-5708 histogram, 9040-9058 multi_terms).
+    return {
+        "error": f"Trying to create too many buckets. Must be less than or equal to: [{cap}] but "
+        "this number of buckets was exceeded. This limit can be set by changing the "
+        "[search.max_buckets] cluster level setting.",
+        "__error_status__": 400,
+    }
+
+
+def too_many_buckets(aggs: Any) -> dict[str, Any] | None:
+    """The 400 XERJ answers when a slot carries the too-many-buckets marker, or None.
+
+    es_compat.rs:10527-10580: the first `{error, __error_status__}` in the tree; when its reason
+    says "Trying to create too many buckets" the whole search is a 400 whose `reason` is empty,
+    `root_cause` empty, and the cause in `caused_by` with `max_buckets` read from the reason.
+    """
+    reason = _embedded_error(aggs)
+    if reason is None or "Trying to create too many buckets" not in reason:
+        return None
+    digits = reason.split("[", 1)[1].split("]", 1)[0] if "[" in reason else ""
+    caused_by = {
+        "type": "too_many_buckets_exception",
+        "reason": reason,
+        "max_buckets": int(digits) if digits.isdigit() else MAX_BUCKETS,
+    }
+    error = {
+        "root_cause": [],
+        "type": "search_phase_execution_exception",
+        "reason": "",
+        "phase": "fetch",
+        "grouped": True,
+        "failed_shards": [],
+        "caused_by": caused_by,
+    }
+    return {"error": error, "status": 400}
+
+
+def _embedded_error(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        message, status = value.get("error"), value.get("__error_status__")
+        if isinstance(message, str) and isinstance(status, (int, float)):
+            return message
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
+            if (found := _embedded_error(item)) is not None:
+                return found
+    return None
 
 
 def _values(sources: list[Mapping[str, Any]], field: str) -> list[Any]:
@@ -35,7 +89,10 @@ def _numbers(sources: list[Mapping[str, Any]], field: str) -> list[float]:
 def _terms(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
     counts: dict[Any, int] = {}
     for v in _values(sources, str(body.get("field", ""))):
-        counts[v] = counts.get(v, 0) + 1
+        # Past the bucket cap a new term is dropped, an existing one still counted; no error
+        # (aggs.rs:2561-2580).
+        if v in counts or len(counts) < MAX_BUCKETS:
+            counts[v] = counts.get(v, 0) + 1
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
     size = body.get("size", 10)
     # aggs.rs:2534-2544: `size: 0` means every bucket; absent means 10.
@@ -78,6 +135,8 @@ def _histogram(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dic
     for source in sources:
         for key in {math.floor((n - offset) / interval) for n in _numbers([source], field)}:
             counts[key] = counts.get(key, 0) + 1
+    if min_doc_count == 0 and counts and max(counts) - min(counts) > MAX_BUCKETS:
+        return _too_many(MAX_BUCKETS)  # filling the gaps would pass the cap (aggs.rs:5681-5708)
     keys = (
         sorted(counts)
         if min_doc_count > 0 or not counts

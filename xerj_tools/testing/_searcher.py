@@ -8,19 +8,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._aggs import run_aggs
+from ._aggs import run_aggs, too_many_buckets
 from ._engine import (
     SEARCH_KEYS,
     Index,
     QueryError,
     Result,
     _parse_error,
-    cosine_score,
     embed,
     invalid_query,
     score,
     top,
 )
+from ._knn import knn, knn_k, multi_knn, top_level_knn
 from ._ordering import hits_total, sort_specs, sort_value, sorted_hits
 from ._rerank import RerankMode, prepare, rerank
 from ._source import source_filter, unfiltered_ids
@@ -133,41 +133,6 @@ class _NotFound(Exception):
         self.body = body
 
 
-def _knn_k(spec: Mapping[str, Any]) -> int:
-    # `k`, else `num_candidates`, else 10 (parser.rs:2258-2267; es_compat.rs:5792-5804).
-    for key in ("k", "num_candidates"):
-        value = spec.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-    return 10
-
-
-def _knn(index: Index, spec: Any, extra_filter: Any = None) -> list[tuple[float, str]]:
-    """Exact kNN over a vector field (parser.rs:2251-2322): the top `k` by (1 + cos) / 2."""
-    if not isinstance(spec, Mapping):
-        raise _parse_error("`knn` must be an object")
-    fieldname = spec.get("field")
-    if not isinstance(fieldname, str):
-        raise _parse_error("`field` must be a non-empty string")
-    vector = spec.get("query_vector", spec.get("vector"))
-    if not isinstance(vector, list):
-        raise _parse_error("`knn` requires `query_vector` (or `vector`) as a float array")
-    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in vector):
-        raise _parse_error("`knn.query_vector` must contain numbers")
-    filters = spec.get("filter")
-    filters = filters if isinstance(filters, list) else [] if filters is None else [filters]
-    filters += [] if extra_filter is None else [extra_filter]
-    hits = []
-    for doc_id, src in index.docs.items():
-        stored = src.get(fieldname)
-        if not isinstance(stored, list) or any(score(f, src, doc_id) is None for f in filters):
-            continue
-        s = cosine_score([float(x) for x in vector], stored)
-        if s is not None:
-            hits.append((s, doc_id))
-    return top(hits, _knn_k(spec))
-
-
 def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
     """`semantic` (parser.rs:2324-2348; index.rs:4940-5035)."""
     if not isinstance(spec, Mapping):
@@ -189,8 +154,8 @@ def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
         )
     k = spec.get("k")
     k = k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else 10
-    knn = {"field": f"{spec['field']}_vector", "query_vector": embed(spec["query"]), "k": k}
-    return _knn(index, knn, spec.get("filter"))
+    vector = {"field": f"{spec['field']}_vector", "query_vector": embed(spec["query"]), "k": k}
+    return knn(index, vector, spec.get("filter"))
 
 
 def _hybrid(index: Index, spec: Any, depth: int) -> list[tuple[float, str]]:
@@ -243,7 +208,7 @@ def _ranked(index: Index, query: Any, depth: int) -> list[tuple[float, str]]:
         if kind == "semantic":
             return _semantic(index, spec)
         if kind == "knn":
-            return _knn(index, spec)
+            return knn(index, spec)
         if kind == "hybrid":
             return _hybrid(index, spec, depth)
         must = spec.get("must") if kind == "bool" and isinstance(spec, Mapping) else None
@@ -256,13 +221,22 @@ def _ranked(index: Index, query: Any, depth: int) -> list[tuple[float, str]]:
         ):
             # kNN under a pre-filter, as memory recall builds it (memory_api.rs:511-518).
             filters = spec.get("filter")
-            return _knn(index, must[0]["knn"], {"bool": {"filter": filters or []}})
+            return knn(index, must[0]["knn"], {"bool": {"filter": filters or []}})
+    score(query, {}, "")  # a malformed query is refused even on an empty index
     hits = [
         (s, doc_id)
         for doc_id, src in index.docs.items()
         if (s := score(query, src, doc_id)) is not None
     ]
     return top(hits, len(hits))
+
+
+def _should(*arms: list[tuple[float, str]]) -> list[tuple[float, str]]:
+    summed: dict[str, float] = {}
+    for arm in arms:
+        for s, doc_id in arm:
+            summed[doc_id] = summed.get(doc_id, 0.0) + s
+    return top(((s, d) for d, s in summed.items()), len(summed))
 
 
 def search(
@@ -282,18 +256,14 @@ def _search(
 ) -> Result:
     size = body.get("size", 10)
     start = body.get("from", 0)
-    knn = body.get("knn")
-    if isinstance(knn, list):
-        if not knn:
-            reason = "[knn] must not be empty"  # es_compat.rs:5770-5785
-            raise QueryError(400, "illegal_argument_exception", reason)
-        if len(knn) > 1:
-            raise _parse_error("the stand-in does not implement multi-clause `knn`")
-        knn = knn[0]
-    # A pure kNN search asks the engine for max(size, k) (es_compat.rs:5899).
-    window = max(size, _knn_k(knn)) if isinstance(knn, Mapping) else size
+    clauses = top_level_knn(body.get("knn"), body.get("query") is not None)
+    k_total = sum(knn_k(c) for c in clauses)
+    # A top-level kNN asks the engine for max(size, k) (es_compat.rs:5899), with or without a
+    # `query` beside it.
+    window = max(size, k_total) if clauses else size
     if start + window > 10_000:
         raise _parse_error(f"from + size must be <= 10000 (got {start + window})")  # parser.rs:151
+    pure_knn = bool(clauses) and body.get("query") is None
     query = body.get("query") or {}
     aggs = body.get("aggs", body.get("aggregations"))
     if aggs is not None and isinstance(query, Mapping) and "hybrid" in query:
@@ -309,7 +279,12 @@ def _search(
     ranked: list[tuple[float, str, Index]] = []
     chosen = _resolve(indices, expr)
     for index in chosen:
-        found = _knn(index, knn) if knn is not None else _ranked(index, query, depth)
+        if pure_knn:
+            found = multi_knn(index, clauses)
+        elif clauses:  # `bool.should[query, knn]` (es_compat.rs:5884-5893): the sum, the union
+            found = _should(_ranked(index, query, depth), knn(index, clauses[0]))
+        else:
+            found = _ranked(index, query, depth)
         ranked += [(s, d, index) for s, d in found]
     ranked.sort(key=lambda h: -h[0])
     specs = sort_specs(body.get("sort"))
@@ -324,14 +299,14 @@ def _search(
         page, rerank_info, max_score = rerank(
             rerank_mode, rerank_block, question, ranked, size, start
         )
-    elif knn is not None:
-        # Pure kNN: hits and `hits.total` are the k nearest, capped by `size`
-        # (es_compat.rs:5829-5848, 7960-7968).
-        page = list(ranked[start : start + window][: min(_knn_k(knn), size)])
+    elif pure_knn:
+        # Pure kNN: hits and `hits.total` are the k nearest (summed over the clauses), capped by
+        # `size` (es_compat.rs:5829-5848, 7960-7968).
+        page = list(ranked[start : start + window][: min(k_total, size)])
         total = len(page)
         max_score = page[0][0] if page else None
     else:
-        page = list(ranked[start : start + size])
+        page = list(ranked[start : start + window])
         # `max_score` (es_compat.rs:8064-8119): null under a field sort; past `from` it is the
         # population's maximum, not the page head (except hybrid, whose engine reports none).
         hybrid = isinstance(query, Mapping) and "hybrid" in query
@@ -373,4 +348,6 @@ def _search(
     out["hits"] = hits_block
     if aggs:
         out["aggregations"] = run_aggs(aggs, [ix.docs[d] for _, d, ix in ranked])
+        if (refusal := too_many_buckets(out["aggregations"])) is not None:
+            return 400, refusal  # es_compat.rs:10527-10580
     return 200, out
