@@ -8,6 +8,7 @@ Each of these once passed on the stand-in while XERJ answered otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -166,3 +167,45 @@ def test_index_globbing_is_glob_match_simple(target: Target, pattern: str, found
     answer = target.search({"query": {"ids": {"values": ["d1"]}}}, index=pattern)
     assert answer.status_code == 200, answer.text
     assert ids(answer) == (["d1"] if found else [])
+
+
+# ── A closed index ────────────────────────────────────────────────────────────
+
+
+@contextmanager
+def closed(target: Target) -> Iterator[None]:
+    """The contract index closed for the block (`POST /{index}/_close` on a node)."""
+    if target.stand_in is not None:
+        target.stand_in.close_index(INDEX)
+    else:
+        assert target.client.post(f"/{INDEX}/_close").is_success
+    try:
+        yield
+    finally:
+        if target.stand_in is not None:
+            target.stand_in.open_index(INDEX)
+        else:
+            assert target.client.post(f"/{INDEX}/_open").is_success
+
+
+def test_a_closed_index_is_index_closed_exception(target: Target) -> None:
+    """Named outright, a closed index is a 400 `index_closed_exception`, reason `closed`, for a
+    search (es_compat.rs:5700-5730) and for a document (1977-1981); a wildcard drops it
+    silently. The body: es_compat.rs:27460-27477."""
+    with closed(target):
+        for answer in (
+            target.search({}),
+            target.client.get(f"/{INDEX}/_doc/d1"),
+            target.search({}, index=f"{INDEX},{PREFIX}-missing"),  # before the missing name's 404
+        ):
+            err = error(answer, 400)
+            assert (err["type"], err["reason"], err["index"]) == (
+                "index_closed_exception",
+                "closed",
+                INDEX,
+            )
+            assert err["root_cause"] == [{"type": "index_closed_exception", "reason": "closed"}]
+        answer = target.search({}, index=f"{INDEX[:-3]}*")
+        assert answer.status_code == 200, answer.text
+        assert ids(answer) == []
+    assert target.client.get(f"/{INDEX}/_doc/d1").status_code == 200

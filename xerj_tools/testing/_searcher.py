@@ -32,7 +32,7 @@ from ._wire import (
     serde_struct,
 )
 
-__all__ = ["RerankMode", "index_not_found", "search", "search_request"]
+__all__ = ["RerankMode", "closed_index", "index_not_found", "search", "search_request"]
 
 # The typed fields of `EsSearchBody` (es_compat.rs:2133-2232) that serde can refuse; every
 # other key is an `Option<Value>`. `size` and `from` are `usize` with defaults, so `null`, a
@@ -57,6 +57,7 @@ def search_request(
     content_type: str | None,
     *,
     rerank_mode: RerankMode,
+    closed: frozenset[str] = frozenset(),
 ) -> Result:
     """``POST /{index}/_search`` from the raw body, through XERJ's `EsSearchJson` extractor.
 
@@ -75,7 +76,7 @@ def search_request(
             serde_struct("EsSearchBody", body, raw, fields=_BODY_FIELDS)
     except BodyError as exc:
         return exc.status, exc.body()
-    return search(indices, expr, body or {}, rerank_mode=rerank_mode)
+    return search(indices, expr, body or {}, rerank_mode=rerank_mode, closed=closed)
 
 
 def _glob(pattern: str, name: str) -> bool:
@@ -89,8 +90,11 @@ def _glob(pattern: str, name: str) -> bool:
     return pattern == name
 
 
-def _resolve(indices: Mapping[str, Index], expr: str) -> list[Index]:
+def _resolve(indices: Mapping[str, Index], expr: str, closed: frozenset[str]) -> list[Index]:
     """The indices a selector names (es_compat.rs:5620-5652, 7366-7387).
+
+    A closed index named outright is a 400 `index_closed_exception`; one a wildcard reached is
+    dropped (es_compat.rs:5700-5730, the body 27460-27477). This comes before any 404.
 
     Every index is listed for `*`/`_all`, memory namespaces' ``.xerj-memory-*`` included
     (engine.rs:1036-1048). A selector with a wildcard anywhere skips a missing name (the
@@ -105,6 +109,10 @@ def _resolve(indices: Mapping[str, Index], expr: str) -> list[Index]:
         else:
             found = [part]
         names += [n for n in found if n not in names]
+    for name in [n for n in names if n in closed]:
+        if name in parts:
+            raise _NotFound(closed_index(name)[1])
+        names.remove(name)
     chosen: list[Index] = []
     for name in names:
         if name in indices:
@@ -127,10 +135,18 @@ def index_not_found(name: str) -> dict[str, Any]:
     return {"error": {"root_cause": [dict(error)], **error}, "status": 404}
 
 
+def closed_index(name: str) -> Result:
+    """`closed_index_error` (es_compat.rs:27460-27477): 400, reason `closed`, the index named."""
+    error = {"type": "index_closed_exception", "reason": "closed"}
+    return 400, {"error": {"root_cause": [dict(error)], **error, "index": name}, "status": 400}
+
+
 class _NotFound(Exception):
+    """The selector names an index it may not search: missing (404) or closed (400)."""
+
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__("not found")
-        self.body = body
+        self.status, self.body = int(body["status"]), body
 
 
 def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
@@ -240,19 +256,28 @@ def _should(*arms: list[tuple[float, str]]) -> list[tuple[float, str]]:
 
 
 def search(
-    indices: Mapping[str, Index], expr: str, body: Mapping[str, Any], *, rerank_mode: RerankMode
+    indices: Mapping[str, Index],
+    expr: str,
+    body: Mapping[str, Any],
+    *,
+    rerank_mode: RerankMode,
+    closed: frozenset[str] = frozenset(),
 ) -> Result:
-    """A parsed `_search` body against `indices` → (status, body)."""
+    """A parsed `_search` body against `indices` (none of `closed`) → (status, body)."""
     try:
-        return _search(indices, expr, body, rerank_mode)
+        return _search(indices, expr, body, rerank_mode, closed)
     except QueryError as exc:
         return exc.status, exc.body()
     except _NotFound as exc:
-        return 404, exc.body
+        return exc.status, exc.body
 
 
 def _search(
-    indices: Mapping[str, Index], expr: str, body: Mapping[str, Any], rerank_mode: RerankMode
+    indices: Mapping[str, Index],
+    expr: str,
+    body: Mapping[str, Any],
+    rerank_mode: RerankMode,
+    closed: frozenset[str],
 ) -> Result:
     size = body.get("size", 10)
     start = body.get("from", 0)
@@ -277,7 +302,7 @@ def _search(
         question = prepare(rerank_block, body, size, start)
     depth = max(50, start + size)
     ranked: list[tuple[float, str, Index]] = []
-    chosen = _resolve(indices, expr)
+    chosen = _resolve(indices, expr, closed)
     for index in chosen:
         if pure_knn:
             found = multi_knn(index, clauses)
