@@ -209,3 +209,23 @@ def test_a_closed_index_is_index_closed_exception(target: Target) -> None:
         assert answer.status_code == 200, answer.text
         assert ids(answer) == []
     assert target.client.get(f"/{INDEX}/_doc/d1").status_code == 200
+
+
+# ── Aggregation options the stand-in once ignored (found by XERJ's YAML suite) ────────────
+
+
+def test_metric_aggregations_count_missing_and_echo_meta(target: Target) -> None:
+    """`missing` stands in for a document without the field (`get_missing_value`,
+    aggs.rs:4738-4740; value_count counts such a document once, 4715-4736), and `meta` is
+    echoed into the result (aggs.rs:180-184)."""
+    aggs = {
+        "a": {"avg": {"field": "absent", "missing": 2}, "meta": {"k": "v"}},
+        "s": {"sum": {"field": "absent", "missing": 1.5}},
+        "c": {"value_count": {"field": "absent", "missing": 0}},
+        "t": {"stats": {"field": "priority", "missing": 0}},
+    }
+    answer = target.search({"size": 0, "aggs": aggs})
+    assert answer.status_code == 200, answer.text
+    out = answer.json()["aggregations"]
+    assert (out["a"]["value"], out["a"]["meta"]) == (2.0, {"k": "v"})
+    assert (out["s"]["value"], out["c"]["value"], out["t"]["count"]) == (6.0, 4, 4)

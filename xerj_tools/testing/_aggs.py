@@ -78,12 +78,20 @@ def _values(sources: list[Mapping[str, Any]], field: str) -> list[Any]:
     return out
 
 
-def _numbers(sources: list[Mapping[str, Any]], field: str) -> list[float]:
-    return [
-        float(v)
-        for v in _values(sources, field)
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    ]
+def _numbers(sources: list[Mapping[str, Any]], field: str, missing: Any = None) -> list[float]:
+    """The numbers of `field`; a document with none counts `missing` when it is a number
+    (`get_missing_value`, aggs.rs:4738-4740, used by avg/sum/min/max/stats)."""
+    out: list[float] = []
+    for source in sources:
+        nums = [
+            float(v)
+            for v in _values([source], field)
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        if not nums and isinstance(missing, (int, float)) and not isinstance(missing, bool):
+            nums = [float(missing)]
+        out += nums
+    return out
 
 
 def _terms(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -107,7 +115,7 @@ def _terms(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[st
 
 def _stats(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
     # aggs.rs:4852-4894: count/min/max/avg/sum; with no values min/max/avg are null, sum 0.0.
-    nums = _numbers(sources, str(body.get("field", "")))
+    nums = _numbers(sources, str(body.get("field", "")), body.get("missing"))
     if not nums:
         return {"count": 0, "min": None, "max": None, "avg": None, "sum": 0.0}
     total = sum(nums)
@@ -159,9 +167,11 @@ def _histogram(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dic
 def _metric(kind: str, body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> Any:
     field = str(body.get("field", ""))
     if kind == "value_count":
-        # aggs.rs:4715-4736: the number of values, not of documents.
-        return {"value": len(_values(sources, field))}
-    nums = _numbers(sources, field)
+        # aggs.rs:4715-4736: the number of values, not of documents; with `missing`, a document
+        # without one counts 1.
+        empty = sum(1 for s in sources if not _values([s], field)) if "missing" in body else 0
+        return {"value": len(_values(sources, field)) + empty}
+    nums = _numbers(sources, field, body.get("missing"))
     if kind == "sum":
         return {"value": float(sum(nums))}  # aggs.rs:4766-4788: 0.0 when nothing matched
     if not nums:
@@ -194,4 +204,6 @@ def run_aggs(aggs: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[
         else:
             # aggs.rs:2172: an unknown type is not a 400; its slot carries the error, under 200.
             out[name] = {"error": f"unsupported aggregation type '{kind}'"}
+        if "meta" in spec and isinstance(out[name], dict):
+            out[name]["meta"] = spec["meta"]  # echoed into the result (aggs.rs:180-184)
     return out
