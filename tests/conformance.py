@@ -529,8 +529,8 @@ _READ_BY_HAND = {
     "bulk/80_cas.yml::": "`if_seq_no` / `if_primary_term` writes: the stand-in keeps no versions",
     "indices/indices.create/": "the answer of index creation: the stand-in creates indices in "
     "process, with no write route",
-    "search/310_match_bool_prefix.yml::": "`multi_match` `type: bool_prefix` and analysis: the "
-    "stand-in's text matching is a toy (token overlap)",
+    "search/310_match_bool_prefix.yml::": "`match_bool_prefix` (or `multi_match` `type: "
+    "bool_prefix`), analyzers, fuzziness: the stand-in's text matching is a toy (token overlap)",
     "search/410_named_queries.yml::": "named queries (`_name`, `matched_queries`): not served",
 }
 
