@@ -555,8 +555,9 @@ def reason_for(case: Case, failure: str) -> str:
                     )
             settings = body.get("settings")
             settings = settings.get("index", settings) if isinstance(settings, Mapping) else {}
-            if set(settings) - {"number_of_shards", "number_of_replicas", "index"}:
-                return f"index settings {sorted(settings)}: the stand-in keeps none"
+            named = {str(k).removeprefix("index.") for k in settings}
+            if extra := sorted(named - {"number_of_shards", "number_of_replicas", "index"}):
+                return f"index setting `{extra[0]}`: the stand-in keeps no settings"
         if action == "search" and isinstance(body, Mapping):
             for kind in _types(body.get("query")):
                 if kind not in _QUERY_TYPES_SERVED:
@@ -613,7 +614,7 @@ def main(argv: list[str]) -> int:
     print(f"{len(outcomes)} cases in {root}")
     print(f"out of scope: {counts['out of scope']}  skipped by the suite: {counts['skipped']}")
     print(f"in scope: {in_scope}  passing: {counts['passed']}  not served: {counts['failed']}")
-    types = ("mapping", "index settings", "query type", "aggregation")
+    types = ("mapping", "index setting", "query type", "aggregation")
     beyond = sum(1 for k, r in outcomes.values() if k == "failed" and r.startswith(types))
     print(
         f"in scope and within the stand-in's query, aggregation and mapping types: "
