@@ -229,3 +229,49 @@ def test_metric_aggregations_count_missing_and_echo_meta(target: Target) -> None
     out = answer.json()["aggregations"]
     assert (out["a"]["value"], out["a"]["meta"]) == (2.0, {"k": "v"})
     assert (out["s"]["value"], out["c"]["value"], out["t"]["count"]) == (6.0, 4, 4)
+
+
+def test_exists_on_metadata_fields(target: Target) -> None:
+    """`exists` on `_id`, `_index`, `_seq_no`, `_version`, `_primary_term` matches every
+    document; on `_routing` only a routed one (index.rs:18992-18996)."""
+    for field in ("_id", "_index", "_seq_no", "_version", "_primary_term"):
+        answer = target.search({"query": {"exists": {"field": field}}})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["hits"]["total"]["value"] == 4, field
+    answer = target.search({"query": {"exists": {"field": "_routing"}}})
+    assert answer.json()["hits"]["total"]["value"] == 0
+
+
+def test_histogram_bounds_and_missing(target: Target) -> None:
+    """`run_histogram`: `extended_bounds` widens the filled keys (aggs.rs:5681-5716),
+    `hard_bounds` clips them (5719-5723), `missing` counts a document without the field at that
+    value (5621-5640)."""
+
+    def keys(spec: dict[str, Any]) -> list[tuple[Any, int]]:
+        aggs = {"h": {"histogram": {"field": "priority", "interval": 2, **spec}}}
+        answer = target.search({"size": 0, "aggs": aggs})
+        assert answer.status_code == 200, answer.text
+        return [(b["key"], b["doc_count"]) for b in answer.json()["aggregations"]["h"]["buckets"]]
+
+    assert keys({"extended_bounds": {"min": 0, "max": 8}}) == [
+        (0, 1),
+        (2, 2),
+        (4, 1),
+        (6, 0),
+        (8, 0),
+    ]
+    assert keys({"hard_bounds": {"min": 2, "max": 3}}) == [(2, 2)]
+    missing = {"h": {"histogram": {"field": "absent", "interval": 2, "missing": 3}}}
+    answer = target.search({"size": 0, "aggs": missing})
+    assert answer.json()["aggregations"]["h"]["buckets"] == [{"key": 2, "doc_count": 4}]
+
+
+def test_constant_score_scores_its_boost(target: Target) -> None:
+    """parser.rs:2153-2177: every hit of the filter scores exactly `boost`; no `filter` is a
+    parse error."""
+    body = {"query": {"constant_score": {"filter": {"term": {"service": "network"}}, "boost": 2.5}}}
+    answer = target.search(body)
+    assert answer.status_code == 200, answer.text
+    assert [(h["_id"], h["_score"]) for h in answer.json()["hits"]["hits"]] == [("d2", 2.5)]
+    err = error(target.search({"query": {"constant_score": {"boost": 2}}}), 400)
+    assert err["reason"] == "parse error: `constant_score` requires a `filter` clause"

@@ -128,9 +128,18 @@ def _stats(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[st
     }
 
 
+def _bound(body: Mapping[str, Any], name: str, end: str) -> float | None:
+    bounds = body.get(name)
+    value = bounds.get(end) if isinstance(bounds, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _histogram(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
-    # aggs.rs:5590-5793: buckets keyed floor((v - offset) / interval); every key between the
-    # lowest and highest is emitted (min_doc_count 0), an integral key is printed as an int.
+    """`run_histogram` (aggs.rs:5590-5793): buckets keyed floor((v - offset) / interval), a
+    document without the field counted at `missing` (5621-5640); with `min_doc_count` 0 (the
+    default) or `extended_bounds`, every key from the lowest to the highest, the extended bound
+    replacing the data's end where given (5681-5716); `hard_bounds` then clip (5719-5723),
+    `min_doc_count` filters (5725-5732); an integral key is printed as an int."""
     field = body.get("field")
     if not isinstance(field, str):
         return {"buckets": []}
@@ -141,18 +150,41 @@ def _histogram(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dic
     min_doc_count = int(body.get("min_doc_count", 0))
     counts: dict[int, int] = {}
     for source in sources:
-        for key in {math.floor((n - offset) / interval) for n in _numbers([source], field)}:
+        nums = _numbers([source], field, body.get("missing"))
+        for key in {math.floor((n - offset) / interval) for n in nums}:
             counts[key] = counts.get(key, 0) + 1
-    if min_doc_count == 0 and counts and max(counts) - min(counts) > MAX_BUCKETS:
-        return _too_many(MAX_BUCKETS)  # filling the gaps would pass the cap (aggs.rs:5681-5708)
-    keys = (
-        sorted(counts)
-        if min_doc_count > 0 or not counts
-        else list(range(min(counts), max(counts) + 1))
+    ext_min, ext_max = (
+        _bound(body, "extended_bounds", "min"),
+        _bound(body, "extended_bounds", "max"),
     )
+    if not counts and ext_min is None:
+        keys: list[int] = []
+    elif min_doc_count > 0 and ext_min is None:
+        keys = sorted(counts)
+    else:
+        low = (
+            math.floor((ext_min - offset) / interval)
+            if ext_min is not None
+            else min(counts, default=0)
+        )
+        high = (
+            math.floor((ext_max - offset) / interval)
+            if ext_max is not None
+            else max(counts, default=0)
+        )
+        if high - low > MAX_BUCKETS:
+            return _too_many(MAX_BUCKETS)  # filling the gaps would pass the cap (5681-5708)
+        keys = list(range(low, high + 1))
+    hard_min, hard_max = _bound(body, "hard_bounds", "min"), _bound(body, "hard_bounds", "max")
+    if hard_min is not None and hard_max is not None:
+        lo, hi = (
+            math.floor((hard_min - offset) / interval),
+            math.floor((hard_max - offset) / interval),
+        )
+        keys = [k for k in keys if lo <= k <= hi]
     buckets = []
     for key in keys:
-        if counts.get(key, 0) < min_doc_count:
+        if min_doc_count > 0 and counts.get(key, 0) < min_doc_count:
             continue
         actual = key * interval + offset
         buckets.append(

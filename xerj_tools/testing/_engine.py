@@ -243,11 +243,18 @@ def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | N
             raise _parse_error("`range` field value must be an object")  # parser.rs:881-883
         return 1.0 if _range_ok(_field_values(source, fieldname), spec) else None
     if kind == "exists":
-        return 1.0 if _field_values(source, body.get("field", "")) else None
+        name = body.get("field", "") if isinstance(body, Mapping) else ""
+        if name in ("_id", "_index", "_seq_no", "_version", "_primary_term"):
+            return 1.0  # every document has them (index.rs:18992-18996)
+        if name == "_routing":
+            return 1.0 if "_routing" in source else None
+        return 1.0 if _field_values(source, name) else None
     if kind == "ids":
         return _ids(body, doc_id)
     if kind == "bool":
         return _bool(body, source, doc_id)
+    if kind == "constant_score":
+        return _constant_score(body, source, doc_id)
     if kind in _KNOWN_ELSEWHERE:
         raise _parse_error(f"the stand-in does not implement `{kind}` inside this query")
     # ParseError::UnknownQueryType (xerj-query/src/error.rs:45-46; parser.rs:334).
@@ -259,7 +266,7 @@ def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | N
 # Types XERJ parses (parser.rs:265-333) that this stand-in does not score: refused plainly
 # rather than reported as unknown, which would misstate XERJ.
 _KNOWN_ELSEWHERE = frozenset(
-    "match_none combined_fields prefix wildcard query_string constant_score boosting dis_max "
+    "match_none combined_fields prefix wildcard query_string boosting dis_max "
     "fuzzy regexp match_phrase_prefix geo_distance geo_bounding_box function_score nested "
     "has_child has_parent more_like_this percolate pinned span_term span_near span_or span_not "
     "span_first span_containing span_within geo_polygon geo_shape match_bool_prefix terms_set "
@@ -281,6 +288,18 @@ def _ids(body: Any, doc_id: str) -> float | None:
         wanted.add(v if isinstance(v, str) else json.dumps(v))
     boost = body.get("boost", 1.0)
     return float(boost) if doc_id in wanted else None
+
+
+def _constant_score(body: Any, source: Mapping[str, Any], doc_id: str) -> float | None:
+    # parser.rs:2153-2177: `filter` required; every hit scores exactly `boost` (1.0).
+    if not isinstance(body, Mapping):
+        raise _parse_error("`constant_score` must be an object")
+    if "filter" not in body:
+        raise _parse_error("`constant_score` requires a `filter` clause")
+    if score(body["filter"], source, doc_id) is None:
+        return None
+    boost = body.get("boost")
+    return float(boost) if isinstance(boost, (int, float)) and not isinstance(boost, bool) else 1.0
 
 
 def _clauses(value: Any) -> list[Any]:
