@@ -159,6 +159,7 @@ def test_a_histogram_under_the_cap_is_answered(target: Target) -> None:
         (f"{PREFIX}*docs", False),  # a `*` in the middle is compared literally
         (f"*{INDEX[8:-2]}*", False),  # and so is `*` at both ends
     ],
+    ids=["prefix*", "*suffix", "middle", "both-ends"],
 )
 def test_index_globbing_is_glob_match_simple(target: Target, pattern: str, found: bool) -> None:
     """`glob_match_simple` (es_compat.rs:16552-16563): `*`, `prefix*`, `*suffix`, else literal;
