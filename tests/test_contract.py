@@ -484,12 +484,21 @@ def test_dedup_returns_the_existing_memory(target: Target) -> None:
 
 def test_recency_weight_reorders_by_stored_at(target: Target) -> None:
     """`blend_recency` (memory_api.rs:606-652): weight 1 is pure recency; `score` stays the
-    relevance score. (On a node, three stores landing in one millisecond would tie.)"""
+    relevance score. `stored_at` is the node's clock in milliseconds (memory_api.rs:350), so
+    two stores can share one: each memory is stored again, same id (an overwrite,
+    memory_api.rs:347-382), until its stamp is later than the one before."""
     ns = target.namespace("recency")
-    made = [
-        target.post(f"/_memory/{ns}", {"text": text}).json()["id"]
-        for text in ("alpha beta gamma", "alpha beta", "alpha")
-    ]
+    made = [f"m{i}" for i in range(3)]
+    stamps: list[int] = []
+    for memory_id, text in zip(made, ("alpha beta gamma", "alpha beta", "alpha"), strict=True):
+        for _ in range(10_000):  # a new millisecond comes long before this runs out
+            body = {"id": memory_id, "text": text}
+            assert target.post(f"/_memory/{ns}", body).status_code == 201
+            stamp = stored_at(target, ns, memory_id)
+            if not stamps or stamp > stamps[-1]:
+                break
+        stamps.append(stamp)
+    assert stamps == sorted(set(stamps))
     plain = target.post(f"/_memory/{ns}/_recall", {"query": "alpha beta gamma"}).json()["hits"]
     assert plain[0]["id"] == made[0]
     recent = target.post(
@@ -498,6 +507,15 @@ def test_recency_weight_reorders_by_stored_at(target: Target) -> None:
     assert [h["id"] for h in recent] == made[::-1]
     scores = {h["id"]: h["score"] for h in plain}
     assert all(h["score"] == scores[h["id"]] for h in recent)
+
+
+def stored_at(target: Target, ns: str, memory_id: str) -> int:
+    """A memory's `stored_at`, read from its backing index `.xerj-memory-<ns>` (memory_api.rs:72,
+    346-356): the memory API itself never shows it."""
+    answer = target.search({"query": {"ids": {"values": [memory_id]}}}, index=f".xerj-memory-{ns}")
+    assert answer.status_code == 200, answer.text
+    (hit,) = answer.json()["hits"]["hits"]
+    return int(hit["_source"]["stored_at"])
 
 
 def test_recency_weight_with_k_over_2500_fails_in_the_engine(target: Target) -> None:

@@ -9,7 +9,61 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["run_aggs"]
+__all__ = ["MAX_BUCKETS", "run_aggs", "too_many_buckets"]
+
+# `search.max_buckets`, 65 536 unless the node is configured otherwise (aggs.rs:100-124).
+MAX_BUCKETS = 65_536
+
+
+def _too_many(cap: int) -> dict[str, Any]:
+    # The slot marker a runner embeds (aggs.rs:5701-5708 histogram, 9040-9058 multi_terms).
+    return {
+        "error": f"Trying to create too many buckets. Must be less than or equal to: [{cap}] but "
+        "this number of buckets was exceeded. This limit can be set by changing the "
+        "[search.max_buckets] cluster level setting.",
+        "__error_status__": 400,
+    }
+
+
+def too_many_buckets(aggs: Any) -> dict[str, Any] | None:
+    """The 400 XERJ answers when a slot carries the too-many-buckets marker, or None.
+
+    es_compat.rs:10527-10580: the first `{error, __error_status__}` in the tree; when its reason
+    says "Trying to create too many buckets" the whole search is a 400 whose `reason` is empty,
+    `root_cause` empty, and the cause in `caused_by` with `max_buckets` read from the reason.
+    """
+    reason = _embedded_error(aggs)
+    if reason is None or "Trying to create too many buckets" not in reason:
+        return None
+    digits = reason.split("[", 1)[1].split("]", 1)[0] if "[" in reason else ""
+    caused_by = {
+        "type": "too_many_buckets_exception",
+        "reason": reason,
+        "max_buckets": int(digits) if digits.isdigit() else MAX_BUCKETS,
+    }
+    error = {
+        "root_cause": [],
+        "type": "search_phase_execution_exception",
+        "reason": "",
+        "phase": "fetch",
+        "grouped": True,
+        "failed_shards": [],
+        "caused_by": caused_by,
+    }
+    return {"error": error, "status": 400}
+
+
+def _embedded_error(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        message, status = value.get("error"), value.get("__error_status__")
+        if isinstance(message, str) and isinstance(status, (int, float)):
+            return message
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
+            if (found := _embedded_error(item)) is not None:
+                return found
+    return None
 
 
 def _values(sources: list[Mapping[str, Any]], field: str) -> list[Any]:
@@ -24,18 +78,29 @@ def _values(sources: list[Mapping[str, Any]], field: str) -> list[Any]:
     return out
 
 
-def _numbers(sources: list[Mapping[str, Any]], field: str) -> list[float]:
-    return [
-        float(v)
-        for v in _values(sources, field)
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    ]
+def _numbers(sources: list[Mapping[str, Any]], field: str, missing: Any = None) -> list[float]:
+    """The numbers of `field`; a document with none counts `missing` when it is a number
+    (`get_missing_value`, aggs.rs:4738-4740, used by avg/sum/min/max/stats)."""
+    out: list[float] = []
+    for source in sources:
+        nums = [
+            float(v)
+            for v in _values([source], field)
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        if not nums and isinstance(missing, (int, float)) and not isinstance(missing, bool):
+            nums = [float(missing)]
+        out += nums
+    return out
 
 
 def _terms(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
     counts: dict[Any, int] = {}
     for v in _values(sources, str(body.get("field", ""))):
-        counts[v] = counts.get(v, 0) + 1
+        # Past the bucket cap a new term is dropped, an existing one still counted; no error
+        # (aggs.rs:2561-2580).
+        if v in counts or len(counts) < MAX_BUCKETS:
+            counts[v] = counts.get(v, 0) + 1
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
     size = body.get("size", 10)
     # aggs.rs:2534-2544: `size: 0` means every bucket; absent means 10.
@@ -50,7 +115,7 @@ def _terms(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[st
 
 def _stats(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
     # aggs.rs:4852-4894: count/min/max/avg/sum; with no values min/max/avg are null, sum 0.0.
-    nums = _numbers(sources, str(body.get("field", "")))
+    nums = _numbers(sources, str(body.get("field", "")), body.get("missing"))
     if not nums:
         return {"count": 0, "min": None, "max": None, "avg": None, "sum": 0.0}
     total = sum(nums)
@@ -63,9 +128,18 @@ def _stats(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[st
     }
 
 
+def _bound(body: Mapping[str, Any], name: str, end: str) -> float | None:
+    bounds = body.get(name)
+    value = bounds.get(end) if isinstance(bounds, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _histogram(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[str, Any]:
-    # aggs.rs:5590-5793: buckets keyed floor((v - offset) / interval); every key between the
-    # lowest and highest is emitted (min_doc_count 0), an integral key is printed as an int.
+    """`run_histogram` (aggs.rs:5590-5793): buckets keyed floor((v - offset) / interval), a
+    document without the field counted at `missing` (5621-5640); with `min_doc_count` 0 (the
+    default) or `extended_bounds`, every key from the lowest to the highest, the extended bound
+    replacing the data's end where given (5681-5716); `hard_bounds` then clip (5719-5723),
+    `min_doc_count` filters (5725-5732); an integral key is printed as an int."""
     field = body.get("field")
     if not isinstance(field, str):
         return {"buckets": []}
@@ -76,16 +150,41 @@ def _histogram(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dic
     min_doc_count = int(body.get("min_doc_count", 0))
     counts: dict[int, int] = {}
     for source in sources:
-        for key in {math.floor((n - offset) / interval) for n in _numbers([source], field)}:
+        nums = _numbers([source], field, body.get("missing"))
+        for key in {math.floor((n - offset) / interval) for n in nums}:
             counts[key] = counts.get(key, 0) + 1
-    keys = (
-        sorted(counts)
-        if min_doc_count > 0 or not counts
-        else list(range(min(counts), max(counts) + 1))
+    ext_min, ext_max = (
+        _bound(body, "extended_bounds", "min"),
+        _bound(body, "extended_bounds", "max"),
     )
+    if not counts and ext_min is None:
+        keys: list[int] = []
+    elif min_doc_count > 0 and ext_min is None:
+        keys = sorted(counts)
+    else:
+        low = (
+            math.floor((ext_min - offset) / interval)
+            if ext_min is not None
+            else min(counts, default=0)
+        )
+        high = (
+            math.floor((ext_max - offset) / interval)
+            if ext_max is not None
+            else max(counts, default=0)
+        )
+        if high - low > MAX_BUCKETS:
+            return _too_many(MAX_BUCKETS)  # filling the gaps would pass the cap (5681-5708)
+        keys = list(range(low, high + 1))
+    hard_min, hard_max = _bound(body, "hard_bounds", "min"), _bound(body, "hard_bounds", "max")
+    if hard_min is not None and hard_max is not None:
+        lo, hi = (
+            math.floor((hard_min - offset) / interval),
+            math.floor((hard_max - offset) / interval),
+        )
+        keys = [k for k in keys if lo <= k <= hi]
     buckets = []
     for key in keys:
-        if counts.get(key, 0) < min_doc_count:
+        if min_doc_count > 0 and counts.get(key, 0) < min_doc_count:
             continue
         actual = key * interval + offset
         buckets.append(
@@ -100,9 +199,11 @@ def _histogram(body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dic
 def _metric(kind: str, body: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> Any:
     field = str(body.get("field", ""))
     if kind == "value_count":
-        # aggs.rs:4715-4736: the number of values, not of documents.
-        return {"value": len(_values(sources, field))}
-    nums = _numbers(sources, field)
+        # aggs.rs:4715-4736: the number of values, not of documents; with `missing`, a document
+        # without one counts 1.
+        empty = sum(1 for s in sources if not _values([s], field)) if "missing" in body else 0
+        return {"value": len(_values(sources, field)) + empty}
+    nums = _numbers(sources, field, body.get("missing"))
     if kind == "sum":
         return {"value": float(sum(nums))}  # aggs.rs:4766-4788: 0.0 when nothing matched
     if not nums:
@@ -135,4 +236,6 @@ def run_aggs(aggs: Mapping[str, Any], sources: list[Mapping[str, Any]]) -> dict[
         else:
             # aggs.rs:2172: an unknown type is not a 400; its slot carries the error, under 200.
             out[name] = {"error": f"unsupported aggregation type '{kind}'"}
+        if "meta" in spec and isinstance(out[name], dict):
+            out[name]["meta"] = spec["meta"]  # echoed into the result (aggs.rs:180-184)
     return out

@@ -173,10 +173,16 @@ def _text_score(source: Mapping[str, Any], fieldname: str, text: Any) -> float:
     return round(best, 6)
 
 
-def _single(clause: Mapping[str, Any]) -> tuple[str, Any]:
-    if not isinstance(clause, Mapping) or not clause:
-        raise _parse_error("a field clause must be a non-empty object")
-    return next(iter(clause.items()))
+def _single(kind: str, clause: Any) -> tuple[str, Any]:
+    """The one `{field: spec}` of a leaf clause, with the parser's refusals: not an object, or
+    not exactly one field (parser.rs:362-367 match, 432-437 match_phrase, 692-697 term, 763-771
+    terms, where `boost` is not a field, 871-876 range)."""
+    if not isinstance(clause, Mapping):
+        raise _parse_error(f"`{kind}` must be an object")
+    fields = [(k, v) for k, v in clause.items() if not (kind == "terms" and k == "boost")]
+    if len(fields) != 1:
+        raise _parse_error(f"`{kind}` query must have exactly one field")
+    return fields[0]
 
 
 def _range_ok(values: list[Any], spec: Mapping[str, Any]) -> bool:
@@ -213,7 +219,7 @@ def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | N
     if kind == "match_all":
         return 1.0
     if kind in ("match", "match_phrase"):
-        fieldname, spec = _single(body) if isinstance(body, Mapping) else ("", None)
+        fieldname, spec = _single(kind, body)
         text = spec.get("query") if isinstance(spec, Mapping) else spec
         if kind == "match_phrase":
             joined = " ".join(str(v).lower() for v in _field_values(source, fieldname))
@@ -225,21 +231,30 @@ def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | N
         s = max(_text_score(source, f.split("^")[0], body.get("query")) for f in fields)
         return s or None
     if kind in ("term", "terms"):
-        fieldname, spec = _single(body)
+        fieldname, spec = _single(kind, body)
         wanted = (
             spec if kind == "terms" else [spec.get("value") if isinstance(spec, Mapping) else spec]
         )
         values = _field_values(source, fieldname.removesuffix(".keyword"))
         return 1.0 if any(v in values for v in wanted) else None
     if kind == "range":
-        fieldname, spec = _single(body)
+        fieldname, spec = _single(kind, body)
+        if not isinstance(spec, Mapping):
+            raise _parse_error("`range` field value must be an object")  # parser.rs:881-883
         return 1.0 if _range_ok(_field_values(source, fieldname), spec) else None
     if kind == "exists":
-        return 1.0 if _field_values(source, body.get("field", "")) else None
+        name = body.get("field", "") if isinstance(body, Mapping) else ""
+        if name in ("_id", "_index", "_seq_no", "_version", "_primary_term"):
+            return 1.0  # every document has them (index.rs:18992-18996)
+        if name == "_routing":
+            return 1.0 if "_routing" in source else None
+        return 1.0 if _field_values(source, name) else None
     if kind == "ids":
         return _ids(body, doc_id)
     if kind == "bool":
         return _bool(body, source, doc_id)
+    if kind == "constant_score":
+        return _constant_score(body, source, doc_id)
     if kind in _KNOWN_ELSEWHERE:
         raise _parse_error(f"the stand-in does not implement `{kind}` inside this query")
     # ParseError::UnknownQueryType (xerj-query/src/error.rs:45-46; parser.rs:334).
@@ -251,7 +266,7 @@ def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | N
 # Types XERJ parses (parser.rs:265-333) that this stand-in does not score: refused plainly
 # rather than reported as unknown, which would misstate XERJ.
 _KNOWN_ELSEWHERE = frozenset(
-    "match_none combined_fields prefix wildcard query_string constant_score boosting dis_max "
+    "match_none combined_fields prefix wildcard query_string boosting dis_max "
     "fuzzy regexp match_phrase_prefix geo_distance geo_bounding_box function_score nested "
     "has_child has_parent more_like_this percolate pinned span_term span_near span_or span_not "
     "span_first span_containing span_within geo_polygon geo_shape match_bool_prefix terms_set "
@@ -275,29 +290,35 @@ def _ids(body: Any, doc_id: str) -> float | None:
     return float(boost) if doc_id in wanted else None
 
 
+def _constant_score(body: Any, source: Mapping[str, Any], doc_id: str) -> float | None:
+    # parser.rs:2153-2177: `filter` required; every hit scores exactly `boost` (1.0).
+    if not isinstance(body, Mapping):
+        raise _parse_error("`constant_score` must be an object")
+    if "filter" not in body:
+        raise _parse_error("`constant_score` requires a `filter` clause")
+    if score(body["filter"], source, doc_id) is None:
+        return None
+    boost = body.get("boost")
+    return float(boost) if isinstance(boost, (int, float)) and not isinstance(boost, bool) else 1.0
+
+
 def _clauses(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value] if value is not None else []
 
 
 def _bool(body: Mapping[str, Any], source: Mapping[str, Any], doc_id: str) -> float | None:
-    total = 0.0
-    for clause in _clauses(body.get("must")):
-        s = score(clause, source, doc_id)
-        if s is None:
-            return None
-        total += s
-    for clause in _clauses(body.get("filter")):
-        if score(clause, source, doc_id) is None:
-            return None
-    for clause in _clauses(body.get("must_not")):
-        if score(clause, source, doc_id) is not None:
-            return None
-    should = [
-        s for c in _clauses(body.get("should")) if (s := score(c, source, doc_id)) is not None
-    ]
+    # Every clause is scored before any decision, so a malformed clause is refused whatever the
+    # document: XERJ parses the whole query before it runs it (parser.rs:250-337).
+    must = [score(c, source, doc_id) for c in _clauses(body.get("must"))]
+    filters = [score(c, source, doc_id) for c in _clauses(body.get("filter"))]
+    must_not = [score(c, source, doc_id) for c in _clauses(body.get("must_not"))]
+    scored = [score(c, source, doc_id) for c in _clauses(body.get("should"))]
+    should = [s for s in scored if s is not None]
+    if None in must or None in filters or any(s is not None for s in must_not):
+        return None
     if body.get("should") and not should and not body.get("must") and not body.get("filter"):
         return None
-    return total + sum(should) or 1.0
+    return sum(s for s in must if s is not None) + sum(should) or 1.0
 
 
 def question(query: Any) -> str | None:

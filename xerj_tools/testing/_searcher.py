@@ -8,19 +8,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._aggs import run_aggs
+from ._aggs import run_aggs, too_many_buckets
 from ._engine import (
     SEARCH_KEYS,
     Index,
     QueryError,
     Result,
     _parse_error,
-    cosine_score,
     embed,
     invalid_query,
     score,
     top,
 )
+from ._knn import knn, knn_k, multi_knn, top_level_knn
 from ._ordering import hits_total, sort_specs, sort_value, sorted_hits
 from ._rerank import RerankMode, prepare, rerank
 from ._source import source_filter, unfiltered_ids
@@ -32,7 +32,7 @@ from ._wire import (
     serde_struct,
 )
 
-__all__ = ["RerankMode", "index_not_found", "search", "search_request"]
+__all__ = ["RerankMode", "closed_index", "index_not_found", "search", "search_request"]
 
 # The typed fields of `EsSearchBody` (es_compat.rs:2133-2232) that serde can refuse; every
 # other key is an `Option<Value>`. `size` and `from` are `usize` with defaults, so `null`, a
@@ -57,6 +57,7 @@ def search_request(
     content_type: str | None,
     *,
     rerank_mode: RerankMode,
+    closed: frozenset[str] = frozenset(),
 ) -> Result:
     """``POST /{index}/_search`` from the raw body, through XERJ's `EsSearchJson` extractor.
 
@@ -75,7 +76,7 @@ def search_request(
             serde_struct("EsSearchBody", body, raw, fields=_BODY_FIELDS)
     except BodyError as exc:
         return exc.status, exc.body()
-    return search(indices, expr, body or {}, rerank_mode=rerank_mode)
+    return search(indices, expr, body or {}, rerank_mode=rerank_mode, closed=closed)
 
 
 def _glob(pattern: str, name: str) -> bool:
@@ -89,8 +90,11 @@ def _glob(pattern: str, name: str) -> bool:
     return pattern == name
 
 
-def _resolve(indices: Mapping[str, Index], expr: str) -> list[Index]:
+def _resolve(indices: Mapping[str, Index], expr: str, closed: frozenset[str]) -> list[Index]:
     """The indices a selector names (es_compat.rs:5620-5652, 7366-7387).
+
+    A closed index named outright is a 400 `index_closed_exception`; one a wildcard reached is
+    dropped (es_compat.rs:5700-5730, the body 27460-27477). This comes before any 404.
 
     Every index is listed for `*`/`_all`, memory namespaces' ``.xerj-memory-*`` included
     (engine.rs:1036-1048). A selector with a wildcard anywhere skips a missing name (the
@@ -105,6 +109,10 @@ def _resolve(indices: Mapping[str, Index], expr: str) -> list[Index]:
         else:
             found = [part]
         names += [n for n in found if n not in names]
+    for name in [n for n in names if n in closed]:
+        if name in parts:
+            raise _NotFound(closed_index(name)[1])
+        names.remove(name)
     chosen: list[Index] = []
     for name in names:
         if name in indices:
@@ -127,45 +135,18 @@ def index_not_found(name: str) -> dict[str, Any]:
     return {"error": {"root_cause": [dict(error)], **error}, "status": 404}
 
 
+def closed_index(name: str) -> Result:
+    """`closed_index_error` (es_compat.rs:27460-27477): 400, reason `closed`, the index named."""
+    error = {"type": "index_closed_exception", "reason": "closed"}
+    return 400, {"error": {"root_cause": [dict(error)], **error, "index": name}, "status": 400}
+
+
 class _NotFound(Exception):
+    """The selector names an index it may not search: missing (404) or closed (400)."""
+
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__("not found")
-        self.body = body
-
-
-def _knn_k(spec: Mapping[str, Any]) -> int:
-    # `k`, else `num_candidates`, else 10 (parser.rs:2258-2267; es_compat.rs:5792-5804).
-    for key in ("k", "num_candidates"):
-        value = spec.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-    return 10
-
-
-def _knn(index: Index, spec: Any, extra_filter: Any = None) -> list[tuple[float, str]]:
-    """Exact kNN over a vector field (parser.rs:2251-2322): the top `k` by (1 + cos) / 2."""
-    if not isinstance(spec, Mapping):
-        raise _parse_error("`knn` must be an object")
-    fieldname = spec.get("field")
-    if not isinstance(fieldname, str):
-        raise _parse_error("`field` must be a non-empty string")
-    vector = spec.get("query_vector", spec.get("vector"))
-    if not isinstance(vector, list):
-        raise _parse_error("`knn` requires `query_vector` (or `vector`) as a float array")
-    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in vector):
-        raise _parse_error("`knn.query_vector` must contain numbers")
-    filters = spec.get("filter")
-    filters = filters if isinstance(filters, list) else [] if filters is None else [filters]
-    filters += [] if extra_filter is None else [extra_filter]
-    hits = []
-    for doc_id, src in index.docs.items():
-        stored = src.get(fieldname)
-        if not isinstance(stored, list) or any(score(f, src, doc_id) is None for f in filters):
-            continue
-        s = cosine_score([float(x) for x in vector], stored)
-        if s is not None:
-            hits.append((s, doc_id))
-    return top(hits, _knn_k(spec))
+        self.status, self.body = int(body["status"]), body
 
 
 def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
@@ -189,8 +170,8 @@ def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
         )
     k = spec.get("k")
     k = k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else 10
-    knn = {"field": f"{spec['field']}_vector", "query_vector": embed(spec["query"]), "k": k}
-    return _knn(index, knn, spec.get("filter"))
+    vector = {"field": f"{spec['field']}_vector", "query_vector": embed(spec["query"]), "k": k}
+    return knn(index, vector, spec.get("filter"))
 
 
 def _hybrid(index: Index, spec: Any, depth: int) -> list[tuple[float, str]]:
@@ -243,7 +224,7 @@ def _ranked(index: Index, query: Any, depth: int) -> list[tuple[float, str]]:
         if kind == "semantic":
             return _semantic(index, spec)
         if kind == "knn":
-            return _knn(index, spec)
+            return knn(index, spec)
         if kind == "hybrid":
             return _hybrid(index, spec, depth)
         must = spec.get("must") if kind == "bool" and isinstance(spec, Mapping) else None
@@ -256,7 +237,8 @@ def _ranked(index: Index, query: Any, depth: int) -> list[tuple[float, str]]:
         ):
             # kNN under a pre-filter, as memory recall builds it (memory_api.rs:511-518).
             filters = spec.get("filter")
-            return _knn(index, must[0]["knn"], {"bool": {"filter": filters or []}})
+            return knn(index, must[0]["knn"], {"bool": {"filter": filters or []}})
+    score(query, {}, "")  # a malformed query is refused even on an empty index
     hits = [
         (s, doc_id)
         for doc_id, src in index.docs.items()
@@ -265,35 +247,48 @@ def _ranked(index: Index, query: Any, depth: int) -> list[tuple[float, str]]:
     return top(hits, len(hits))
 
 
+def _should(*arms: list[tuple[float, str]]) -> list[tuple[float, str]]:
+    summed: dict[str, float] = {}
+    for arm in arms:
+        for s, doc_id in arm:
+            summed[doc_id] = summed.get(doc_id, 0.0) + s
+    return top(((s, d) for d, s in summed.items()), len(summed))
+
+
 def search(
-    indices: Mapping[str, Index], expr: str, body: Mapping[str, Any], *, rerank_mode: RerankMode
+    indices: Mapping[str, Index],
+    expr: str,
+    body: Mapping[str, Any],
+    *,
+    rerank_mode: RerankMode,
+    closed: frozenset[str] = frozenset(),
 ) -> Result:
-    """A parsed `_search` body against `indices` → (status, body)."""
+    """A parsed `_search` body against `indices` (none of `closed`) → (status, body)."""
     try:
-        return _search(indices, expr, body, rerank_mode)
+        return _search(indices, expr, body, rerank_mode, closed)
     except QueryError as exc:
         return exc.status, exc.body()
     except _NotFound as exc:
-        return 404, exc.body
+        return exc.status, exc.body
 
 
 def _search(
-    indices: Mapping[str, Index], expr: str, body: Mapping[str, Any], rerank_mode: RerankMode
+    indices: Mapping[str, Index],
+    expr: str,
+    body: Mapping[str, Any],
+    rerank_mode: RerankMode,
+    closed: frozenset[str],
 ) -> Result:
     size = body.get("size", 10)
     start = body.get("from", 0)
-    knn = body.get("knn")
-    if isinstance(knn, list):
-        if not knn:
-            reason = "[knn] must not be empty"  # es_compat.rs:5770-5785
-            raise QueryError(400, "illegal_argument_exception", reason)
-        if len(knn) > 1:
-            raise _parse_error("the stand-in does not implement multi-clause `knn`")
-        knn = knn[0]
-    # A pure kNN search asks the engine for max(size, k) (es_compat.rs:5899).
-    window = max(size, _knn_k(knn)) if isinstance(knn, Mapping) else size
+    clauses = top_level_knn(body.get("knn"), body.get("query") is not None)
+    k_total = sum(knn_k(c) for c in clauses)
+    # A top-level kNN asks the engine for max(size, k) (es_compat.rs:5899), with or without a
+    # `query` beside it.
+    window = max(size, k_total) if clauses else size
     if start + window > 10_000:
         raise _parse_error(f"from + size must be <= 10000 (got {start + window})")  # parser.rs:151
+    pure_knn = bool(clauses) and body.get("query") is None
     query = body.get("query") or {}
     aggs = body.get("aggs", body.get("aggregations"))
     if aggs is not None and isinstance(query, Mapping) and "hybrid" in query:
@@ -307,9 +302,14 @@ def _search(
         question = prepare(rerank_block, body, size, start)
     depth = max(50, start + size)
     ranked: list[tuple[float, str, Index]] = []
-    chosen = _resolve(indices, expr)
+    chosen = _resolve(indices, expr, closed)
     for index in chosen:
-        found = _knn(index, knn) if knn is not None else _ranked(index, query, depth)
+        if pure_knn:
+            found = multi_knn(index, clauses)
+        elif clauses:  # `bool.should[query, knn]` (es_compat.rs:5884-5893): the sum, the union
+            found = _should(_ranked(index, query, depth), knn(index, clauses[0]))
+        else:
+            found = _ranked(index, query, depth)
         ranked += [(s, d, index) for s, d in found]
     ranked.sort(key=lambda h: -h[0])
     specs = sort_specs(body.get("sort"))
@@ -324,14 +324,14 @@ def _search(
         page, rerank_info, max_score = rerank(
             rerank_mode, rerank_block, question, ranked, size, start
         )
-    elif knn is not None:
-        # Pure kNN: hits and `hits.total` are the k nearest, capped by `size`
-        # (es_compat.rs:5829-5848, 7960-7968).
-        page = list(ranked[start : start + window][: min(_knn_k(knn), size)])
+    elif pure_knn:
+        # Pure kNN: hits and `hits.total` are the k nearest (summed over the clauses), capped by
+        # `size` (es_compat.rs:5829-5848, 7960-7968).
+        page = list(ranked[start : start + window][: min(k_total, size)])
         total = len(page)
         max_score = page[0][0] if page else None
     else:
-        page = list(ranked[start : start + size])
+        page = list(ranked[start : start + window])
         # `max_score` (es_compat.rs:8064-8119): null under a field sort; past `from` it is the
         # population's maximum, not the page head (except hybrid, whose engine reports none).
         hybrid = isinstance(query, Mapping) and "hybrid" in query
@@ -373,4 +373,6 @@ def _search(
     out["hits"] = hits_block
     if aggs:
         out["aggregations"] = run_aggs(aggs, [ix.docs[d] for _, d, ix in ranked])
+        if (refusal := too_many_buckets(out["aggregations"])) is not None:
+            return 400, refusal  # es_compat.rs:10527-10580
     return 200, out

@@ -26,7 +26,7 @@ from ._memory import (
     memory_recall,
     memory_store,
 )
-from ._searcher import RerankMode, search_request
+from ._searcher import RerankMode, closed_index, search_request
 from ._wire import BodyError, optional_json
 
 __all__ = ["Fault", "RecordedRequest", "XerjStandIn"]
@@ -191,6 +191,7 @@ class XerjStandIn:
         self.rerank: RerankMode = rerank
         self.indices: dict[str, Index] = new_engine_indices()
         self.memories: dict[str, dict[str, Memory]] = {}
+        self.closed: set[str] = set()
         self.requests: list[RecordedRequest] = []
         self.connections = 0
         self.max_in_flight = 0
@@ -245,6 +246,17 @@ class XerjStandIn:
             target = self.indices.setdefault(index, Index(index, semantic_fields=semantic_fields))
             for doc_id, source in docs.items():
                 target.add(doc_id, source)
+
+    def close_index(self, index: str) -> None:
+        """Close an index, as `POST /{index}/_close` does on a node: a search naming it, or a
+        `GET` of one of its documents, is then a 400 `index_closed_exception`."""
+        with self._lock:
+            self.closed.add(index)
+
+    def open_index(self, index: str) -> None:
+        """Reopen an index `close_index` closed."""
+        with self._lock:
+            self.closed.discard(index)
 
     def _take_fault(self, record: RecordedRequest) -> Fault | None:
         with self._lock:
@@ -312,7 +324,10 @@ class XerjStandIn:
             for ns, store in self.memories.items():
                 indices[MEMORY_PREFIX + ns] = memory_index(ns, store)
             expr = segments[0] if len(segments) == 2 else "*"  # es_compat.rs:5238-5244
-            return search_request(indices, expr, raw, content_type, rerank_mode=self.rerank)
+            closed = frozenset(self.closed)
+            return search_request(
+                indices, expr, raw, content_type, rerank_mode=self.rerank, closed=closed
+            )
         if name in ("memory", "recall"):
             try:
                 body = optional_json(raw, content_type)
@@ -327,6 +342,8 @@ class XerjStandIn:
             return memory_forget(self.memories, segments[1], None)
         if name == "forget":
             return memory_forget(self.memories, segments[1], segments[2])
+        if name == "doc" and segments[0] in self.closed:
+            return closed_index(segments[0])  # checked first (es_compat.rs:1977-1981)
         if name == "doc":
             return get_document(self.indices, self.memories, segments[0], segments[2])
         if name == "cat":  # always text, whatever the query string says: see _listing.py

@@ -121,7 +121,10 @@ def unfiltered_ids(
     from the first list that found it (index.rs:17490-17513).
     """
     query = body.get("query")
-    if "knn" in body or _kind(query) in _VECTOR_KINDS:
+    # A top-level `knn` beside a `query` is a `bool.should` (es_compat.rs:5884-5893), which the
+    # short-circuits do not peel (index.rs:17397-17405): it takes the filtered path.
+    pure_knn = body.get("knn") is not None and query is None
+    if pure_knn or _kind(query) in _VECTOR_KINDS:
         return set(index.docs)
     hybrid = query.get("hybrid") if isinstance(query, Mapping) else None
     if _kind(query) != "hybrid" or not isinstance(hybrid, Mapping):
