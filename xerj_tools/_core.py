@@ -93,30 +93,51 @@ def _raised(tool: str, part: str, exc: Exception) -> ToolCallError:
     return ToolCallError(f"the {part} raised {type(exc).__name__}", code="handler_error")
 
 
+def rerank_provider(request: HttpRequest) -> str:
+    """The provider a search's `rerank` block asks for: ``jev`` when it names none, and for its
+    alias ``typesafe`` (XERJ's rerank stage, rerank_stage.rs `prepare` @ 11b0cd0)."""
+    block = (request.body or {}).get("rerank")
+    provider = block.get("provider") if isinstance(block, dict) else None
+    if not isinstance(provider, str) or provider in ("", "typesafe"):
+        return "jev"
+    return provider
+
+
+_EVERY_PROVIDER = "*"  # a node that has no rerank stage at all refuses every provider
+
+
 class _RerankMemory:
-    """Per cluster (its node list): when rerank was last refused, and why; forgotten after `ttl`
-    seconds. The nodes of one cluster are taken to share their rerank configuration."""
+    """Per cluster (its node list) and provider: when rerank was last refused, and why;
+    forgotten after `ttl` seconds. The nodes of one cluster are taken to share their rerank
+    configuration. A refusal is the provider's own (no local judge in this build, 501, says
+    nothing about jev's key; rerank_stage.rs `status_for` @ 11b0cd0), except an older node's
+    refusal of the `rerank` key itself, which holds for every provider."""
 
     def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
         self._ttl, self._clock = ttl, clock
-        self._refusals: dict[str, tuple[float, str]] = {}
+        self._refusals: dict[tuple[str, str], tuple[float, str]] = {}
         self._lock = threading.Lock()
 
-    def remember(self, node: str, reason: str) -> None:
+    def remember(self, node: str, reason: str, provider: str = _EVERY_PROVIDER) -> None:
         if self._ttl > 0:
             with self._lock:
-                self._refusals[node] = (self._clock(), reason)
+                self._refusals[node, provider] = (self._clock(), reason)
 
-    def recall(self, node: str) -> str | None:
+    def recall(self, node: str, provider: str = _EVERY_PROVIDER) -> str | None:
         with self._lock:
-            entry = self._refusals.get(node)
-            if entry is None:
-                return None
-            age = self._clock() - entry[0]
-            if age >= self._ttl:
-                del self._refusals[node]
-                return None
-        return f"this node refused rerank {age:.0f}s ago, so it was not asked again: {entry[1]}"
+            for key in ((node, provider), (node, _EVERY_PROVIDER)):
+                entry = self._refusals.get(key)
+                if entry is None:
+                    continue
+                age = self._clock() - entry[0]
+                if age >= self._ttl:
+                    del self._refusals[key]
+                    continue
+                return (
+                    f"this node refused rerank ({provider}) {age:.0f}s ago, so it was not "
+                    f"asked again: {entry[1]}"
+                )
+        return None
 
 
 Flow = Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
@@ -255,7 +276,8 @@ class DispatchCore:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
         request = prepared.request
         note: dict[str, Any] | None = None
-        if request.reranked and (remembered := self.rerank_memory.recall(node)) is not None:
+        provider = rerank_provider(request)
+        if request.reranked and (remembered := self.rerank_memory.recall(node, provider)):
             if not self.rerank_fallback:
                 return error_payload(EngineError(remembered, code="rerank_unavailable"))
             note = {"applied": False, "reason": remembered, "fallback": FALLBACK}
@@ -264,7 +286,8 @@ class DispatchCore:
         outcome, attempts = yield request
         if isinstance(outcome, Reply) and (refusal := rerank_refusal(request, outcome)) is not None:
             if refusal.lasting:  # the node's configuration; a transient fault is not remembered
-                self.rerank_memory.remember(node, refusal.reason)
+                scope = provider if refusal.provider_specific else _EVERY_PROVIDER
+                self.rerank_memory.remember(node, refusal.reason, scope)
             if not self.rerank_fallback:
                 advice = prepared.tool.too_large if prepared.tool is not None else None
                 error = engine_error(outcome, request, advice)
