@@ -8,7 +8,6 @@ share every decision.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import traceback
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -44,6 +43,7 @@ from ._listing import LISTING_TTL, IndexListing, list_indices
 from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
+from ._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
 from ._validation import integral_numbers
@@ -91,53 +91,6 @@ def _raised(tool: str, part: str, exc: Exception) -> ToolCallError:
         part, tool, type(exc).__name__, where.filename, where.lineno,
     )  # fmt: skip
     return ToolCallError(f"the {part} raised {type(exc).__name__}", code="handler_error")
-
-
-def rerank_provider(request: HttpRequest) -> str:
-    """The provider a search's `rerank` block asks for: ``jev`` when it names none, and for its
-    alias ``typesafe`` (XERJ's rerank stage, rerank_stage.rs `prepare` @ 11b0cd0)."""
-    block = (request.body or {}).get("rerank")
-    provider = block.get("provider") if isinstance(block, dict) else None
-    if not isinstance(provider, str) or provider in ("", "typesafe"):
-        return "jev"
-    return provider
-
-
-_EVERY_PROVIDER = "*"  # a node that has no rerank stage at all refuses every provider
-
-
-class _RerankMemory:
-    """Per cluster (its node list) and provider: when rerank was last refused, and why;
-    forgotten after `ttl` seconds. The nodes of one cluster are taken to share their rerank
-    configuration. A refusal is the provider's own (no local judge in this build, 501, says
-    nothing about jev's key; rerank_stage.rs `status_for` @ 11b0cd0), except an older node's
-    refusal of the `rerank` key itself, which holds for every provider."""
-
-    def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
-        self._ttl, self._clock = ttl, clock
-        self._refusals: dict[tuple[str, str], tuple[float, str]] = {}
-        self._lock = threading.Lock()
-
-    def remember(self, node: str, reason: str, provider: str = _EVERY_PROVIDER) -> None:
-        if self._ttl > 0:
-            with self._lock:
-                self._refusals[node, provider] = (self._clock(), reason)
-
-    def recall(self, node: str, provider: str = _EVERY_PROVIDER) -> str | None:
-        with self._lock:
-            for key in ((node, provider), (node, _EVERY_PROVIDER)):
-                entry = self._refusals.get(key)
-                if entry is None:
-                    continue
-                age = self._clock() - entry[0]
-                if age >= self._ttl:
-                    del self._refusals[key]
-                    continue
-                return (
-                    f"this node refused rerank ({provider}) {age:.0f}s ago, so it was not "
-                    f"asked again: {entry[1]}"
-                )
-        return None
 
 
 Flow = Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
@@ -203,7 +156,7 @@ class DispatchCore:
         self.registry = registry
         self.tools: Mapping[str, Tool] = MappingProxyType(table)
         self.rerank_fallback = rerank_fallback
-        self.rerank_memory = _RerankMemory(rerank_memory_seconds, clock)
+        self.rerank_memory = RerankMemory(rerank_memory_seconds, clock)
         self.listing = IndexListing(LISTING_TTL, clock)
         self.repair = repair
         self.budget = checked_budget(budget)
@@ -286,7 +239,7 @@ class DispatchCore:
         outcome, attempts = yield request
         if isinstance(outcome, Reply) and (refusal := rerank_refusal(request, outcome)) is not None:
             if refusal.lasting:  # the node's configuration; a transient fault is not remembered
-                scope = provider if refusal.provider_specific else _EVERY_PROVIDER
+                scope = provider if refusal.provider_specific else EVERY_PROVIDER
                 self.rerank_memory.remember(node, refusal.reason, scope)
             if not self.rerank_fallback:
                 advice = prepared.tool.too_large if prepared.tool is not None else None
