@@ -23,16 +23,24 @@ _CAP = (
 )
 TOO_MANY_BUCKETS = {
     "error": {
-        "root_cause": [], "type": "search_phase_execution_exception", "reason": "", "phase": "fetch",
-        "grouped": True, "failed_shards": [],
+        "root_cause": [],
+        "type": "search_phase_execution_exception",
+        "reason": "",
+        "phase": "fetch",
+        "grouped": True,
+        "failed_shards": [],
         "caused_by": {"type": "too_many_buckets_exception", "reason": _CAP, "max_buckets": 65536},
     },
     "status": 400,
 }
 # es_compat.rs:27460-27477 `closed_index_error`, for _search (5715-5725) and GET _doc (1979-1981)
 CLOSED = {
-    "error": {"root_cause": [{"type": "index_closed_exception", "reason": "closed"}],
-              "type": "index_closed_exception", "reason": "closed", "index": "docs"},
+    "error": {
+        "root_cause": [{"type": "index_closed_exception", "reason": "closed"}],
+        "type": "index_closed_exception",
+        "reason": "closed",
+        "index": "docs",
+    },
     "status": 400,
 }
 
@@ -43,7 +51,9 @@ def _error(runner: Runner, name: str, arguments: dict[str, Any]) -> dict[str, An
     return dict(result.payload["error"])
 
 
-def test_too_many_buckets_reads_the_cause_and_says_what_to_ask_for(runner: Runner, xerj: XerjStandIn) -> None:
+def test_too_many_buckets_reads_the_cause_and_says_what_to_ask_for(
+    runner: Runner, xerj: XerjStandIn
+) -> None:
     xerj.fail_next(Fault(status=400, body=TOO_MANY_BUCKETS))
     aggs = {"years": {"histogram": {"field": "year", "interval": 0.00001}}}
     error = _error(runner, "xerj_search", {**SEARCH, "aggs": aggs})
@@ -52,19 +62,31 @@ def test_too_many_buckets_reads_the_cause_and_says_what_to_ask_for(runner: Runne
     assert "wider `interval`" in error["hint"] and "smaller `size`" in error["hint"]
 
 
-def test_a_cause_in_root_cause_is_read_when_the_reason_is_empty(runner: Runner, xerj: XerjStandIn) -> None:
-    body = {"error": {"type": "x_exception", "reason": "",
-                      "root_cause": [{"type": "parse_exception", "reason": "field [y] is odd"}]}, "status": 400}
+def test_a_cause_in_root_cause_is_read_when_the_reason_is_empty(
+    runner: Runner, xerj: XerjStandIn
+) -> None:
+    body = {
+        "error": {
+            "type": "x_exception",
+            "reason": "",
+            "root_cause": [{"type": "parse_exception", "reason": "field [y] is odd"}],
+        },
+        "status": 400,
+    }
     xerj.fail_next(Fault(status=400, body=body))
     assert _error(runner, "xerj_search", SEARCH)["reason"] == "parse_exception: field [y] is odd"
 
 
-@pytest.mark.parametrize(("name", "arguments"), [
-    ("xerj_search", SEARCH),
-    ("xerj_get_document", {"index": "docs", "id": "pm-101"}),
-])
-def test_a_closed_index_has_its_own_code(runner: Runner, xerj: XerjStandIn, name: str,
-                                         arguments: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("xerj_search", SEARCH),
+        ("xerj_get_document", {"index": "docs", "id": "pm-101"}),
+    ],
+)
+def test_a_closed_index_has_its_own_code(
+    runner: Runner, xerj: XerjStandIn, name: str, arguments: dict[str, Any]
+) -> None:
     xerj.fail_next(Fault(status=400, body=CLOSED))
     error = _error(runner, name, arguments)
     assert error["code"] == "index_closed" and error["retryable"] is False
@@ -85,20 +107,43 @@ def test_an_aggregation_failed_in_its_slot_is_reported(runner: Runner, xerj: Xer
 
 
 def test_a_failed_sub_aggregation_is_named_by_its_path(runner: Runner, xerj: XerjStandIn) -> None:
-    body = {"hits": {"total": {"value": 1, "relation": "eq"}, "hits": []},
-            "aggregations": {"teams": {"buckets": [
-                {"key": "a", "doc_count": 1, "inner": {"error": "unknown interval 'fortnight'"}},
-                {"key": "b", "doc_count": 1, "inner": {"error": "unknown interval 'fortnight'"}},
-                {"key": "c", "doc_count": 1, "top": {"hits": {"hits": [{"_source": {"error": "data"}}]}}},
-            ]}, "meta_only": {"value": 1, "meta": {"error": "the caller's own meta"}}}}
+    body = {
+        "hits": {"total": {"value": 1, "relation": "eq"}, "hits": []},
+        "aggregations": {
+            "teams": {
+                "buckets": [
+                    {
+                        "key": "a",
+                        "doc_count": 1,
+                        "inner": {"error": "unknown interval 'fortnight'"},
+                    },
+                    {
+                        "key": "b",
+                        "doc_count": 1,
+                        "inner": {"error": "unknown interval 'fortnight'"},
+                    },
+                    {
+                        "key": "c",
+                        "doc_count": 1,
+                        "top": {"hits": {"hits": [{"_source": {"error": "data"}}]}},
+                    },
+                ]
+            },
+            "meta_only": {"value": 1, "meta": {"error": "the caller's own meta"}},
+        },
+    }
     xerj.fail_next(Fault(status=200, body=body))
     result = runner.run(chat_call("xerj_search", SEARCH))
     assert result.ok
-    assert result.payload["warnings"][:-1] == ["aggregation 'teams > inner' failed: unknown interval 'fortnight'"]
+    assert result.payload["warnings"][:-1] == [
+        "aggregation 'teams > inner' failed: unknown interval 'fortnight'"
+    ]
 
 
 def test_no_warning_when_every_aggregation_ran(runner: Runner, xerj: XerjStandIn) -> None:
-    result = runner.run(chat_call("xerj_search", {**SEARCH, "aggs": {"t": {"terms": {"field": "team"}}}}))
+    result = runner.run(
+        chat_call("xerj_search", {**SEARCH, "aggs": {"t": {"terms": {"field": "team"}}}})
+    )
     assert result.ok and "warnings" not in result.payload
 
 

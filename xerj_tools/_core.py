@@ -38,8 +38,9 @@ from ._exceptions import (
     UnknownToolError,
 )
 from ._format import dumps, engine_error, error_payload
+from ._index_guard import checked_answer, resolved_request
 from ._json import fast_raw
-from ._listing import LISTING_TTL, IndexListing, list_indices
+from ._listing import LISTING_TTL, IndexListing, Listing, read_listing
 from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
@@ -228,6 +229,15 @@ class DispatchCore:
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
         request = prepared.request
+        indexed = prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
+        if indexed and prepared.tool is not None:
+            # A pattern XERJ cannot glob is resolved here; a known alias of a denied index refused.
+            ready = yield from resolved_request(
+                self.listing, self.policy, prepared.tool, prepared.arguments, request, node
+            )
+            if isinstance(ready, ToolCallError):
+                return error_payload(ready)
+            request = ready
         note: dict[str, Any] | None = None
         provider = rerank_provider(request)
         if request.reranked and (remembered := self.rerank_memory.recall(node, provider)):
@@ -250,20 +260,28 @@ class DispatchCore:
             request = request.without_rerank()
             outcome, attempts = yield request
         payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
-        if payload.get("error", {}).get("code") == "index_not_found" and (
-            prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
-        ):
+        if indexed and prepared.tool is not None:
+            payload = yield from checked_answer(
+                self.listing, self.policy, prepared.tool, prepared.arguments, payload, node
+            )
+        if indexed and payload.get("error", {}).get("code") == "index_not_found":
             # The model guessed an index name: tell it which ones exist (those it may search).
-            names = yield from list_indices(self.listing, node)
-            if names := self._allowed_indices(names):
+            listing = yield from read_listing(self.listing, node)
+            if listing is not None and (names := self._allowed_indices(listing)):
                 payload["error"]["indices"] = names
                 payload["error"]["hint"] = (
                     "Use one of the indices listed in `indices`, or a pattern."
                 )
         return payload
 
-    def _allowed_indices(self, names: list[str], limit: int = 50) -> list[str]:
-        return [n for n in names if self.policy.allows_index(n)][:limit]
+    def _allowed_indices(self, listing: Listing, limit: int = 50) -> list[str]:
+        """The names the model may search: an alias only when every index behind it is allowed."""
+        allowed = self.policy.allows_index
+        return [
+            n
+            for n in listing.names
+            if allowed(n) and all(allowed(t) for t in listing.aliases.get(n, ()))
+        ][:limit]
 
     def payload_for(
         self,

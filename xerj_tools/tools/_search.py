@@ -156,7 +156,9 @@ def _failed_aggregations(slots: Any, path: str = "", depth: int = 0) -> list[str
             buckets = list(buckets.values())
         for holder in [slot, *(buckets if isinstance(buckets, list) else [])]:
             if isinstance(holder, dict):
-                subs = {k: v for k, v in holder.items() if k not in _NOT_AGGS and isinstance(v, dict)}
+                subs = {
+                    k: v for k, v in holder.items() if k not in _NOT_AGGS and isinstance(v, dict)
+                }
                 found += [f for f in _failed_aggregations(subs, where, depth + 1) if f not in found]
     return found
 
@@ -205,8 +207,11 @@ def _search_payload(
     warnings = []
     if failed := _failed_aggregations(data.get("aggregations")):
         # Not a silent success: the model reads which aggregation failed and XERJ's reason.
-        warnings += [*failed[:5], "the other aggregations and the hits are complete; fix or "
-                     "remove the failed aggregation and search again to get it"]
+        warnings += [
+            *failed[:5],
+            "the other aggregations and the hits are complete; fix or "
+            "remove the failed aggregation and search again to get it",
+        ]
     if data.get("timed_out") is True:
         warnings.append("the search timed out on the node; hits may be incomplete")
     shards = data.get("_shards")
