@@ -14,7 +14,10 @@ A search or a document lookup on an alias reads the alias's first backing index 
 `get_index`), and a hit carries that index's name in `_index`. The policy judges the names a model
 writes, so an alias of a denied index (``mem`` -> ``.xerj-memory-b``) would pass it: an alias
 is judged by the indices ``_resolve`` lists behind it (es_compat.rs:15839-15855), and every hit's
-`_index` (a document's) is held to the policy before the model reads it.
+`_index` (a document's) is held to the policy before the model reads it. XERJ also lists aliases
+at ``GET /_cat/aliases`` (router.rs:229, es_compat.rs:17265-17288: text ``<alias> <index> - - - -``)
+and ``GET /_alias`` (router.rs:428-432); ``_resolve`` is read because the listing asks it anyway,
+and it names indices and aliases in one JSON answer.
 """
 
 from __future__ import annotations
