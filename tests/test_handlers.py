@@ -149,7 +149,9 @@ CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any]]] = [
 def test_exact_request_on_the_wire(runner: Runner, xerj: XerjStandIn, tool: str, arguments: dict[str, Any],
                                    method: str, path: str, body: dict[str, Any]) -> None:
     payload = runner.payload(tool, arguments)
-    assert len(xerj.requests) == 1
+    # An answer of counts alone (size 0) is followed by the cluster's listing, which judges the
+    # names it came from as aliases (`_index_guard.checked_answer`); nothing else is sent.
+    assert [r.path for r in xerj.requests[1:]] in ([], ["/_resolve/index/*"])
     sent = xerj.requests[0]
     assert (sent.method, sent.path, sent.body) == (method, path, body)
     assert sent.headers["content-type"] == "application/json"

@@ -43,7 +43,7 @@ def test_responses_tools_are_flat() -> None:
     flat = load_registry().responses_tools()
     assert flat[0]["type"] == "function" and flat[0]["name"] == "xerj_search"
     assert flat[0]["parameters"]["required"] == ["index", "query"]
-    assert "function" not in flat[0] and flat[0]["strict"] is None
+    assert "function" not in flat[0] and flat[0]["strict"] is False
 
 
 def test_both_shapes_pass_the_openai_sdk_param_types() -> None:

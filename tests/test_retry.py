@@ -151,6 +151,33 @@ def test_only_configuration_refusals_are_remembered(make_runner: Any, xerj: Xerj
         assert sent_rerank == [True, False, True] and second.payload["rerank"]["applied"] is True
 
 
+def test_a_refusal_is_remembered_per_provider_not_per_cluster(make_runner: Any, xerj: XerjStandIn) -> None:
+    # rerank_stage.rs `status_for` @ 11b0cd0: 501 LocalUnavailable is the local judge's own
+    # refusal; jev (the default provider) on the same node may well be configured.
+    runner = make_runner(url=xerj.url, rerank_memory_seconds=300)
+    xerj.fail_next(rerank_error(501))
+    local = runner.run(_call({**SEARCH, "rerank": {"provider": "local"}}))
+    assert local.ok and local.payload["rerank"]["applied"] is False
+    default = runner.run(_call(RERANKED))
+    assert default.payload["rerank"]["applied"] is True and "rerank" in xerj.requests[2].body
+    again = runner.run(_call({**SEARCH, "rerank": {"provider": "local"}}))
+    assert "rerank" not in xerj.requests[3].body and "not asked again" in again.payload["rerank"]["reason"]
+    # jev's own refusal is jev's, under its alias `typesafe` too
+    xerj.fail_next(rerank_error(503))
+    runner.run(_call({**SEARCH, "rerank": {"provider": "typesafe"}}))
+    runner.run(_call(RERANKED))
+    assert [("rerank" in r.body) for r in xerj.requests[4:]] == [True, False, False]
+
+
+def test_an_older_node_refusing_the_key_is_remembered_for_every_provider(make_runner: Any,
+                                                                       xerj: XerjStandIn) -> None:
+    runner = make_runner(url=xerj.url, rerank_memory_seconds=300)
+    xerj.rerank = "unsupported"
+    runner.run(_call(RERANKED))
+    runner.run(_call({**SEARCH, "rerank": {"provider": "local"}}))
+    assert [("rerank" in r.body) for r in xerj.requests] == [True, False, False]
+
+
 @pytest.mark.parametrize("status", [500, 501])
 def test_a_local_judge_fault_is_not_told_to_the_model_as_a_retryable_server_error(
     make_runner: Any, xerj: XerjStandIn, status: int

@@ -59,7 +59,7 @@ def test_the_seed_fixture_is_the_publishers_file_when_it_is_at_hand() -> None:
 
 def test_every_correction_cites_xerj_and_says_what_it_removes() -> None:
     fixes = corrections()
-    assert len(fixes) == 4
+    assert len(fixes) == 6
     for fix in fixes:
         assert re.search(r"engine/crates/[\w-]+/src/\w+\.rs(:\d+| @ [0-9a-f]{7})", fix["xerj"]), fix
         assert fix["replace"] != fix["with"]
@@ -76,3 +76,6 @@ def test_the_model_now_reads_what_the_engine_does() -> None:
     assert "num_candidates" in tools["xerj_vector_search"]["k"]["description"]
     for name in ("xerj_search", "xerj_hybrid_search"):
         assert 'There is no "cohere" provider' in tools[name]["rerank"]["description"]
+    for name in ("xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search"):
+        rule = tools[name]["index"]["description"]
+        assert 'XERJ itself globs only "*", "prefix*"' in rule and "resolved against the index list" in rule

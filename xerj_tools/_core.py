@@ -8,7 +8,6 @@ share every decision.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import traceback
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -39,11 +38,13 @@ from ._exceptions import (
     UnknownToolError,
 )
 from ._format import dumps, engine_error, error_payload
+from ._index_guard import checked_answer, resolved_request
 from ._json import fast_raw
-from ._listing import LISTING_TTL, IndexListing, list_indices
+from ._listing import LISTING_TTL, IndexListing, Listing, read_listing
 from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
+from ._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
 from ._validation import integral_numbers
@@ -91,32 +92,6 @@ def _raised(tool: str, part: str, exc: Exception) -> ToolCallError:
         part, tool, type(exc).__name__, where.filename, where.lineno,
     )  # fmt: skip
     return ToolCallError(f"the {part} raised {type(exc).__name__}", code="handler_error")
-
-
-class _RerankMemory:
-    """Per cluster (its node list): when rerank was last refused, and why; forgotten after `ttl`
-    seconds. The nodes of one cluster are taken to share their rerank configuration."""
-
-    def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
-        self._ttl, self._clock = ttl, clock
-        self._refusals: dict[str, tuple[float, str]] = {}
-        self._lock = threading.Lock()
-
-    def remember(self, node: str, reason: str) -> None:
-        if self._ttl > 0:
-            with self._lock:
-                self._refusals[node] = (self._clock(), reason)
-
-    def recall(self, node: str) -> str | None:
-        with self._lock:
-            entry = self._refusals.get(node)
-            if entry is None:
-                return None
-            age = self._clock() - entry[0]
-            if age >= self._ttl:
-                del self._refusals[node]
-                return None
-        return f"this node refused rerank {age:.0f}s ago, so it was not asked again: {entry[1]}"
 
 
 Flow = Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
@@ -186,7 +161,7 @@ class DispatchCore:
         self.registry = registry
         self.tools: Mapping[str, Tool] = MappingProxyType(table)
         self.rerank_fallback = rerank_fallback
-        self.rerank_memory = _RerankMemory(rerank_memory_seconds, clock)
+        self.rerank_memory = RerankMemory(rerank_memory_seconds, clock)
         self.listing = IndexListing(LISTING_TTL, clock)
         self.repair = repair
         self.budget = checked_budget(budget)
@@ -260,8 +235,18 @@ class DispatchCore:
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
         request = prepared.request
+        indexed = prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
+        if indexed and prepared.tool is not None:
+            # A pattern XERJ cannot glob is resolved here; a known alias of a denied index refused.
+            ready = yield from resolved_request(
+                self.listing, self.policy, prepared.tool, prepared.arguments, request, node
+            )
+            if isinstance(ready, ToolCallError):
+                return error_payload(ready)
+            request = ready
         note: dict[str, Any] | None = None
-        if request.reranked and (remembered := self.rerank_memory.recall(node)) is not None:
+        provider = rerank_provider(request)
+        if request.reranked and (remembered := self.rerank_memory.recall(node, provider)):
             if not self.rerank_fallback:
                 return error_payload(EngineError(remembered, code="rerank_unavailable"))
             note = {"applied": False, "reason": remembered, "fallback": FALLBACK}
@@ -270,7 +255,8 @@ class DispatchCore:
         outcome, attempts = yield request
         if isinstance(outcome, Reply) and (refusal := rerank_refusal(request, outcome)) is not None:
             if refusal.lasting:  # the node's configuration; a transient fault is not remembered
-                self.rerank_memory.remember(node, refusal.reason)
+                scope = provider if refusal.provider_specific else EVERY_PROVIDER
+                self.rerank_memory.remember(node, refusal.reason, scope)
             if not self.rerank_fallback:
                 advice = prepared.tool.too_large if prepared.tool is not None else None
                 error = engine_error(outcome, request, advice)
@@ -280,20 +266,28 @@ class DispatchCore:
             request = request.without_rerank()
             outcome, attempts = yield request
         payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
-        if payload.get("error", {}).get("code") == "index_not_found" and (
-            prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
-        ):
+        if indexed and prepared.tool is not None:
+            payload = yield from checked_answer(
+                self.listing, self.policy, prepared.tool, prepared.arguments, payload, node
+            )
+        if indexed and payload.get("error", {}).get("code") == "index_not_found":
             # The model guessed an index name: tell it which ones exist (those it may search).
-            names = yield from list_indices(self.listing, node)
-            if names := self._allowed_indices(names):
+            listing = yield from read_listing(self.listing, node)
+            if listing is not None and (names := self._allowed_indices(listing)):
                 payload["error"]["indices"] = names
                 payload["error"]["hint"] = (
                     "Use one of the indices listed in `indices`, or a pattern."
                 )
         return payload
 
-    def _allowed_indices(self, names: list[str], limit: int = 50) -> list[str]:
-        return [n for n in names if self.policy.allows_index(n)][:limit]
+    def _allowed_indices(self, listing: Listing, limit: int = 50) -> list[str]:
+        """The names the model may search: an alias only when every index behind it is allowed."""
+        allowed = self.policy.allows_index
+        return [
+            n
+            for n in listing.names
+            if allowed(n) and all(allowed(t) for t in listing.aliases.get(n, ()))
+        ][:limit]
 
     def payload_for(
         self,

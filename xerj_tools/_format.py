@@ -38,6 +38,11 @@ _ERROR_CODES: dict[str, tuple[bool, str]] = {
         False,
         "Check the index name; a wildcard pattern such as name-* returns no hits instead of failing.",
     ),
+    "index_closed": (
+        False,
+        "The index is closed on the node: no query can read it until its operator opens it again. "
+        "Do not rewrite the query; use another index, or tell the user.",
+    ),
     "not_found": (False, "The path does not exist on this XERJ node; check the names in the call."),
     "rerank_unavailable": (False, "Repeat the search without `rerank`."),
     "unauthorized": (
@@ -91,6 +96,12 @@ _ERROR_CODES: dict[str, tuple[bool, str]] = {
 ERROR_CODES: Mapping[str, tuple[bool, str]] = MappingProxyType(_ERROR_CODES)
 """Each error code: whether the call may be retried as it is, and the hint (read-only)."""
 
+
+TOO_MANY_BUCKETS = (
+    "An aggregation asked for more buckets than XERJ makes in one search (the limit is in the "
+    "reason; you cannot raise it). Ask for fewer: a wider `interval` or `calendar_interval` for a "
+    "histogram, a smaller `size` for terms, or a filter to a narrower range; then call again."
+)
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
 
@@ -168,8 +179,18 @@ def engine_error(
         code = "server_error"
     elif 200 <= status < 300:
         code, reason = "invalid_response", unusable(outcome) or reason
+    elif kind == "index_closed_exception":
+        # XERJ's 400 for a search naming a closed index, or a GET of a document in one
+        # (es_compat.rs:1979-1981, 5715-5725, body 27460-27477 at e6e8e6a): reason "closed".
+        code = "index_closed"
+        error = outcome.data.get("error") if isinstance(outcome.data, dict) else None
+        index = error.get("index") if isinstance(error, dict) else None
+        if isinstance(index, str) and index:
+            reason = f"index [{index}] is closed"
     else:
         code = "bad_request"
+        if "too_many_buckets_exception" in (kind, outcome.cause_type):
+            hint = TOO_MANY_BUCKETS
     return EngineError(reason, code=code, status=status, type=kind, details=details, hint=hint)
 
 

@@ -18,7 +18,7 @@ def block_hint(reason: str) -> str:
     what = (
         f"index {found['index']!r} is blocked for {found['op'].replace('_', ' ')} operations"
         if found
-        else "the index is blocked"
+        else "index is blocked"
     )
     return (
         f"The {what} on the node (an index block set by its operator, or a full disk); "

@@ -95,13 +95,41 @@ class Reply:
                 first = root[0]
                 if isinstance(first, dict) and isinstance(first.get("reason"), str):
                     return f"{reason}: {first['reason']}"
+            if isinstance(reason, str) and reason.strip():
+                return reason
+            # XERJ's too_many_buckets answer leaves `reason` empty and `root_cause` [] and
+            # keeps the cause in `caused_by` (es_compat.rs:10527-10580 at e6e8e6a).
+            for cause in _causes(error):
+                said = cause.get("reason")
+                if isinstance(said, str) and said.strip():
+                    kind = cause.get("type")
+                    return f"{kind}: {said}" if isinstance(kind, str) and kind else said
             return reason if isinstance(reason, str) else None
         if isinstance(error, str):
             return error
         return None
 
+    @property
+    def cause_type(self) -> str | None:
+        """The type of the error's cause (``caused_by``, else the first ``root_cause``), or None."""
+        error = self.data.get("error") if isinstance(self.data, dict) else None
+        if isinstance(error, dict):
+            for cause in _causes(error):
+                if isinstance(cause.get("type"), str):
+                    return str(cause["type"])
+        return None
+
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
+
+
+def _causes(error: dict[str, Any]) -> list[dict[str, Any]]:
+    """An error's `caused_by`, then its first `root_cause`, where they are objects."""
+    causes = [error.get("caused_by")]
+    root = error.get("root_cause")
+    if isinstance(root, list) and root:
+        causes.append(root[0])
+    return [c for c in causes if isinstance(c, dict)]
 
 
 @dataclass(frozen=True)

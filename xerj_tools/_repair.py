@@ -1,7 +1,8 @@
 """Audited repair of argument mistakes that have exactly one reading under the schema.
 
 Models make the same few mistakes: ``"10"`` for 10, an object sent as a JSON string, `size` or
-`sort` nested inside `query`, one sub-query where `queries` wants an array. When the schema
+`sort` nested inside `query`, one sub-query where `queries` wants an array, ``null`` for an
+optional argument they mean to leave out. When the schema
 leaves exactly one reading, the call is repaired and every repair is recorded, so the model sees
 what it did and can learn from it. Nothing else is guessed.
 """
@@ -40,6 +41,14 @@ def _types(schema: Any) -> list[str]:
     return [t for t in declared if isinstance(t, str)] if isinstance(declared, list) else []
 
 
+def _not_null(schema: Any) -> bool:
+    """Whether `schema` declares types and null is none of them (nor an `enum` value): then a null
+    has exactly one reading, "not given". A schema without a `type` may accept null; it is left."""
+    types = _types(schema)
+    enum = schema.get("enum") if isinstance(schema, Mapping) else None
+    return bool(types) and "null" not in types and not (isinstance(enum, list) and None in enum)
+
+
 def _show(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:39] + "…"
@@ -69,10 +78,18 @@ def _coerce(value: Any, schema: Any, path: list[str | int], repairs: list[str]) 
     if isinstance(value, dict) and isinstance(schema, Mapping):
         properties = schema.get("properties")
         if isinstance(properties, Mapping):
-            return {
-                k: _coerce(v, properties[k], [*path, k], repairs) if k in properties else v
-                for k, v in value.items()
-            }
+            required = schema.get("required")
+            required = required if isinstance(required, list) else []
+            out = {}
+            for k, v in value.items():
+                if v is None and k in properties and k not in required and _not_null(properties[k]):
+                    # MCP Inspector, strict-mode normalisation and several frameworks send null
+                    # for an argument they mean to leave out; XERJ's own MCP server skips it
+                    # (xerj-mcp main.rs:429-435 `copy_opt`). A null for a required one stays an error.
+                    repairs.append(f"{json_path([*path, k])}: null → omitted")
+                    continue
+                out[k] = _coerce(v, properties[k], [*path, k], repairs) if k in properties else v
+            return out
     if (
         isinstance(value, list)
         and isinstance(schema, Mapping)

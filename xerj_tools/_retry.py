@@ -56,10 +56,12 @@ class RetryPolicy:
 @dataclass(frozen=True)
 class RerankRefusal:
     """Why XERJ would not rerank. `lasting` refusals come from the node's configuration and are
-    remembered per cluster; the others are faults of this one call."""
+    remembered per cluster and provider (every provider when `provider_specific` is False: the
+    node has no rerank stage at all); the others are faults of this one call."""
 
     reason: str
     lasting: bool
+    provider_specific: bool = True
 
 
 # The newer rerank stage (engine/crates/xerj-api/src/rerank_stage.rs @ 11b0cd0, `status_for`
@@ -95,6 +97,7 @@ def rerank_refusal(request: HttpRequest, reply: Reply) -> RerankRefusal | None:
         return RerankRefusal(
             "this XERJ node does not support rerank (an older version refused the key)",
             lasting=True,
+            provider_specific=False,
         )
     return None
 

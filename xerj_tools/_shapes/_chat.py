@@ -44,7 +44,9 @@ class Chat(WireShape):
         return None
 
     def definition(self, spec: Definable) -> dict[str, Any]:
-        """The nested form: ``{"type": "function", "function": {...}}``."""
+        """The nested form: ``{"type": "function", "function": {...}}``, the tools file's
+        definition as written: `strict` is sent only when the file sets it (Chat Completions read
+        an absent `strict` as ``false``, so no bundled tool is normalised into strict mode)."""
         return copy.deepcopy(dict(spec.definition))
 
     def create(self, client: Any) -> Any:

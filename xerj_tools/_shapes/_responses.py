@@ -51,13 +51,18 @@ class Responses(WireShape):
         return None
 
     def definition(self, spec: Definable) -> dict[str, Any]:
-        """The flat form: ``{"type": "function", "name": ..., "parameters": ...}``."""
+        """The flat form: ``{"type": "function", "name": ..., "parameters": ..., "strict": ...}``.
+
+        `strict` is always a boolean: the tools file's own, else ``False``. In Responses an
+        omitted (or null) `strict` lets OpenAI normalise the schema into strict mode where it can,
+        which makes every optional property required-but-nullable, so the model would send
+        ``null`` for what it means to leave out; only an explicit ``false`` opts out."""
         return {
             "type": "function",
             "name": spec.name,
             "description": spec.description,
             "parameters": copy.deepcopy(dict(spec.parameters)),
-            "strict": spec.strict,
+            "strict": spec.strict if spec.strict is not None else False,
         }
 
     def create(self, client: Any) -> Any:

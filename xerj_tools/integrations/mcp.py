@@ -111,6 +111,10 @@ def list_tools(
 ) -> list[types.Tool]:
     """The ``tools/list`` entries: the published schemas unchanged, with titles and hints.
 
+    MCP has no strict mode: `inputSchema` is the tool's `parameters` as published, nothing is
+    added. A client that fills an optional property it leaves out with ``null`` (the Inspector
+    does) gets the audited repair ``$.size: null → omitted`` (docs/messages.md#repairs).
+
     A read-only policy leaves out the tools that write (a call to one is still refused).
     """
     listed = []

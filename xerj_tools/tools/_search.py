@@ -135,6 +135,37 @@ def _rerank_block(data: Mapping[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def _failed_aggregations(slots: Any, path: str = "", depth: int = 0) -> list[str]:
+    """The aggregations XERJ reports as failed inside their slot under a 200: an object whose
+    only key is ``error``, e.g. ``{"error": "unsupported aggregation type 'x'"}`` (aggs.rs:2060,
+    2073, 2078, 2172, 4284, 5603 at e6e8e6a). Sub-aggregations are looked for in buckets;
+    `top_hits` documents are not read (a document's own ``error`` field is data)."""
+    found: list[str] = []
+    if not isinstance(slots, dict) or depth > 32:
+        return found
+    for name, slot in slots.items():
+        if not isinstance(slot, dict):
+            continue
+        where = f"{path} > {name}" if path else str(name)
+        error = slot.get("error")
+        if len(slot) == 1 and isinstance(error, str):
+            found.append(f"aggregation {where!r} failed: {error[:300]}")
+            continue
+        buckets = slot.get("buckets")
+        if isinstance(buckets, dict):  # keyed buckets (`filters`, `keyed: true`)
+            buckets = list(buckets.values())
+        for holder in [slot, *(buckets if isinstance(buckets, list) else [])]:
+            if isinstance(holder, dict):
+                subs = {
+                    k: v for k, v in holder.items() if k not in _NOT_AGGS and isinstance(v, dict)
+                }
+                found += [f for f in _failed_aggregations(subs, where, depth + 1) if f not in found]
+    return found
+
+
+_NOT_AGGS = frozenset({"buckets", "hits", "meta"})  # bucket lists, top_hits, the request's own meta
+
+
 def _fusion(request: HttpRequest) -> dict[str, Any] | None:
     query = (request.body or {}).get("query")
     hybrid = query.get("hybrid") if isinstance(query, dict) else None
@@ -174,6 +205,13 @@ def _search_payload(
     if (fusion := _fusion(request)) is not None:
         out["fusion"] = fusion
     warnings = []
+    if failed := _failed_aggregations(data.get("aggregations")):
+        # Not a silent success: the model reads which aggregation failed and XERJ's reason.
+        warnings += [
+            *failed[:5],
+            "the other aggregations and the hits are complete; fix or "
+            "remove the failed aggregation and search again to get it",
+        ]
     if data.get("timed_out") is True:
         warnings.append("the search timed out on the node; hits may be incomplete")
     shards = data.get("_shards")
