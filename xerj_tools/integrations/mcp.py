@@ -14,22 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
-import os
-import signal
 import socket
-import sys
-import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 try:
     from mcp import types
     from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
 except ImportError as exc:  # pragma: no cover - the CLI checks before importing this module
     raise ImportError(
         "xerj_tools.integrations.mcp needs the MCP SDK: pip install 'xerj-tools[mcp]'"
@@ -39,14 +34,32 @@ from .. import __version__
 from .._async_dispatch import AsyncDispatcher
 from .._bounds import value_problem
 from .._calls import ToolCall
-from .._exceptions import ConfigurationError
+from .._exceptions import ToolCallError
+from .._format import dumps, error_payload
 from .._policy import Policy
 from .._registry import ToolRegistry
 from ..tools import XERJ_TOOLS, Tool
+from ._mcp_auth import CallerVerifier, OAuthSettings
+from ._mcp_callers import LOCAL, Caller, CallersFile
+from ._mcp_http import (
+    HUNG_UP,
+    HangUpWatch,
+    HostOriginGuard,
+    allowed_names,
+    parse_bind,
+    until_hung_up,
+)
+from ._mcp_limits import CallLimits
+from ._mcp_output import output_schema
+from ._mcp_stdio import DEFAULT_MAX_MESSAGE_BYTES, bounded_stdio_server
+from ._mcp_tenants import Tenants
 from ._policy_file import load_policy_file
 
 __all__ = [
+    "CallersFile",
+    "OAuthSettings",
     "ToolHints",
+    "XerjServer",
     "build_server",
     "instructions",
     "list_tools",
@@ -125,22 +138,114 @@ def list_tools(
                 title=hints.title if hints else None,
                 description=spec.description,
                 input_schema=json.loads(json.dumps(spec.parameters)),
+                output_schema=output_schema(spec.name),
                 annotations=hints.annotations() if hints else None,
             )
         )
     return listed
 
 
-def build_server(dispatcher: AsyncDispatcher) -> Server[Any]:
-    """A low-level MCP `Server` that lists the dispatcher's tools and runs calls through it."""
-    listing = list_tools(dispatcher.registry, dispatcher.policy, dispatcher._core.tools)
+class XerjServer(Server[Any]):
+    """The SDK's `Server`, whose HTTP app checks Host and Origin on every bind and cancels a
+    call whose request the client closed (`_mcp_http`)."""
+
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    tenants: Tenants | None = None
+
+    def streamable_http_app(self, *, host: str = "127.0.0.1", **options: Any) -> Any:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        # The SDK's own check is off: ours below runs on every bind, before authentication.
+        options.setdefault(
+            "transport_security", TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        )
+        names = allowed_names(host, self.allowed_hosts)
+        app = super().streamable_http_app(host=host, **options)
+        app.add_middleware(HangUpWatch)
+        app.add_middleware(HostOriginGuard, names=names, origins=self.allowed_origins)
+        return app
+
+
+def build_server(
+    dispatcher: AsyncDispatcher,
+    *,
+    verifier: CallerVerifier | None = None,
+    make_dispatcher: Callable[[Policy], AsyncDispatcher] | None = None,
+    limits: CallLimits | None = None,
+) -> XerjServer:
+    """A low-level MCP server that lists the dispatcher's tools and runs calls through it.
+
+    With a `verifier` (HTTP with authentication), each request's caller picks the policy
+    (a dispatcher from `make_dispatcher`), the tools listed and the limits (`limits`)."""
+    tenants = Tenants(dispatcher, list_tools, verifier, make_dispatcher)
+    limits = limits or CallLimits()
+    everyone = verifier is None
 
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listing)
+        caller = tenants.caller(ctx)
+        return types.ListToolsResult(tools=tenants.listing(caller) if caller else [])
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        started = time.monotonic()
+        caller = tenants.caller(ctx)
+        call = ToolCall(f"mcp-{ctx.request_id}", params.name, None)
+        outcome = "error"
+        try:
+            payload = await _answer(tenants, limits, caller, ctx, params, call)
+            outcome = "ok" if payload.get("ok") else str(payload["error"].get("code"))
+        except asyncio.CancelledError:  # the client cancelled: the request in flight is dropped
+            outcome = "cancelled by the client"
+            raise
+        finally:
+            logger.info(
+                "call by %s: %.64r %s in %.1f ms",
+                caller.name if caller else "(unknown caller)",
+                params.name,
+                outcome,
+                (time.monotonic() - started) * 1000,
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=dumps(payload))],
+            structured_content=dict(payload),
+            is_error=not payload.get("ok"),
+        )
+
+    listing = tenants.listing(LOCAL)
+    server = XerjServer(
+        "xerj-tools",
+        version=__version__,
+        title="XERJ search and memory (xerj-tools)",
+        instructions=instructions(listing if everyone else []),
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+    server.tenants = tenants
+    return server
+
+
+async def _answer(
+    tenants: Tenants,
+    limits: CallLimits,
+    caller: Caller | None,
+    ctx: Any,
+    params: types.CallToolRequestParams,
+    call: ToolCall,
+) -> Mapping[str, Any]:
+    if caller is None:  # its entry left the callers file since its token was checked
+        return error_payload(ToolCallError("this caller is no longer known", code="unauthorized"))
+    if caller.tools is not None and params.name not in caller.tools:
+        offered = ", ".join(t.name for t in tenants.listing(caller))
+        reason = (
+            f"no tool named {params.name[:64]!r} is offered to this caller; the tools: {offered}"
+        )
+        return error_payload(ToolCallError(reason, code="unknown_tool"))
+    refusal = limits.enter(caller)
+    if refusal is not None:
+        return refusal
+    try:
         # The arguments go back to a JSON string so the dispatcher treats them exactly as a
         # model's: the policy's size cap is measured on it, then decoding, repair, validation.
         arguments = params.arguments if params.arguments is not None else {}
@@ -151,30 +256,24 @@ def build_server(dispatcher: AsyncDispatcher) -> Server[Any]:
             if value_problem(arguments) is not None
             else json.dumps(arguments, ensure_ascii=False)
         )
-        call = ToolCall(f"mcp-{ctx.request_id}", params.name, raw)
-        try:
-            result = await dispatcher.run(call)
-        except asyncio.CancelledError:  # the client cancelled: the request in flight is dropped
-            logger.info("%s %s: cancelled by the client", params.name, call.call_id)
-            raise
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.content)], is_error=not result.ok
-        )
-
-    return Server(
-        "xerj-tools",
-        version=__version__,
-        title="XERJ search and memory (xerj-tools)",
-        instructions=instructions(listing),
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-    )
+        run = tenants.dispatcher(caller).run(ToolCall(call.call_id, params.name, raw))
+        scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
+        result = await until_hung_up(run, scope.get(HUNG_UP))
+    finally:
+        limits.leave(caller)
+    if result is None:  # the client closed the request: its XERJ call was cancelled
+        return error_payload(ToolCallError("the client closed the request", code="cancelled"))
+    payload: Mapping[str, Any] = result.payload
+    return payload
 
 
-async def serve_stdio(dispatcher: AsyncDispatcher) -> None:
-    """Serve over this process's stdin and stdout until the client closes stdin."""
+async def serve_stdio(
+    dispatcher: AsyncDispatcher, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> None:
+    """Serve over this process's stdin and stdout until the client closes stdin; a message
+    longer than `max_message_bytes` is answered with an error and never held whole."""
     server = build_server(dispatcher)
-    async with stdio_server() as (read_stream, write_stream):
+    async with bounded_stdio_server(max_message_bytes) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -184,16 +283,21 @@ async def serve_http(
     path: str = "/mcp",
     *,
     stop: asyncio.Event | None = None,
+    server: XerjServer | None = None,
+    **options: Any,
 ) -> None:
     """Serve streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM).
 
-    With `stop`, the caller owns the signals: uvicorn installs no handlers of its own and
-    shuts down gracefully (connections, then the sessions) once `stop` is set.
+    `server` defaults to `build_server(dispatcher)`; `options` go to its
+    `streamable_http_app` (``stateless_http``, ``auth``, ``token_verifier``, …). With `stop`,
+    the caller owns the signals: uvicorn installs no handlers of its own and shuts down
+    gracefully (connections, then the sessions) once `stop` is set.
     """
     import uvicorn
 
     host = sock.getsockname()[0]
-    app = build_server(dispatcher).streamable_http_app(streamable_http_path=path, host=host)
+    server = server or build_server(dispatcher)
+    app = server.streamable_http_app(streamable_http_path=path, host=host, **options)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     if stop is None:
         await uvicorn.Server(config).serve(sockets=[sock])
@@ -206,186 +310,22 @@ async def serve_http(
         def capture_signals(self) -> Iterator[None]:
             yield
 
-    server = OwnSignals(config)
+    uv = OwnSignals(config)
 
     async def watch() -> None:
         await stop.wait()
-        server.should_exit = True
+        uv.should_exit = True
 
     watcher = asyncio.ensure_future(watch())
     try:
-        await server.serve(sockets=[sock])
+        await uv.serve(sockets=[sock])
     finally:
         watcher.cancel()
 
 
-class _Signals:
-    """SIGINT and SIGTERM recorded, never raised: the server stops where it chooses to.
+def serve(**options: Any) -> int:
+    """Run the server until the client leaves (stdio) or the process is interrupted (HTTP);
+    the options are `xerj-tools mcp`'s (see `_mcp_serve.serve` and docs/mcp.md)."""
+    from ._mcp_serve import serve as run
 
-    Installed before the start line is written, so an interrupt at any moment (even before
-    the event loop exists) ends in the same clean stop instead of a KeyboardInterrupt landing
-    inside asyncio's own setup or teardown.
-    """
-
-    def __init__(self) -> None:
-        self.received: int | None = None
-        self._previous: dict[int, Any] = {}
-        self._wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
-
-    def __enter__(self) -> _Signals:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-    def _handle(self, signum: int, frame: object) -> None:
-        if self.received is None:
-            self.received = signum
-        if self._wake is not None:
-            loop, event = self._wake
-            loop.call_soon_threadsafe(event.set)
-
-    def event(self) -> asyncio.Event:
-        """An event set on the first signal (already set if one came before the loop ran)."""
-        event = asyncio.Event()
-        self._wake = (asyncio.get_running_loop(), event)
-        if self.received is not None:
-            event.set()
-        return event
-
-
-_LOOPBACK_NAMES = ("localhost",)
-
-
-def _is_loopback(host: str) -> bool:
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost: it could resolve anywhere
-
-
-def parse_bind(text: str, *, allow_remote: bool = False) -> tuple[str, int]:
-    """``HOST:PORT``, ``[::1]:PORT``, ``:PORT`` or ``PORT`` -> (host, port); loopback unless
-    `allow_remote`: the HTTP transport has no authentication of its own."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        host, port_text = "", text
-    host = host.strip("[]") or "127.0.0.1"
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigurationError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8765); got {text!r}")
-    if not allow_remote and not _is_loopback(host):
-        raise ConfigurationError(
-            f"refusing to serve on {host}: it is not a loopback address and the MCP server has "
-            "no authentication of its own. Bind to 127.0.0.1 (behind an authenticating proxy), "
-            "or pass --allow-remote if every client that can reach it may use the tools"
-        )
-    return host, int(port_text)
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.setblocking(False)
-    return sock
-
-
-def serve(
-    *,
-    url: str | None = None,
-    policy_path: str | None = None,
-    http: str | None = None,
-    allow_remote: bool = False,
-    authorization: str | None = None,
-    log_level: str = "warning",
-    err: TextIO | None = None,
-) -> int:
-    """Run the server until the client leaves (stdio) or the process is interrupted (HTTP).
-
-    `url` defaults to ``$XERJ_URL`` and the key to ``$XERJ_API_KEY``, as for `Dispatcher`;
-    `authorization` (a ready header value) defaults to ``$XERJ_AUTH``, which XERJ's own MCP
-    server reads, and wins over the key. Configuration errors raise `ConfigurationError`
-    before anything is served.
-
-    SIGINT and SIGTERM stop it gracefully at any moment, even right after the start line:
-    the HTTP server stops accepting, its sessions close, then the dispatcher. SIGTERM (a
-    service manager's stop) returns 0; SIGINT raises `KeyboardInterrupt` after the stop,
-    which the CLI reports as one line, ``xerj-tools: interrupted``, and exit status 130.
-    """
-    err = err or sys.stderr
-    authorization = authorization or os.environ.get("XERJ_AUTH") or None
-    policy = load_policy_file(policy_path) if policy_path is not None else Policy()
-    sock = _bind(*parse_bind(http, allow_remote=allow_remote)) if http is not None else None
-    try:
-        dispatcher = AsyncDispatcher(url=url, authorization=authorization, policy=policy)
-    except ConfigurationError:
-        if sock is not None:
-            sock.close()
-        raise
-    shown = len(list_tools(dispatcher.registry, policy))
-    where = "stdio"
-    if sock is not None:
-        host, port = sock.getsockname()[:2]
-        where = f"streamable HTTP on http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
-    # Logs go to stderr: on stdio, stdout carries the protocol.
-    handler = logging.StreamHandler(err)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.WARNING)
-    logger.setLevel(log_level.upper())
-    signals = _Signals().__enter__()  # before the start line: a client may interrupt on seeing it
-    err.write(
-        f"xerj-tools mcp {__version__}: {shown} tools over {where}; XERJ at "
-        f"{', '.join(dispatcher.urls)}; policy {policy_path or '(default)'}\n"
-    )
-    err.flush()
-
-    async def main() -> None:
-        stdio_stopped = False
-        stop = signals.event()
-        async with dispatcher:  # the sessions end inside; the XERJ connections close on exit
-            if sock is not None:
-                await serve_http(dispatcher, sock, stop=stop)
-            else:
-                serving = asyncio.ensure_future(serve_stdio(dispatcher))
-                stopping = asyncio.ensure_future(stop.wait())
-                await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                stopping.cancel()
-                if serving.done():
-                    serving.result()
-                else:
-                    # The SDK's stdin reader sits in read(2) on a thread that nothing can wake:
-                    # stop serving, close the dispatcher, then end the process without it.
-                    serving.cancel()
-                    stdio_stopped = True
-        if signals.received is not None:
-            name = signal.Signals(signals.received).name
-            logger.info("stopped on %s: sessions and XERJ connections closed", name)
-        if stdio_stopped:
-            if signals.received == signal.SIGINT:
-                err.write("xerj-tools: interrupted\n")
-            err.flush()
-            os._exit(130 if signals.received == signal.SIGINT else 0)
-
-    try:
-        asyncio.run(main())
-    finally:
-        signals.__exit__()
-        if sock is not None:
-            sock.close()
-        logging.getLogger().removeHandler(handler)
-    if signals.received == signal.SIGINT:
-        raise KeyboardInterrupt  # after the clean stop: the CLI says "interrupted", exits 130
-    return 0
+    return run(**options)
