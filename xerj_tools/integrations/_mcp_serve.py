@@ -9,9 +9,11 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .. import __version__
@@ -24,7 +26,7 @@ from ._mcp_http import bind, is_loopback, parse_bind
 from ._mcp_limits import CallLimits
 from ._mcp_stdio import DEFAULT_MAX_MESSAGE_BYTES
 from ._policy_file import load_policy_file
-from .mcp import build_server, list_tools, serve_http, serve_stdio
+from .mcp import XerjServer, build_server, list_tools, serve_http, serve_stdio
 
 __all__ = ["serve"]
 
@@ -72,31 +74,46 @@ class _Signals:
 
 def _auth_options(verifier: CallerVerifier, oauth: OAuthSettings | None) -> dict[str, Any]:
     from mcp.server.auth.settings import AuthSettings
-    from pydantic import AnyHttpUrl
 
     if oauth is None:
         # Bearer tokens of the callers file only: the SDK's settings want an issuer, used only
         # for the metadata that is published with a resource URL, which is not set here.
-        settings = AuthSettings(issuer_url=AnyHttpUrl("https://callers-file.invalid"), resource_server_url=None)
+        fields: dict[str, Any] = {
+            "issuer_url": "https://callers-file.invalid",
+            "resource_server_url": None,
+        }
     else:
-        settings = AuthSettings(
-            issuer_url=AnyHttpUrl(oauth.issuer),
-            resource_server_url=AnyHttpUrl(oauth.resource),
-            required_scopes=list(oauth.scopes) or None,
-            validate_token_resource=False,  # the verifier checks `aud` against the resource
-        )
-    return {"auth": settings, "token_verifier": verifier}
+        fields = {
+            "issuer_url": oauth.issuer,
+            "resource_server_url": oauth.resource,
+            "required_scopes": list(oauth.scopes) or None,
+            "validate_token_resource": False,  # the verifier checks `aud` against the resource
+        }
+    # From a mapping, so that the URLs keep their spelling (no trailing slash added): the
+    # issuer in the metadata must equal the tokens' `iss` exactly (RFC 8414).
+    return {"auth": AuthSettings.model_validate(fields), "token_verifier": verifier}
 
 
-def serve(
+@dataclass
+class Setup:
+    """What `configure` made: the server, its default dispatcher, the HTTP app's options and
+    the bound socket (None over stdio)."""
+
+    server: XerjServer
+    dispatcher: AsyncDispatcher
+    policy: Policy
+    options: dict[str, Any]
+    sock: socket.socket | None
+    callers: CallersFile | None
+
+
+def configure(
     *,
     url: str | None = None,
     policy_path: str | None = None,
     http: str | None = None,
     allow_remote: bool = False,
     authorization: str | None = None,
-    log_level: str = "warning",
-    err: TextIO | None = None,
     callers_path: str | None = None,
     oauth: OAuthSettings | None = None,
     allowed_hosts: Sequence[str] = (),
@@ -105,21 +122,9 @@ def serve(
     max_in_flight: int | None = None,
     pool_size: int = 10,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-) -> int:
-    """Run the server until the client leaves (stdio) or the process is interrupted (HTTP).
-
-    `url` defaults to ``$XERJ_URL`` and the key to ``$XERJ_API_KEY``, as for `Dispatcher`;
-    `authorization` (a ready header value) defaults to ``$XERJ_AUTH``, which XERJ's own MCP
-    server reads, and wins over the key. Configuration errors raise `ConfigurationError`
-    before anything is served: among them a non-loopback bind without authentication
-    (`callers_path`, with `oauth` or without), whatever `allow_remote` says.
-
-    SIGINT and SIGTERM stop it gracefully at any moment, even right after the start line:
-    the HTTP server stops accepting, its sessions close, then the dispatcher. SIGTERM (a
-    service manager's stop) returns 0; SIGINT raises `KeyboardInterrupt` after the stop,
-    which the CLI reports as one line, ``xerj-tools: interrupted``, and exit status 130.
-    """
-    err = err or sys.stderr
+) -> Setup:
+    """Check the options and build the server; `ConfigurationError` says what is wrong (among
+    other things, a non-loopback bind without authentication, whatever `allow_remote` says)."""
     authorization = authorization or os.environ.get("XERJ_AUTH") or None
     policy = load_policy_file(policy_path) if policy_path is not None else Policy()
     if http is None and (callers_path or oauth or stateless or allowed_hosts or allowed_origins):
@@ -166,6 +171,42 @@ def serve(
         if sock is not None:
             sock.close()
         raise
+    return Setup(server, dispatcher, policy, options, sock, callers)
+
+
+def serve(
+    *,
+    log_level: str = "warning",
+    err: TextIO | None = None,
+    policy_path: str | None = None,
+    http: str | None = None,
+    oauth: OAuthSettings | None = None,
+    callers_path: str | None = None,
+    stateless: bool = False,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    **options: Any,
+) -> int:
+    """Run the server until the client leaves (stdio) or the process is interrupted (HTTP).
+
+    `url` defaults to ``$XERJ_URL`` and the key to ``$XERJ_API_KEY``, as for `Dispatcher`;
+    `authorization` (a ready header value) defaults to ``$XERJ_AUTH``, which XERJ's own MCP
+    server reads, and wins over the key. Configuration errors raise `ConfigurationError`
+    before anything is served (`configure`).
+
+    SIGINT and SIGTERM stop it gracefully at any moment, even right after the start line:
+    the HTTP server stops accepting, its sessions close, then the dispatcher. SIGTERM (a
+    service manager's stop) returns 0; SIGINT raises `KeyboardInterrupt` after the stop,
+    which the CLI reports as one line, ``xerj-tools: interrupted``, and exit status 130.
+    """
+    err = err or sys.stderr
+    setup = configure(
+        policy_path=policy_path, http=http, oauth=oauth, callers_path=callers_path,
+        stateless=stateless, max_message_bytes=max_message_bytes, **options,
+    )  # fmt: skip
+    server, dispatcher, policy, sock, callers = (
+        setup.server, setup.dispatcher, setup.policy, setup.sock, setup.callers
+    )  # fmt: skip
+    host = sock.getsockname()[0] if sock is not None else None
     shown = len(list_tools(dispatcher.registry, policy))
     where = "stdio"
     if sock is not None:
@@ -200,7 +241,7 @@ def serve(
         stop = signals.event()
         async with dispatcher:  # the sessions end inside; the XERJ connections close on exit
             if sock is not None:
-                await serve_http(dispatcher, sock, stop=stop, server=server, **options)
+                await serve_http(dispatcher, sock, stop=stop, server=server, **setup.options)
             else:
                 serving = asyncio.ensure_future(serve_stdio(dispatcher, max_message_bytes))
                 stopping = asyncio.ensure_future(stop.wait())
