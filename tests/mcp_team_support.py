@@ -85,9 +85,11 @@ async def connect(url: str, token: str | None = None, **client: Any) -> AsyncIte
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=30, **client) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as session:
-            yield session
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30, **client) as http,
+        Client(streamable_http_client(url, http_client=http)) as session,
+    ):
+        yield session
 
 
 def text_of(result: Any) -> dict[str, Any]:
