@@ -83,16 +83,14 @@ def test_two_stateless_replicas_serve_one_client_alternately(
                 await self.inner.aclose()
 
         async def scenario() -> list[Any]:
-            async with httpx2.AsyncClient(transport=Alternate(), timeout=30) as http:
-                async with Client(streamable_http_client(urls[0], http_client=http)) as client:
-                    tools = (await client.list_tools()).tools
-                    assert "xerj_search" in [t.name for t in tools]
-                    return [
-                        await client.call_tool(
-                            "xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1}
-                        )
-                        for _ in range(4)
-                    ]
+            async with (
+                httpx2.AsyncClient(transport=Alternate(), timeout=30) as http,
+                Client(streamable_http_client(urls[0], http_client=http)) as client,
+            ):
+                tools = (await client.list_tools()).tools
+                assert "xerj_search" in [t.name for t in tools]
+                search = {"index": "docs", "query": {"match_all": {}}, "size": 1}
+                return [await client.call_tool("xerj_search", search) for _ in range(4)]
 
         results = asyncio.run(scenario())
         assert [json.loads(r.content[0].text)["ok"] for r in results] == [True] * 4
