@@ -44,7 +44,7 @@ def parse_bind(text: str, *, allow_remote: bool = False) -> tuple[str, int]:
     if not sep:
         host, port_text = "", text
     host = host.strip("[]") or "127.0.0.1"
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 <= int(port_text) <= 65535:
         raise ConfigurationError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8765); got {text!r}")
     if not allow_remote and not is_loopback(host):
         raise ConfigurationError(

@@ -228,6 +228,13 @@ def serve(
         f"xerj-tools mcp {__version__}: {shown} tools over {where}; XERJ at "
         f"{', '.join(dispatcher.urls)}; policy {policy_path or '(default)'}{access}\n"
     )
+    if host is not None and is_loopback(host) and options.get("allow_remote"):
+        err.write(
+            "xerj-tools mcp: note: --allow-remote has no effect on a loopback address"
+            + ("" if callers else "; there is no authentication (no --callers): any process "
+               "on this machine that can reach the port can call the tools")
+            + "\n"
+        )  # fmt: skip
     if host is not None and not is_loopback(host):
         err.write(
             f"xerj-tools mcp: warning: serving on {host}, reachable from other machines; "
