@@ -492,3 +492,68 @@ def test_closing_the_http_request_cancels_its_xerj_call(caplog: pytest.LogCaptur
         # before the dispatcher's 30 s read timeout would.
         assert closed.wait(15)
         run(until(lambda: "call by local: 'xerj_search' cancelled in" in caplog.text))
+
+
+# -- The callers file, refused at start ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("c.toml", '[[caller]]\nname = "a"\n', "give token_sha256 or oauth_subject"),
+        ("c.toml", '[[caller]]\nname = "a"\ntoken_sha256 = "abc"\n', "64 hex digits"),
+        (
+            "c.toml",
+            f'[[caller]]\nname = "a"\ntoken_sha256 = "{"0" * 64}"\nread_only = true\n',
+            "unknown key 'read_only'",
+        ),
+        (
+            "c.toml",
+            f'[[caller]]\nname = "a"\ntoken_sha256 = "{"0" * 64}"\n[[caller]]\nname = "a"\noauth_subject = "s"\n',
+            "named twice",
+        ),
+        (
+            "c.toml",
+            f'[[caller]]\nname = "a"\ntoken_sha256 = "{"0" * 64}"\n[[caller]]\nname = "b"\ntoken_sha256 = "{"0" * 64}"\n',
+            "the same token",
+        ),
+        (
+            "c.toml",
+            f'[[caller]]\nname = "a"\ntoken_sha256 = "{"0" * 64}"\ncalls_per_minute = 0\n',
+            "positive integer",
+        ),
+        (
+            "c.toml",
+            f'[[caller]]\nname = "a"\ntoken_sha256 = "{"0" * 64}"\npolicy = "missing.toml"\n',
+            "cannot read the policy file",
+        ),
+        (
+            "c.json",
+            '{"caller": [{"name": "a", "token_sha256": "'
+            + "0" * 64
+            + '", "policy": "x.toml", "policy": "y.toml"}]}',
+            "given twice",
+        ),
+        ("c.yaml", "", "ends in .toml or .json"),
+    ],
+)
+def test_a_bad_callers_file_stops_the_server_naming_the_problem(
+    tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    err = io.StringIO()
+    assert main(["mcp", "--http", "127.0.0.1:0", "--callers", str(path)], stderr=err) == 2
+    assert message in err.getvalue() and str(path) in err.getvalue()
+
+
+def test_authentication_options_are_for_http_only(callers: Path) -> None:
+    err = io.StringIO()
+    assert main(["mcp", "--callers", str(callers)], stderr=err) == 2
+    assert "are for --http" in err.getvalue()
+    err = io.StringIO()
+    assert (
+        main(["mcp", "--http", "127.0.0.1:0", "--oauth-issuer", "http://127.0.0.1:1"], stderr=err)
+        == 2
+    )
+    assert "go together" in err.getvalue()

@@ -172,6 +172,17 @@ def parse_callers(
     return by_token, by_subject, defaults
 
 
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: a repeated key is an error, not a quiet
+    "the last one wins" (which could swap a caller's token or policy)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ConfigurationError(f"the key {key!r} is given twice in one object")
+        seen[key] = value
+    return seen
+
+
 class CallersFile:
     """The callers file, read at start (errors raise `ConfigurationError`) and again whenever
     it changes; a later version that does not load is logged and the last good one kept."""
@@ -194,7 +205,9 @@ class CallersFile:
         except UnicodeDecodeError:
             raise ConfigurationError("it is not UTF-8 text") from None
         try:
-            return _read_toml(text) if suffix == ".toml" else json.loads(text)
+            return (
+                _read_toml(text) if suffix == ".toml" else json.loads(text, object_pairs_hook=_once)
+            )
         except ValueError as exc:
             raise ConfigurationError(f"not valid {suffix[1:].upper()}: {exc}") from None
 

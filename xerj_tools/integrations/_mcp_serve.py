@@ -250,7 +250,9 @@ def serve(
             if sock is not None:
                 await serve_http(dispatcher, sock, stop=stop, server=server, **setup.options)
             else:
-                serving = asyncio.ensure_future(serve_stdio(dispatcher, max_message_bytes))
+                serving = asyncio.ensure_future(
+                    serve_stdio(dispatcher, max_message_bytes, server=server)
+                )
                 stopping = asyncio.ensure_future(stop.wait())
                 await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
                 stopping.cancel()

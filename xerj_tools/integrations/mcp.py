@@ -235,7 +235,9 @@ async def _answer(
     call: ToolCall,
 ) -> Mapping[str, Any]:
     if caller is None:  # its entry left the callers file since its token was checked
-        return error_payload(ToolCallError("this caller is no longer known", code="unauthorized"))
+        reason = "this server no longer knows the caller's token (it left the callers file)"
+        hint = "Changing the call will not help. Tell the user."
+        return error_payload(ToolCallError(reason, code="unauthorized", hint=hint))
     if caller.tools is not None and params.name not in caller.tools:
         offered = ", ".join(t.name for t in tenants.listing(caller))
         reason = (
@@ -268,11 +270,15 @@ async def _answer(
 
 
 async def serve_stdio(
-    dispatcher: AsyncDispatcher, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    dispatcher: AsyncDispatcher,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    *,
+    server: XerjServer | None = None,
 ) -> None:
     """Serve over this process's stdin and stdout until the client closes stdin; a message
-    longer than `max_message_bytes` is answered with an error and never held whole."""
-    server = build_server(dispatcher)
+    longer than `max_message_bytes` is answered with an error and never held whole.
+    `server` defaults to `build_server(dispatcher)`."""
+    server = server or build_server(dispatcher)
     async with bounded_stdio_server(max_message_bytes) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
