@@ -86,8 +86,19 @@ max_concurrent = 1
     return path
 
 
+HTTP = [httpx.Client(timeout=10)]  # one client: a new one per request costs more than the request
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_http() -> Iterator[None]:
+    yield
+    HTTP[0].close()
+
+
 def post(url: str, headers: dict[str, str] | None = None, body: Any = INIT) -> httpx.Response:
-    return httpx.post(url, json=body, headers={**HEADERS, **(headers or {})}, timeout=10)
+    if HTTP[0].is_closed:  # the module's fixture ran its teardown, and a test of it came back
+        HTTP[0] = httpx.Client(timeout=10)
+    return HTTP[0].post(url, json=body, headers={**HEADERS, **(headers or {})})
 
 
 def run(coro: Any) -> Any:
