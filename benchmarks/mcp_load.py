@@ -147,6 +147,7 @@ def main() -> None:
         ROUNDS, CALLS_EACH = 1, 2
     if "--out" in sys.argv:
         out_dir = Path(sys.argv[sys.argv.index("--out") + 1])
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     sides: dict[str, list[dict[str, float]]] = {
         "raw dispatcher": [],
         "MCP, 1 replica": [],

@@ -80,7 +80,7 @@ def instructions(listing: Sequence[types.Tool]) -> str:
     a tool the policy leaves out is not."""
     named = "; ".join(f"{t.name}: {t.title or _first_sentence(t.description)}" for t in listing)
     return (
-        f"Tools for a XERJ search engine: {named}. Every result is JSON with "
+        f"Tools for a XERJ search engine{': ' + named if named else ''}. Every result is JSON with "
         '"ok"; on "ok": false, read error.code and error.hint, fix the call and try again.'
     )
 
