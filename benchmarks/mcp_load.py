@@ -174,6 +174,8 @@ def main() -> None:
             "python": platform.python_version(),
             "cpu": run.cpu_name(),
             "cores": os.cpu_count(),
+            # a shared machine: the 1-minute load average before and after the run
+            "load": [load_before, os.getloadavg()[0] if hasattr(os, "getloadavg") else None],
         },
         "callers": CALLERS,
         "calls_per_caller": CALLS_EACH,
@@ -197,7 +199,8 @@ def main() -> None:
     machine = report["machine"]
     lines += [
         "",
-        f"Machine: Python {machine['python']}, {machine['cpu']}, {machine['cores']} cores",
+        f"Machine: Python {machine['python']}, {machine['cpu']}, {machine['cores']} cores; "
+        f"load average {machine['load'][0]} before the run, {machine['load'][1]} after",
     ]
     (out_dir / "mcp_load.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
