@@ -234,6 +234,8 @@ def test_new_token_prints_a_token_and_its_entry() -> None:
 def test_two_callers_see_their_own_tools_and_data_only(xerj: XerjStandIn, callers: Path) -> None:
     async def scenario(url: str) -> None:
         async with connect(url, TOKEN_A) as a, connect(url, TOKEN_B) as b:
+            # Sent before the server knows who is calling: the instructions name no tool.
+            assert a.instructions.startswith("Tools for a XERJ search engine. Every result")
             listed_a = [t.name for t in (await a.list_tools()).tools]
             listed_b = [t.name for t in (await b.list_tools()).tools]
             assert listed_a == ["xerj_search", "xerj_memory_recall", "xerj_get_document"]
