@@ -570,3 +570,18 @@ def test_authentication_options_are_for_http_only(callers: Path) -> None:
         == 2
     )
     assert "go together" in err.getvalue()
+
+
+def test_the_start_says_who_can_reach_the_server(callers: Path) -> None:
+    from xerj_tools.integrations._mcp_callers import CallersFile
+    from xerj_tools.integrations._mcp_serve import warnings
+
+    assert warnings(None, allow_remote=False, callers=None) == ""
+    assert warnings("127.0.0.1", allow_remote=False, callers=None) == ""
+    note = warnings("127.0.0.1", allow_remote=True, callers=None)
+    assert "--allow-remote has no effect" in note and "no authentication" in note
+    assert "no authentication" not in warnings(
+        "127.0.0.1", allow_remote=True, callers=CallersFile(callers)
+    )
+    remote = warnings("0.0.0.0", allow_remote=True, callers=CallersFile(callers))
+    assert "reachable from other machines" in remote and "TLS" in remote

@@ -174,6 +174,27 @@ def configure(
     return Setup(server, dispatcher, policy, options, sock, callers)
 
 
+def warnings(host: str | None, *, allow_remote: bool, callers: CallersFile | None) -> str:
+    """The lines written after the start line about who can reach the server (may be "")."""
+    if host is None:
+        return ""
+    if not is_loopback(host):
+        return (
+            f"xerj-tools mcp: warning: serving on {host}, reachable from other machines; "
+            "every request must carry a caller's token. Put TLS in front (a reverse proxy): "
+            "over plain HTTP a token can be read on the way\n"
+        )
+    if not allow_remote:
+        return ""
+    open_to_all = "" if callers else (
+        "; there is no authentication (no --callers): any process on this machine that can "
+        "reach the port can call the tools"
+    )  # fmt: skip
+    return (
+        f"xerj-tools mcp: note: --allow-remote has no effect on a loopback address{open_to_all}\n"
+    )
+
+
 def serve(
     *,
     log_level: str = "warning",
@@ -228,19 +249,7 @@ def serve(
         f"xerj-tools mcp {__version__}: {shown} tools over {where}; XERJ at "
         f"{', '.join(dispatcher.urls)}; policy {policy_path or '(default)'}{access}\n"
     )
-    if host is not None and is_loopback(host) and options.get("allow_remote"):
-        err.write(
-            "xerj-tools mcp: note: --allow-remote has no effect on a loopback address"
-            + ("" if callers else "; there is no authentication (no --callers): any process "
-               "on this machine that can reach the port can call the tools")
-            + "\n"
-        )  # fmt: skip
-    if host is not None and not is_loopback(host):
-        err.write(
-            f"xerj-tools mcp: warning: serving on {host}, reachable from other machines; "
-            "every request must carry a caller's token. Put TLS in front (a reverse proxy): "
-            "over plain HTTP a token can be read on the way\n"
-        )
+    err.write(warnings(host, allow_remote=bool(options.get("allow_remote")), callers=callers))
     err.flush()
 
     async def main() -> None:
