@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python benchmarks/run.py   (writes benchmarks/results.json and results.md)
       --quick: two rounds and smaller counts, a smoke test (the test suite runs it); --out DIR.
-      --all: then stages.py, startup.py and throughput.py too (with the same --quick / --out):
+      --all: then stages.py, startup.py, throughput.py and mcp_load.py too (with the same --quick / --out):
       every benchmark from one command.
 
 Machines here are shared and noisy, so every figure is a ratio against a baseline measured in
@@ -234,7 +234,7 @@ def main() -> None:
     print(text)
 
 
-OTHERS = ("stages.py", "startup.py", "throughput.py")
+OTHERS = ("stages.py", "startup.py", "throughput.py", "mcp_load.py")
 
 
 def others(argv: list[str]) -> list[list[str]]:

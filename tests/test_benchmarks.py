@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -67,7 +68,22 @@ def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
 
     assert run.others(["run.py"]) == [] and run.others(["run.py", "--quick"]) == []
     commands = run.others(["run.py", "--all", "--quick", "--out", "/tmp/x"])
-    assert [Path(c[1]).name for c in commands] == ["stages.py", "startup.py", "throughput.py"]
+    assert [Path(c[1]).name for c in commands] == ["stages.py", "startup.py", "throughput.py", "mcp_load.py"]
     assert all(c[0] == sys.executable and c[2:] == ["--quick", "--out", "/tmp/x"] for c in commands)
     assert all(Path(c[1]).is_file() for c in commands)
-    assert [c[2:] for c in run.others(["run.py", "--all"])] == [[], [], []]
+    assert [c[2:] for c in run.others(["run.py", "--all"])] == [[], [], [], []]
+
+
+MCP_LOAD = SCRIPT.parent / "mcp_load.py"
+
+
+@pytest.mark.slow  # two server processes and a loopback XERJ
+@pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the MCP SDK is not installed")
+def test_mcp_load_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(MCP_LOAD), "--quick", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "mcp_load.json").read_text())
+    assert [r["side"] for r in report["results"]] == ["raw dispatcher", "MCP, 1 replica", "MCP, 2 replicas"]
+    assert all(r["calls_per_s"]["median"] > 0 and r["p99_ms"]["median"] > 0 for r in report["results"])
+    assert report["callers"] == 50 and "| MCP, 2 replicas |" in (tmp_path / "mcp_load.md").read_text()

@@ -417,7 +417,7 @@ def test_http_binds_loopback_by_default(bind: str, expected: tuple[str, int]) ->
 
 
 @needs_sdk
-@pytest.mark.parametrize("bind", ["127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000", ""])
+@pytest.mark.parametrize("bind", ["127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000", "", "127.0.0.1:８７６５"])
 def test_http_needs_a_port(bind: str) -> None:
     err = io.StringIO()
     assert main(["mcp", "--http", bind], stderr=err) == 2

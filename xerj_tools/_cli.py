@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._cli_mcp import add_mcp_arguments, run_mcp
+
 __all__ = ["main"]
 
 EXAMPLES = {
@@ -102,21 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--url", help="XERJ base URL (default: $XERJ_URL, else the stand-in)")
     demo.add_argument("--index", default="docs", help="the index the searches use (default: docs)")
 
-    mcp = add("mcp", "serve the tools to MCP clients (stdio, or streamable HTTP with --http)")
-    mcp.add_argument(
-        "--policy", help="the operator's policy: a .toml or .json file of Policy fields"
-    )
-    mcp.add_argument(
-        "--http", metavar="HOST:PORT", help="serve streamable HTTP at /mcp (default: stdio)"
-    )
-    mcp.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow --http on a non-loopback address (the server has no authentication)",
-    )
-    mcp.add_argument("--url", help="XERJ base URL (default: $XERJ_URL, else http://localhost:9200)")
-    mcp.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
+    add_mcp_arguments(
+        add("mcp", "serve the tools to MCP clients (stdio, or streamable HTTP with --http)")
     )
     return parser
 
@@ -272,26 +261,6 @@ def _call(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
     return 0 if result.ok else 1
 
 
-def _mcp(args: argparse.Namespace, err: TextIO) -> int:
-    import importlib.util
-
-    if importlib.util.find_spec("mcp") is None:
-        raise UsageError(
-            "the MCP server needs the MCP SDK: install xerj-tools[mcp] "
-            "(pip install 'xerj-tools[mcp]')"
-        )
-    from .integrations.mcp import serve
-
-    return serve(
-        url=args.url,
-        policy_path=args.policy,
-        http=args.http,
-        allow_remote=args.allow_remote,
-        log_level=args.log_level,
-        err=err,
-    )
-
-
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -326,7 +295,7 @@ def main(
 
             return run_demo(args.url, index=args.index, out=out)
         if args.command == "mcp":
-            return _mcp(args, err)
+            return run_mcp(args, out, err)
     except (UsageError, ConfigurationError) as exc:
         err.write(f"xerj-tools: {exc}\n")
         return 2

@@ -1,0 +1,165 @@
+"""Support for the MCP-for-a-team tests: the real HTTP server on a loop thread, the MCP SDK's
+client with a bearer token, and a local OAuth issuer (JWKS over HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from xerj_tools.integrations._mcp_serve import configure
+from xerj_tools.integrations.mcp import serve_http
+
+
+class Running:
+    """`configure(**options)` (what `xerj-tools mcp` runs) served on 127.0.0.1 by a loop thread."""
+
+    def __init__(self, **options: Any) -> None:
+        options.setdefault("http", "127.0.0.1:0")
+        self.setup = configure(**options)
+        assert self.setup.sock is not None
+        host, port = self.setup.sock.getsockname()[:2]
+        self.port = port
+        self.base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        self.url = self.base + "/mcp"
+        self._stop: asyncio.Event | None = None
+        self._loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        async def run() -> None:
+            self._stop = asyncio.Event()
+            started.set()
+            setup = self.setup
+            assert setup.sock is not None and setup.server.tenants is not None
+            async with setup.dispatcher:
+                await serve_http(
+                    setup.dispatcher,
+                    setup.sock,
+                    stop=self._stop,
+                    server=setup.server,
+                    **setup.options,
+                )
+                await setup.server.tenants.aclose()
+
+        def thread() -> None:
+            self._loop.run_until_complete(run())
+            # What the SDK's transports leave behind (sse-starlette's shutdown watchers) ends
+            # here, not as "Task was destroyed but it is pending" when the loop closes.
+            self._loop.run_until_complete(drain())
+
+        async def drain() -> None:
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        self._thread = threading.Thread(target=thread, daemon=True)
+        self._thread.start()
+        started.wait(10)
+
+    def close(self) -> None:
+        assert self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+        self._loop.close()
+        assert self.setup.sock is not None
+        self.setup.sock.close()
+
+    def __enter__(self) -> Running:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@asynccontextmanager
+async def connect(url: str, token: str | None = None, **client: Any) -> AsyncIterator[Any]:
+    """The MCP SDK's `Client` over streamable HTTP, sending `token` as a bearer token."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30, **client) as http,
+        Client(streamable_http_client(url, http_client=http)) as session,
+    ):
+        yield session
+
+
+def text_of(result: Any) -> dict[str, Any]:
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    payload: dict[str, Any] = json.loads(result.content[0].text)
+    return payload
+
+
+class Issuer:
+    """An OAuth authorization server's public side on 127.0.0.1: its metadata and its keys
+    (JWKS), and `token()` to sign access tokens with its private key."""
+
+    def __init__(self) -> None:
+        import jwt
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        self._jwt = jwt
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.kid = "key-1"
+        self.fetches = 0
+        issuer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/.well-known/oauth-authorization-server":
+                    body = {"issuer": issuer.url, "jwks_uri": issuer.url + "/jwks"}
+                elif self.path == "/jwks":
+                    issuer.fetches += 1
+                    body = {"keys": [issuer.jwk()]}
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def jwk(self) -> dict[str, Any]:
+        jwk: dict[str, Any] = json.loads(
+            self._jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key())
+        )
+        return {**jwk, "kid": self.kid, "use": "sig", "alg": "RS256"}
+
+    def token(self, audience: str, key: Any = None, **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": self.url, "aud": audience, "iat": now, "exp": now + 300, **claims}
+        token: str = self._jwt.encode(
+            body, key or self.key, algorithm="RS256", headers={"kid": self.kid}
+        )
+        return token
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+async def until(condition: Callable[[], Any], deadline: float = 30.0) -> Any:
+    """Wait for a condition (not for a time); fail after `deadline` seconds."""
+    stop = time.monotonic() + deadline
+    while not (value := condition()):
+        if time.monotonic() > stop:
+            raise AssertionError("the condition never held")
+        await asyncio.sleep(0.01)
+    return value

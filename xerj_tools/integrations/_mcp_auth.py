@@ -1,0 +1,187 @@
+"""Authentication for `xerj-tools mcp --http`: bearer tokens by hash, and OAuth 2.1 access tokens.
+
+One `TokenVerifier` (the MCP SDK's protocol; the SDK's bearer middleware calls it for every
+request) answers both kinds:
+
+- a token whose SHA-256 is in the callers file (`_mcp_callers`) is that caller;
+- otherwise, with an issuer configured, the token is read as a JWT access token: its signature
+  is checked against the issuer's keys (JWKS, fetched over HTTP and cached; fetched again when a
+  token names a key id not seen yet, at most once every 30 s), then `iss`, `aud` (this server's
+  resource URL), `exp` and `nbf`; the claim named by `claim` (default `sub`) picks the caller.
+
+The SDK publishes the protected-resource metadata (RFC 9728) and answers 401 with a
+``WWW-Authenticate`` that points to it. PyJWT (with `cryptography`) comes with the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from mcp.server.auth.provider import AccessToken
+
+from .._exceptions import ConfigurationError
+from ._mcp_callers import Caller, CallersFile
+
+__all__ = ["CallerVerifier", "OAuthSettings", "caller_of"]
+
+logger = logging.getLogger("xerj_tools")
+
+_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA")
+_REFETCH_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class OAuthSettings:
+    """This server as an OAuth 2.1 resource server.
+
+    `issuer`: the authorization server (tokens' `iss`); `resource`: this server's public URL,
+    e.g. ``https://mcp.example.com/mcp`` (tokens' `aud`, and the protected-resource metadata);
+    `jwks_uri`: the issuer's keys, else read from its metadata
+    (``/.well-known/oauth-authorization-server``, then ``/.well-known/openid-configuration``);
+    `claim`: the claim matched against each caller's ``oauth_subject``; `scopes`: scopes every
+    token must carry."""
+
+    issuer: str
+    resource: str
+    jwks_uri: str | None = None
+    claim: str = "sub"
+    scopes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("issuer", "resource"):
+            value = getattr(self, name)
+            if not value.startswith(("https://", "http://")):
+                raise ConfigurationError(f"--oauth-{name} must be an http(s) URL; got {value!r}")
+
+
+def caller_of(token: AccessToken | None) -> str | None:
+    """The caller name a verified token carries (set by `CallerVerifier`)."""
+    if token is None or not token.claims:
+        return None
+    name = token.claims.get("xerj_caller")
+    return name if isinstance(name, str) else None
+
+
+class CallerVerifier:
+    """The SDK's `TokenVerifier`: a token -> the `AccessToken` of a known caller, else None."""
+
+    def __init__(self, callers: CallersFile, oauth: OAuthSettings | None = None) -> None:
+        self.callers = callers
+        self.oauth = oauth
+        self._keys: dict[str, Any] = {}
+        self._fetched_at = -_REFETCH_SECONDS
+        self._jwks_uri = oauth.jwks_uri if oauth else None
+        self._lock = asyncio.Lock()
+
+    def caller(self, name: str) -> Caller | None:
+        """The caller of that name in the callers file as it is now."""
+        self.callers.refresh()
+        for caller in (*self.callers.by_token.values(), *self.callers.by_subject.values()):
+            if caller.name == name:
+                return caller
+        return None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        caller = self.callers.for_token(token)
+        if caller is not None:
+            return AccessToken(
+                token=token, client_id=caller.name, scopes=[], claims={"xerj_caller": caller.name}
+            )
+        if self.oauth is None or token.count(".") != 2:
+            return None
+        return await self._verify_jwt(token, self.oauth)
+
+    async def _verify_jwt(self, token: str, oauth: OAuthSettings) -> AccessToken | None:
+        import jwt
+
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            return None
+        kid = header.get("kid")
+        key = await self._key(kid if isinstance(kid, str) else None)
+        if key is None:
+            logger.warning("an OAuth token names a key the issuer does not publish")
+            return None
+        try:
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=list(_ALGORITHMS),
+                audience=oauth.resource,
+                issuer=oauth.issuer,
+                leeway=30,
+                options={"require": ["exp", "iss", "aud"]},
+            )
+        except jwt.PyJWTError as exc:
+            logger.info("an OAuth token was refused: %s", type(exc).__name__)
+            return None
+        scopes = claims.get("scope", claims.get("scp", []))
+        scopes = scopes.split() if isinstance(scopes, str) else [str(s) for s in scopes or []]
+        if not set(oauth.scopes) <= set(scopes):
+            logger.info("an OAuth token lacks a required scope")
+            return None
+        subject = claims.get(oauth.claim)
+        caller = self.callers.for_subject(subject) if isinstance(subject, str) else None
+        if caller is None:
+            logger.warning(
+                "an OAuth token was verified, but its %s is no caller's oauth_subject", oauth.claim
+            )
+            return None
+        return AccessToken(
+            token=token,
+            client_id=str(claims.get("client_id") or claims.get("azp") or caller.name),
+            scopes=scopes,
+            expires_at=int(claims["exp"]),
+            resource=oauth.resource,
+            subject=str(claims.get("sub")) if claims.get("sub") is not None else None,
+            claims={"iss": claims.get("iss"), "xerj_caller": caller.name},
+        )
+
+    def _known(self, kid: str | None) -> Any:
+        if kid is None:  # a token without a key id: only an issuer with one key can sign it
+            return next(iter(self._keys.values())) if len(self._keys) == 1 else None
+        return self._keys.get(kid)
+
+    async def _key(self, kid: str | None) -> Any:
+        if (key := self._known(kid)) is not None:
+            return key
+        async with self._lock:  # a key id not seen yet: the issuer may have rotated its keys
+            if self._known(kid) is None and time.monotonic() - self._fetched_at >= _REFETCH_SECONDS:
+                await self._fetch_keys()
+        return self._known(kid)
+
+    async def _fetch_keys(self) -> None:
+        import jwt
+
+        assert self.oauth is not None
+        self._fetched_at = time.monotonic()
+        try:
+            async with httpx.AsyncClient(timeout=10.0, follow_redirects=False) as client:
+                if self._jwks_uri is None:
+                    self._jwks_uri = await _discover_jwks(client, self.oauth.issuer)
+                reply = await client.get(self._jwks_uri)
+                reply.raise_for_status()
+                keys = jwt.PyJWKSet.from_dict(reply.json())
+        except (httpx.HTTPError, ValueError, jwt.PyJWTError, ConfigurationError) as exc:
+            logger.error("cannot read the OAuth issuer's keys: %s", type(exc).__name__)
+            return
+        self._keys = {k.key_id or "": k for k in keys.keys}
+        logger.info("OAuth issuer keys read: %d", len(self._keys))
+
+
+async def _discover_jwks(client: httpx.AsyncClient, issuer: str) -> str:
+    base = issuer.rstrip("/")
+    for suffix in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+        try:
+            reply = await client.get(base + suffix)
+            if reply.status_code == 200 and isinstance(uri := reply.json().get("jwks_uri"), str):
+                return uri
+        except (httpx.HTTPError, ValueError, AttributeError):
+            continue
+    raise ConfigurationError(f"the issuer {issuer} publishes no jwks_uri; pass --oauth-jwks URL")

@@ -1,0 +1,251 @@
+"""Who may call `xerj-tools mcp` over HTTP: the callers file, each caller's policy and limits.
+
+A callers file (TOML or JSON) names each caller, how it proves who it is, and what it gets::
+
+    max_concurrent = 8              # defaults for every caller below (optional)
+    calls_per_minute = 600
+
+    [[caller]]
+    name = "tenant-a"               # the identity in the logs
+    token_sha256 = "9f86d081…"      # a bearer token, stored only as its SHA-256 (hex)
+    policy = "tenant-a.toml"        # relative to this file; default: the server's --policy
+    tools = ["xerj_search", "xerj_memory_recall"]   # optional: list and allow only these
+    max_concurrent = 4
+    calls_per_minute = 120
+
+    [[caller]]
+    name = "tenant-b"
+    oauth_subject = "agent-b"       # an OAuth access token whose claim (`sub`) is this value
+
+The file is read again when it changes (its size or modification time), so tokens rotate and
+callers come and go without a restart; a file that no longer loads keeps the last good one in
+force and is logged. Only hashes are stored: a token is 32 random bytes, so one SHA-256 is as
+good as a slow hash against guessing, and lookup by hash leaks nothing useful by its timing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import ConfigurationError
+from .._policy import Policy
+from ._policy_file import _read_toml, load_policy_file
+
+__all__ = ["Caller", "CallersFile", "hash_token", "new_token"]
+
+logger = logging.getLogger("xerj_tools")
+
+_CALLER_KEYS = {
+    "name", "token_sha256", "oauth_subject", "policy", "tools", "max_concurrent",
+    "calls_per_minute",
+}  # fmt: skip
+_LIMIT_KEYS = ("max_concurrent", "calls_per_minute")
+
+
+def new_token() -> str:
+    """A fresh bearer token: ``xt_`` and 32 random bytes, URL-safe."""
+    return "xt_" + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    """The form a callers file stores a token in: its SHA-256, lowercase hex."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Caller:
+    """One caller: its name (logged), its policy, the tools it is offered and its limits.
+
+    `policy_path` None means the server's own policy; `tools` None means every tool the policy
+    allows; a limit None means none (the server-wide bound still applies)."""
+
+    name: str
+    policy_path: Path | None = None
+    tools: frozenset[str] | None = None
+    max_concurrent: int | None = None
+    calls_per_minute: int | None = None
+    policy: Policy | None = field(default=None, compare=False, repr=False)
+
+
+LOCAL = Caller("local")
+"""The caller of a server without authentication (stdio, or HTTP on loopback)."""
+
+
+def _limit(where: str, key: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise ConfigurationError(f"{where}: {key} must be a positive integer; got {json.dumps(value)}")
+
+
+def _caller(entry: Any, index: int, base: Path, defaults: Mapping[str, Any]) -> Caller:
+    where = f"caller {index + 1}"
+    if not isinstance(entry, Mapping):
+        raise ConfigurationError(f"{where}: each [[caller]] is a table")
+    unknown = sorted(set(entry) - _CALLER_KEYS)
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_CALLER_KEYS))}"
+        )
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise ConfigurationError(f"{where}: name must be a non-empty string")
+    where = f"caller {name!r}"
+    digest = entry.get("token_sha256")
+    subject = entry.get("oauth_subject")
+    if digest is None and subject is None:
+        raise ConfigurationError(f"{where}: give token_sha256 or oauth_subject (or both)")
+    if digest is not None and (
+        not isinstance(digest, str)
+        or len(digest) != 64
+        or any(c not in "0123456789abcdef" for c in digest.lower())
+    ):
+        raise ConfigurationError(
+            f"{where}: token_sha256 must be 64 hex digits (xerj-tools mcp --new-token NAME)"
+        )
+    if subject is not None and (not isinstance(subject, str) or not subject):
+        raise ConfigurationError(f"{where}: oauth_subject must be a non-empty string")
+    tools = entry.get("tools")
+    if tools is not None and (
+        not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools)
+    ):
+        raise ConfigurationError(f"{where}: tools must be a list of tool names")
+    policy_path = entry.get("policy")
+    policy = None
+    if policy_path is not None:
+        if not isinstance(policy_path, str) or not policy_path:
+            raise ConfigurationError(f"{where}: policy must be a file name")
+        policy_path = base / policy_path
+        policy = load_policy_file(policy_path)
+    limits = {k: _limit(where, k, entry.get(k, defaults.get(k))) for k in _LIMIT_KEYS}
+    return Caller(
+        name.strip(),
+        policy_path,
+        frozenset(tools) if tools is not None else None,
+        policy=policy,
+        **limits,
+    )
+
+
+def parse_callers(
+    data: Any, base: Path
+) -> tuple[dict[str, Caller], dict[str, Caller], dict[str, int | None]]:
+    """(callers by token hash, callers by OAuth subject, the file's default limits)."""
+    if not isinstance(data, Mapping):
+        raise ConfigurationError("the top level must be a table")
+    unknown = sorted(set(data) - {"caller", *_LIMIT_KEYS})
+    if unknown:
+        raise ConfigurationError(
+            f"unknown key {unknown[0]!r}; the keys are caller, max_concurrent, calls_per_minute"
+        )
+    defaults = {k: _limit("the defaults", k, data.get(k)) for k in _LIMIT_KEYS}
+    entries = data.get("caller", [])
+    if not isinstance(entries, list):
+        raise ConfigurationError("caller must be a list of tables ([[caller]])")
+    by_token: dict[str, Caller] = {}
+    by_subject: dict[str, Caller] = {}
+    names: set[str] = set()
+    for index, entry in enumerate(entries):
+        caller = _caller(entry, index, base, defaults)
+        if caller.name in names:
+            raise ConfigurationError(f"caller {caller.name!r} is named twice")
+        names.add(caller.name)
+        if (digest := entry.get("token_sha256")) is not None:
+            if digest.lower() in by_token:
+                raise ConfigurationError(f"caller {caller.name!r}: the same token as another")
+            by_token[digest.lower()] = caller
+        if (subject := entry.get("oauth_subject")) is not None:
+            if subject in by_subject:
+                raise ConfigurationError(
+                    f"caller {caller.name!r}: the same oauth_subject as another"
+                )
+            by_subject[subject] = caller
+    return by_token, by_subject, defaults
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: a repeated key is an error, not a quiet
+    "the last one wins" (which could swap a caller's token or policy)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ConfigurationError(f"the key {key!r} is given twice in one object")
+        seen[key] = value
+    return seen
+
+
+class CallersFile:
+    """The callers file, read at start (errors raise `ConfigurationError`) and again whenever
+    it changes; a later version that does not load is logged and the last good one kept."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._stamp: tuple[int, int] | None = None
+        self.by_token: dict[str, Caller] = {}
+        self.by_subject: dict[str, Caller] = {}
+        self._load(strict=True)
+
+    def _read(self) -> Any:
+        suffix = self.path.suffix.lower()
+        if suffix not in (".toml", ".json"):
+            raise ConfigurationError("a callers file ends in .toml or .json")
+        try:
+            text = self.path.read_text("utf-8")
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read it: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigurationError("it is not UTF-8 text") from None
+        try:
+            return (
+                _read_toml(text) if suffix == ".toml" else json.loads(text, object_pairs_hook=_once)
+            )
+        except ValueError as exc:
+            raise ConfigurationError(f"not valid {suffix[1:].upper()}: {exc}") from None
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def _load(self, *, strict: bool) -> None:
+        stamp = self._stat()
+        try:
+            by_token, by_subject, _ = parse_callers(self._read(), self.path.parent)
+        except ConfigurationError as exc:
+            if strict:
+                raise ConfigurationError(f"callers file {self.path}: {exc}") from None
+            logger.error(
+                "callers file %s not reloaded, the last good one stays: %s", self.path, exc
+            )
+        else:
+            self.by_token, self.by_subject = by_token, by_subject
+            if not strict:
+                logger.warning("callers file %s reloaded: %d callers", self.path, len(self))
+        self._stamp = stamp
+
+    def refresh(self) -> None:
+        """Read the file again if it changed since it was last read."""
+        if self._stat() != self._stamp:
+            self._load(strict=False)
+
+    def for_token(self, token: str) -> Caller | None:
+        self.refresh()
+        return self.by_token.get(hash_token(token))
+
+    def for_subject(self, subject: str) -> Caller | None:
+        self.refresh()
+        return self.by_subject.get(subject)
+
+    def __len__(self) -> int:
+        return len({c.name for c in (*self.by_token.values(), *self.by_subject.values())})

@@ -1,0 +1,139 @@
+"""MCP over stdio with a bound on one message: a line longer than the limit is never held whole.
+
+The SDK's stdio transport reads a whole line before looking at it, so one 256 MB line took the
+server past 1.3 GB. Here stdin is read in chunks; once a line passes `max_bytes` the rest of it
+is skipped as it arrives (never stored), and the client gets a JSON-RPC error for it (the id is
+read from the line's first bytes when it is there: a request whose answer never comes would
+leave the client waiting). Memory stays within about `max_bytes` plus one chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "bounded_stdio_server"]
+
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # the SDK's cap on an HTTP request body
+_CHUNK = 64 * 1024
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+
+
+class _Lines:
+    """The async iterator of text lines the SDK reads, each at most `max_bytes`; an oversized
+    line is answered through `reply` and skipped."""
+
+    def __init__(self, fd: int, max_bytes: int, reply: Any) -> None:
+        self.fd, self.max_bytes, self.reply = fd, max_bytes, reply
+        self.buffer = bytearray()
+        self.skipping: bytes | None = None  # the first bytes of a line being skipped
+        self.eof = False
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            newline = self.buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(self.buffer[: newline + 1])
+                del self.buffer[: newline + 1]
+                if self.skipping is None and len(line) > self.max_bytes + 1:
+                    self.skipping = line[:512]
+                if self.skipping is not None:
+                    head, self.skipping = self.skipping, None
+                    await self._refuse(head)
+                    continue
+                return line.decode("utf-8", "replace")
+            if self.skipping is None and len(self.buffer) > self.max_bytes:
+                self.skipping = bytes(self.buffer[:512])
+            if self.skipping is not None:
+                self.buffer.clear()  # the line is past the limit: its bytes are dropped as read
+            if self.eof:
+                if self.buffer:
+                    line, self.buffer = bytes(self.buffer), bytearray()
+                    return line.decode("utf-8", "replace")
+                raise StopAsyncIteration
+            chunk = await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True)
+            if not chunk:
+                self.eof = True
+            self.buffer += chunk
+
+    async def _refuse(self, head: bytes) -> None:
+        match = _ID.search(head)
+        ident: Any = None
+        if match is not None:
+            ident = json.loads(match.group(1))
+        await self.reply(
+            {
+                "jsonrpc": "2.0",
+                "id": ident,
+                "error": {
+                    "code": -32600,
+                    "message": f"message longer than {self.max_bytes} bytes "
+                    "(xerj-tools mcp --max-message-bytes); it was not read",
+                },
+            }
+        )
+
+
+class _Output:
+    """stdout as the SDK writes it (``write`` then ``flush``), shared with the refusals."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.lock = asyncio.Lock()
+        self.pending = bytearray()
+
+    async def write(self, text: str) -> int:
+        self.pending += text.encode("utf-8")
+        return len(text)
+
+    async def flush(self) -> None:
+        async with self.lock:
+            data, self.pending = bytes(self.pending), bytearray()
+            await anyio.to_thread.run_sync(_write_all, self.fd, data)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        async with self.lock:
+            await anyio.to_thread.run_sync(_write_all, self.fd, data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+@asynccontextmanager
+async def bounded_stdio_server(max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> AsyncIterator[Any]:
+    """The SDK's `stdio_server`, fed by a reader that bounds each message to `max_bytes`."""
+    from mcp.server import stdio
+
+    claim = getattr(stdio, "_claim_fd", None)
+    restore: list[Any] = []
+    if claim is not None:  # the SDK moves fd 0/1 aside so stray prints miss the wire
+        stdin_file, release_in = claim(0, sys.stdin, "rb", stdio._open_stdin_diversion)
+        stdout_file, release_out = claim(1, sys.stdout, "wb", stdio._open_stdout_diversion)
+        restore = [release_out, release_in]
+        in_fd, out_fd = stdin_file.fileno(), stdout_file.fileno()
+    else:  # pragma: no cover - an SDK without it: the descriptors as they are
+        in_fd, out_fd = 0, 1
+    try:
+        output = _Output(out_fd)
+        lines = _Lines(in_fd, max_bytes, output.send)
+        async with stdio.stdio_server(stdin=lines, stdout=output) as streams:  # type: ignore[arg-type]
+            yield streams
+    finally:
+        for release in restore:
+            if release is not None:
+                release()
