@@ -40,6 +40,7 @@ from ._run import CreateOptions
 from ._shapes import (
     AnthropicToolResult,
     ChatToolMessage,
+    GeminiFunctionResponse,
     ResponsesToolOutput,
     ToolCall,
     ToolMessage,
@@ -78,6 +79,7 @@ __all__ = [
     "AsyncDispatcher",
     "Budget",
     "ChatToolMessage",
+    "GeminiFunctionResponse",
     "ClosedError",
     "ConfigurationError",
     "CreateOptions",
