@@ -1,0 +1,76 @@
+"""What the framework adapters share: one call at a time through a dispatcher, identical calls in
+flight together sent once (as ``dispatch_many`` does for a whole turn)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._calls import ToolCall
+from .._core import Prepared, ToolResult
+
+if TYPE_CHECKING:
+    from .._async_dispatch import AsyncDispatcher
+    from .._dispatch import Dispatcher
+    from .._dispatch_base import Begun
+
+__all__ = ["CallRunner"]
+
+
+@dataclass
+class _Flight:
+    """A request in flight and how many calls wait for it."""
+
+    task: asyncio.Future[ToolResult]
+    waiters: int = 0
+
+
+class CallRunner:
+    """Runs one call through the dispatcher; identical calls in flight share one request."""
+
+    def __init__(self, dispatcher: AsyncDispatcher | Dispatcher) -> None:
+        from .._async_dispatch import AsyncDispatcher
+
+        self._dispatcher = dispatcher
+        self._native = isinstance(dispatcher, AsyncDispatcher)
+        self._flights: dict[tuple[Hashable, str], _Flight] = {}
+
+    def _complete(self, begun: Begun) -> Awaitable[ToolResult]:
+        dispatcher: Any = self._dispatcher
+        if self._native:
+            result: Awaitable[ToolResult] = dispatcher._complete(begun)
+            return result
+        return asyncio.to_thread(dispatcher._complete, begun)
+
+    async def run(self, call: ToolCall, scope: Hashable) -> ToolResult:
+        """Run `call`; identical calls with the same `scope` (one agent run) in flight together
+        share one request, and the later ones get the first one's answer with a note."""
+        core = self._dispatcher._core
+        begun = self._dispatcher._begin(call)
+        _, prepared, started = begun
+        if not isinstance(prepared, Prepared):
+            return core.refusal(call, prepared, started)
+        key = (scope, prepared.key)
+        flight = self._flights.get(key)
+        if flight is None:
+            new = flight = _Flight(asyncio.ensure_future(self._complete(begun)))
+            self._flights[key] = new
+            new.task.add_done_callback(lambda _: self._land(key, new))
+        flight.waiters += 1
+        try:
+            result = await asyncio.shield(flight.task)
+        except asyncio.CancelledError:
+            flight.waiters -= 1
+            if flight.waiters == 0 and not flight.task.done():
+                self._land(key, flight)  # nobody waits for it any more
+                flight.task.cancel()
+            raise
+        if result.call.call_id == call.call_id:
+            return result
+        return core.duplicate(call, result, started)
+
+    def _land(self, key: tuple[Hashable, str], flight: _Flight) -> None:
+        if self._flights.get(key) is flight:
+            del self._flights[key]
