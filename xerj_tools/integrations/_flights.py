@@ -4,6 +4,8 @@ flight together sent once (as ``dispatch_many`` does for a whole turn)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 from collections.abc import Awaitable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,45 @@ class CallRunner:
         self._dispatcher = dispatcher
         self._native = isinstance(dispatcher, AsyncDispatcher)
         self._flights: dict[tuple[Hashable, str], _Flight] = {}
+        self._lock = threading.Lock()
+        self._threads: dict[tuple[Hashable, str], concurrent.futures.Future[ToolResult]] = {}
+
+    @property
+    def native(self) -> bool:
+        """Whether the dispatcher is an `AsyncDispatcher` (only `run` serves it)."""
+        return self._native
+
+    def run_sync(self, call: ToolCall, scope: Hashable) -> ToolResult:
+        """`run` for a sync `Dispatcher` on the caller's thread: identical calls of `scope` in
+        flight together on other threads wait for the first one's request."""
+        dispatcher: Any = self._dispatcher
+        begun = dispatcher._begin(call)
+        _, prepared, started = begun
+        if not isinstance(prepared, Prepared):
+            result: ToolResult = dispatcher._core.refusal(call, prepared, started)
+            return result
+        key = (scope, prepared.key)
+        with self._lock:
+            future = self._threads.get(key)
+            first = future is None
+            if future is None:
+                future = self._threads[key] = concurrent.futures.Future()
+        if first:
+            try:
+                result = dispatcher._complete(begun)
+                future.set_result(result)
+            except BaseException as exc:
+                future.set_exception(exc)
+                raise
+            finally:
+                with self._lock:
+                    del self._threads[key]
+            return result
+        result = future.result()
+        if result.call.call_id == call.call_id:
+            return result
+        duplicate: ToolResult = dispatcher._core.duplicate(call, result, started)
+        return duplicate
 
     def _complete(self, begun: Begun) -> Awaitable[ToolResult]:
         dispatcher: Any = self._dispatcher
