@@ -154,3 +154,22 @@ def make_runner(mode: str, sleeps: SleepRecorder) -> Iterator[Any]:
 @pytest.fixture
 def runner(make_runner: Any, xerj: XerjStandIn) -> Runner:
     return make_runner(url=xerj.url)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any connection to an address off 127.0.0.0/8 (or ::1): the SDKs under test must
+    never reach their vendor."""
+    import ipaddress
+    import socket
+
+    connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            host = address[0]
+            if not ipaddress.ip_address(socket.getaddrinfo(host, None)[0][4][0]).is_loopback:
+                raise AssertionError(f"a connection off loopback was attempted: {host}")
+        return connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)

@@ -22,6 +22,8 @@ from xerj_tools.testing import ScriptedGemini, Turn, XerjStandIn
 from xerj_tools.testing._gemini import pairing_problem
 from xerj_tools.tools import HANDLERS
 
+pytestmark = pytest.mark.usefixtures("loopback_only")  # nothing may reach a vendor's servers
+
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 genai_missing = importlib.util.find_spec("google.genai") is None
 needs_genai = pytest.mark.skipif(

@@ -18,6 +18,8 @@ if importlib.util.find_spec("langchain") is None or importlib.util.find_spec("la
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher
 from xerj_tools.testing import Fault, XerjStandIn
 
+pytestmark = pytest.mark.usefixtures("loopback_only")  # nothing may reach a vendor's servers
+
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 BROKEN = '{"index": "docs", "query": {"match": '
 
