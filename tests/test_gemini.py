@@ -258,3 +258,11 @@ def test_an_unanswered_call_is_refused_like_gemini_does() -> None:
         ]
         with pytest.raises(errors.ClientError, match="number of function response parts"):
             client.models.generate_content(model="gemini-scripted", contents=contents)
+
+
+def test_a_turns_calls_without_ids_are_numbered_by_their_order() -> None:
+    from xerj_tools._shapes import parse_turn
+
+    calls = parse_turn([part("xerj_search", SEARCH), part("xerj_search", SEARCH, "fc-7"),
+                        part("xerj_get_document", {}), {"type": "tool_use", "id": "t", "name": "x", "input": {}}])
+    assert [c.call_id for c in calls] == ["gemini-order-1", "fc-7", "gemini-order-2", "t"]
