@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._calls import ToolCall
 from .._core import Prepared, ToolResult
+from .._shapes import parse_tool_call
 
 if TYPE_CHECKING:
     from .._async_dispatch import AsyncDispatcher
     from .._dispatch import Dispatcher
-    from .._dispatch_base import Begun
+
+Begun = tuple[ToolCall, Any, float]  # a call, its preparation (a request or a refusal), when
 
 __all__ = ["CallRunner"]
 
@@ -50,7 +52,7 @@ class CallRunner:
         """`run` for a sync `Dispatcher` on the caller's thread: identical calls of `scope` in
         flight together on other threads wait for the first one's request."""
         dispatcher: Any = self._dispatcher
-        begun = dispatcher._begin(call)
+        begun = self._begin(call)
         _, prepared, started = begun
         if not isinstance(prepared, Prepared):
             result: ToolResult = dispatcher._core.refusal(call, prepared, started)
@@ -78,6 +80,14 @@ class CallRunner:
         duplicate: ToolResult = dispatcher._core.duplicate(call, result, started)
         return duplicate
 
+    def _begin(self, call: ToolCall) -> Begun:
+        """Parse and prepare `call` (validation, repair, policy, the request): nothing is sent.
+        Built from the dispatcher's core alone, ``(call, prepared, started)``, which both
+        dispatchers' ``_complete`` take."""
+        core = self._dispatcher._core
+        started, tool_call = core.clock(), parse_tool_call(call)
+        return tool_call, core.prepare(tool_call), started
+
     def _complete(self, begun: Begun) -> Awaitable[ToolResult]:
         dispatcher: Any = self._dispatcher
         if self._native:
@@ -89,7 +99,7 @@ class CallRunner:
         """Run `call`; identical calls with the same `scope` (one agent run) in flight together
         share one request, and the later ones get the first one's answer with a note."""
         core = self._dispatcher._core
-        begun = self._dispatcher._begin(call)
+        begun = self._begin(call)
         _, prepared, started = begun
         if not isinstance(prepared, Prepared):
             return core.refusal(call, prepared, started)
