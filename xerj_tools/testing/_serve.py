@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import threading
-from collections.abc import Sequence
 from typing import Any, TextIO
 
-__all__ = ["main", "serve"]
+__all__ = ["serve"]
 
 
 def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event | None = None) -> int:
@@ -48,14 +46,3 @@ def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event | None = 
     out.write("stopped\n")
     out.flush()
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m xerj_tools.testing",
-        description="Run the XERJ stand-in (a test double, not XERJ) on 127.0.0.1 until interrupted.",
-    )
-    from .._cli import stand_in_arguments
-
-    stand_in_arguments(parser)
-    return serve(parser.parse_args(argv), sys.stdout)
