@@ -164,3 +164,22 @@ def success_payload(
     from xerj_tools.tools import Received, reading_tool
 
     return reading_tool(tool, request).answer(Received(tool, reply, request, rerank_note))
+
+
+@pytest.fixture
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any connection to an address off 127.0.0.0/8 (or ::1): the SDKs under test must
+    never reach their vendor."""
+    import ipaddress
+    import socket
+
+    connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            host = address[0]
+            if not ipaddress.ip_address(socket.getaddrinfo(host, None)[0][4][0]).is_loopback:
+                raise AssertionError(f"a connection off loopback was attempted: {host}")
+        return connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)

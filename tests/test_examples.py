@@ -24,9 +24,19 @@ EXPECTED = {
     "mcp_client.py": ["xerj_memory_store: Store a memory (read-only: False)", "a repaired call: isError=False",
                       "repairs ['$.size", "a refused call: isError=True", "policy_denied"],
     "langgraph_agent.py": ["call_1 [error]", "call_3 [success]", "XERJ was asked once", "(pm-103)"],
+    "gemini_function_calling.py": ['"code": "invalid_arguments"', "note: identical to call gemini-order-1",
+                                   "→ xerj_semantic_search {\"index\": \"docs\", \"field\"", "(pm-101)."],
+    "adk_agent.py": ["repaired: ['$.query.size → $.size']", '"code": "invalid_arguments"', "T-4 and T-6"],
+    "pydantic_ai_agent.py": ['← call_3 {"ok":false,"error":{"code":"invalid_json"', "XERJ was asked once",
+                             "← call_4 {\"ok\":true", "T-1, T-4, T-6."],
+    "langchain_agent.py": ['← call_4 [error] {"ok":false,"error":{"code":"invalid_json"',
+                           '← call_3 [error] {"ok":false,"error":{"code":"invalid_arguments"',
+                           "XERJ was asked once", "call_5 [success]", "(pm-103)"],
 }
 # Examples of an integration run when its optional extra is installed (CI installs them all).
-NEEDS = {"openai_agents.py": ("agents",), "mcp_client.py": ("mcp",), "langgraph_agent.py": ("langgraph", "langchain_openai")}
+NEEDS = {"openai_agents.py": ("agents",), "mcp_client.py": ("mcp",), "langgraph_agent.py": ("langgraph", "langchain_openai"),
+         "gemini_function_calling.py": ("google.genai",), "adk_agent.py": ("google.adk",),
+         "pydantic_ai_agent.py": ("pydantic_ai",), "langchain_agent.py": ("langchain.agents",)}
 
 
 def test_every_example_is_tested() -> None:
@@ -43,7 +53,8 @@ def test_example_runs_against_the_stand_ins(name: str) -> None:
     missing = [m for m in NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"{name} needs {', '.join(missing)} (an optional extra) which is not installed")
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "XERJ_URL", "XERJ_API_KEY")}
+    keys = ("OPENAI_API_KEY", "XERJ_URL", "XERJ_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in keys}
     done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, env=env,
                           timeout=120)
     assert done.returncode == 0, done.stderr

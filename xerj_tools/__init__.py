@@ -40,6 +40,7 @@ from ._run import CreateOptions
 from ._shapes import (
     AnthropicToolResult,
     ChatToolMessage,
+    GeminiFunctionResponse,
     ResponsesToolOutput,
     ToolCall,
     ToolMessage,
@@ -83,6 +84,7 @@ __all__ = [
     "CreateOptions",
     "Dispatcher",
     "EngineError",
+    "GeminiFunctionResponse",
     "Handler",
     "HttpRequest",
     "InvalidToolCallError",

@@ -10,12 +10,12 @@ place once it is known. Whatever stops a turn, and wherever, the transcript is v
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ._exceptions import EngineError
 from ._format import dumps, error_payload
-from ._shapes import ToolCall, answers_by_id, turn_messages
+from ._shapes import ToolCall, answers_by_id, grouped, turn_messages
 
 __all__ = ["PendingAnswers", "cancelled_answer"]
 
@@ -34,7 +34,7 @@ class PendingAnswers:
     """One answer slot per call, in call order, kept in `transcript` (when there is one).
 
     The slots join the transcript as the calls' shape groups them (`turn_messages`): one entry
-    each for the OpenAI APIs, one user message holding them all for Anthropic. Each slot is
+    each for the OpenAI APIs, one user message (content) holding them all for Anthropic (Gemini). Each slot is
     replaced where it stands: in the transcript, or in that user message's content list.
     """
 
@@ -61,8 +61,8 @@ class PendingAnswers:
                 if id(entry) in where:
                     homes[where[id(entry)]] = (transcript, start + offset)
                     continue
-                content = entry.get("content") if isinstance(entry, Mapping) else None
-                if not isinstance(content, list):
+                content = grouped(entry)
+                if content is None:
                     continue
                 for j, block in enumerate(content):
                     if id(block) in where:

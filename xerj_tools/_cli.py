@@ -1,4 +1,4 @@
-"""The `xerj-tools` command line: validate, tools, lint, call, demo, mcp.
+"""The `xerj-tools` command line: validate, tools, lint, call, demo, mcp, stand-in.
 
 `validate`, `tools` and `lint` work offline and import nothing of the network stack.
 """
@@ -29,7 +29,24 @@ EXAMPLES = {
     "mcp": "examples:\n  XERJ_URL=http://localhost:9200 xerj-tools mcp --policy policy.toml\n"
     "  xerj-tools mcp --http 127.0.0.1:8765\n"
     "needs: pip install 'xerj-tools[mcp]'; see docs/mcp.md",
+    "stand-in": "examples:\n  xerj-tools stand-in --port 0\n  xerj-tools stand-in --api-key test-key",
 }
+
+
+_RERANK_MODES = ("ok", "degraded", "unconfigured", "disabled", "provider_error", "unsupported")
+
+
+def stand_in_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--port", type=int, default=9200, help="the port on 127.0.0.1 (default 9200; 0 picks one)"
+    )
+    parser.add_argument(
+        "--api-key",
+        help="require this key (Authorization: ApiKey ...), as a XERJ node with auth does",
+    )
+    parser.add_argument(
+        "--rerank", choices=_RERANK_MODES, default="ok", help="how a rerank block is treated"
+    )
 
 
 class UsageError(Exception):
@@ -103,6 +120,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--url", help="XERJ base URL (default: $XERJ_URL, else the stand-in)")
     demo.add_argument("--index", default="docs", help="the index the searches use (default: docs)")
+
+    stand_in_arguments(
+        add("stand-in", "run the XERJ stand-in (a test double) on 127.0.0.1 until Ctrl-C")
+    )
 
     add_mcp_arguments(
         add("mcp", "serve the tools to MCP clients (stdio, or streamable HTTP with --http)")
@@ -296,6 +317,10 @@ def main(
             return run_demo(args.url, index=args.index, out=out)
         if args.command == "mcp":
             return run_mcp(args, out, err)
+        if args.command == "stand-in":
+            from .testing._serve import serve
+
+            return serve(args, out)
     except (UsageError, ConfigurationError) as exc:
         err.write(f"xerj-tools: {exc}\n")
         return 2

@@ -12,9 +12,11 @@ from ._shapes import SHAPES, shape_named
 
 __all__ = ["TARGETS", "Finding", "convert", "lint_tools", "strict_blockers"]
 
-# Each wire shape's definitions, and MCP's.
+# Each wire shape's definitions, Gemini's OpenAPI subset, and MCP's.
 _SHAPE_NAMES = tuple(sorted(shape.name for shape in SHAPES))
-TARGETS: tuple[str, ...] = (*_SHAPE_NAMES, "mcp")
+TARGETS: tuple[str, ...] = (*_SHAPE_NAMES, "gemini-subset", "mcp")
+# The targets with a strict mode (OpenAI's structured outputs, Anthropic's strict tool use).
+_STRICT = tuple(name for name in _SHAPE_NAMES if name != "gemini")
 
 
 @dataclass(frozen=True)
@@ -122,9 +124,10 @@ def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
                 )
             )
         blockers = list(strict_blockers(parameters)) if isinstance(parameters, Mapping) else []
-        for name in _SHAPE_NAMES:
+        for name in _STRICT:
             for reason in blockers:
                 findings.append(Finding("strict", label, f"[{name}] {reason}"))
+        findings += _gemini_findings(label, parameters)
         findings.append(
             Finding(
                 "strict", label, "[mcp] MCP has no strict mode; the schema is sent as inputSchema"
@@ -133,8 +136,33 @@ def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
     return findings
 
 
+def _gemini_findings(label: str, parameters: Any) -> list[Finding]:
+    """Gemini has no strict mode; its declarations carry the whole schema
+    (``parametersJsonSchema``), and what the OpenAPI subset (``parameters``) would lose."""
+    from ._shapes._gemini_schema import gemini_subset
+
+    found = [
+        Finding(
+            "strict",
+            label,
+            "[gemini] Gemini has no strict mode; the schema is sent whole as parametersJsonSchema",
+        )
+    ]
+    if isinstance(parameters, Mapping):
+        found += [
+            Finding("strict", label, f"[gemini-subset] {note}")
+            for note in gemini_subset(parameters)[1]
+        ]
+    return found
+
+
 def convert(registry: ToolRegistry, target: str) -> list[dict[str, Any]]:
-    """The definitions in the form `target` expects."""
+    """The definitions in the form `target` expects (Gemini: the function declarations, to
+    go in ``[{"functionDeclarations": [...]}]``)."""
+    if target == "gemini-subset":
+        from ._shapes import GEMINI
+
+        return [GEMINI.subset_definition(spec) for spec in registry]
     if target != "mcp":
         return shape_named(target).definitions(registry)
     # MCP is not a wire shape of calls here (the MCP server answers through its own SDK).

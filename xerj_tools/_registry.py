@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._exceptions import ToolDefinitionError
 from ._fastcheck import compile_check
 from ._problems import Check, ValidationResult
-from ._shapes import ANTHROPIC, CHAT, RESPONSES
+from ._shapes import ANTHROPIC, CHAT, GEMINI, RESPONSES
 from ._validation import validate_arguments
 
 if TYPE_CHECKING:  # jsonschema is imported when a schema is first checked or a call fails
@@ -139,6 +139,12 @@ class ToolRegistry:
     def anthropic_tools(self) -> list[dict[str, Any]]:
         """Definitions to pass as ``tools=`` to Anthropic's ``client.messages.create``."""
         return ANTHROPIC.definitions(self)
+
+    def gemini_tools(self) -> list[dict[str, Any]]:
+        """``[{"functionDeclarations": [...]}]``: one Gemini tool holding every declaration, each
+        with its whole JSON Schema as ``parametersJsonSchema``; pass as
+        ``types.GenerateContentConfig(tools=...)`` (google-genai) or ``"tools"`` (REST)."""
+        return [{"functionDeclarations": GEMINI.definitions(self)}]
 
     def validate(self, name: str, arguments: object, *, repair: bool = False) -> ValidationResult:
         """Validate what a model emitted for tool `name`: the raw JSON string or a decoded dict.

@@ -1,4 +1,4 @@
-"""Wire shapes: one adapter each for Chat Completions, Responses and Anthropic Messages.
+"""Wire shapes: one adapter each for Chat Completions, Responses, Anthropic Messages and Gemini.
 
 An adapter (`WireShape`) knows how its API writes a tool call and how the call is answered, how
 a turn's answers join the transcript, how tool definitions are written, and where a recorded
@@ -29,11 +29,13 @@ from ._base import (
     shape_named,
 )
 from ._chat import CHAT, ChatAssembler, chat_step
+from ._gemini import GEMINI, GeminiFunctionResponse
 from ._responses import RESPONSES, ResponsesAssembler, responses_step
 
 __all__ = [
     "ANTHROPIC",
     "CHAT",
+    "GEMINI",
     "RESPONSES",
     "SHAPES",
     "AnthropicToolResult",
@@ -41,6 +43,7 @@ __all__ = [
     "Assembler",
     "ChatAssembler",
     "ChatToolMessage",
+    "GeminiFunctionResponse",
     "ResponsesAssembler",
     "ResponsesToolOutput",
     "Step",
@@ -49,6 +52,7 @@ __all__ = [
     "WireShape",
     "answers_by_id",
     "chat_step",
+    "grouped",
     "loop_shape",
     "parse_tool_call",
     "parse_turn",
@@ -57,9 +61,10 @@ __all__ = [
     "turn_messages",
 ]
 
-# The order they are asked in: the shapes that name their kind in ``type`` first; Chat, which
-# also claims a call of a kind the SDK did not know (``function=None``), last.
-SHAPES: tuple[WireShape, ...] = (RESPONSES, ANTHROPIC, CHAT)
+# The order they are asked in: the shapes that name their kind in ``type`` first, then Gemini
+# (a part holding ``functionCall``); Chat, which also claims a call of a kind the SDK did not know
+# (``function=None``), last.
+SHAPES: tuple[WireShape, ...] = (RESPONSES, ANTHROPIC, GEMINI, CHAT)
 
 # Content blocks that stand beside tool calls in a model's turn but are not calls.
 _NOT_CALLS = ("text", "thinking", "redacted_thinking", "reasoning", "message")
@@ -67,7 +72,8 @@ _NOT_CALLS = ("text", "thinking", "redacted_thinking", "reasoning", "message")
 
 def parse_tool_call(obj: Any) -> ToolCall:
     """Read a tool call of any known wire shape: a Chat Completions tool call, a Responses
-    ``function_call`` item, or an Anthropic ``tool_use`` block (SDK object or dict).
+    ``function_call`` item, an Anthropic ``tool_use`` block, or a Gemini part holding a
+    ``functionCall`` (SDK object or dict).
 
     Raises `InvalidToolCallError` naming what it got when no shape claims `obj`, or when the
     call has no id (no answer could be paired with it). Nothing is guessed: an object no
@@ -88,7 +94,7 @@ def parse_tool_call(obj: Any) -> ToolCall:
         hint = "; pass message.tool_calls, not the message"
     raise InvalidToolCallError(
         "not a tool call of any known shape (a Chat Completions tool call, a Responses "
-        f"function_call item or an Anthropic tool_use block): got {describe(obj)}{hint}"
+        f"function_call item, an Anthropic tool_use block or a Gemini functionCall part): got {describe(obj)}{hint}"
     )
 
 
@@ -108,7 +114,7 @@ def parse_turn(calls: Iterable[Any]) -> list[ToolCall]:
     if wrong:
         more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
         raise InvalidToolCallError("; ".join(wrong[:3]) + more)
-    return parsed
+    return GEMINI.number(parsed)  # Gemini's calls without an id: by their order in the turn
 
 
 def _answer_shape(message: Any) -> WireShape | None:
@@ -123,7 +129,8 @@ def turn_messages(answers: Sequence[Any]) -> list[Any]:
 
     Chat Completions and Responses: the answers themselves, one entry each. Anthropic: one
     ``{"role": "user", "content": [...tool_result blocks]}`` message for the turn, as the
-    Messages API requires. ``messages += turn_messages(answers)`` works for all three.
+    Messages API requires. Gemini: one ``{"role": "user", "parts": [...functionResponse parts]}``
+    content. ``messages += turn_messages(answers)`` works for all four.
     """
     entries: list[Any] = []
     run: list[Any] = []
@@ -147,9 +154,21 @@ def answers_by_id(entries: Iterable[Any]) -> Iterator[tuple[str, Any]]:
         if shape is not None:
             yield str(shape.answered(entry)), entry
             continue
-        content = get(entry, "content") if isinstance(entry, Mapping) else None
-        if isinstance(content, list):
+        content = grouped(entry)
+        if content is not None:
             yield from answers_by_id(content)
+
+
+def grouped(entry: Any) -> list[Any] | None:
+    """The answers an entry groups: an Anthropic user message's ``content``, a Gemini user
+    content's ``parts``."""
+    if not isinstance(entry, Mapping):
+        return None
+    for key in ("content", "parts"):
+        inner = entry.get(key)
+        if isinstance(inner, list):
+            return inner
+    return None
 
 
 def loop_shape(api: str) -> WireShape:

@@ -18,6 +18,7 @@ __all__ = [
     "Assembler",
     "Definable",
     "ChatToolMessage",
+    "GeminiFunctionResponse",
     "ResponsesToolOutput",
     "Step",
     "ToolCall",
@@ -28,7 +29,7 @@ __all__ = [
     "shape_named",
 ]
 
-Api = Literal["chat", "responses", "anthropic"]
+Api = Literal["chat", "responses", "anthropic", "gemini"]
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = 200
@@ -88,14 +89,22 @@ class AnthropicToolResult(TypedDict):
     is_error: bool
 
 
-ToolMessage = ChatToolMessage | ResponsesToolOutput | AnthropicToolResult
+class GeminiFunctionResponse(TypedDict):
+    """The Gemini answer to a ``functionCall`` part: ``{"functionResponse": {"id"?, "name",
+    "response": {...}}}``. A turn's answers travel together in one ``{"role": "user", "parts":
+    [...]}`` content (see `turn_messages`)."""
+
+    functionResponse: dict[str, Any]
+
+
+ToolMessage = ChatToolMessage | ResponsesToolOutput | AnthropicToolResult | GeminiFunctionResponse
 
 
 @dataclass(frozen=True)
 class ToolCall:
     """A tool call in neutral form: id, tool name, raw arguments and the wire shape it came in.
 
-    `api` names the shape (``"chat"``, ``"responses"`` or ``"anthropic"``); the shape's adapter
+    `api` names the shape (``"chat"``, ``"responses"``, ``"anthropic"`` or ``"gemini"``); the shape's adapter
     writes the answer.
     """
 

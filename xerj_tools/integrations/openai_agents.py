@@ -20,15 +20,13 @@ model could only send calls the dispatcher then refuses.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._calls import ToolCall
-from .._core import ToolResult
 from .._exceptions import ConfigurationError
+from ._flights import CallRunner
 
 try:
     from agents import FunctionTool
@@ -39,11 +37,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'xerj-tools[openai-agents]'"
     ) from exc
 
-from .._dispatch import Dispatcher
-
 if TYPE_CHECKING:
     from .._async_dispatch import AsyncDispatcher
-    from .._dispatch_base import Begun
+    from .._dispatch import Dispatcher
 
 __all__ = ["function_tools"]
 
@@ -84,20 +80,8 @@ def function_tools(
     return tools
 
 
-@dataclass
-class _Flight:
-    """A request in flight and how many calls wait for it."""
-
-    task: asyncio.Future[ToolResult]
-    waiters: int = 0
-
-
-class _Runner:
+class _Runner(CallRunner):
     """Runs one call through the dispatcher; identical calls in flight share one request."""
-
-    def __init__(self, dispatcher: AsyncDispatcher | Dispatcher) -> None:
-        self._dispatcher = dispatcher
-        self._flights: dict[tuple[int, str], _Flight] = {}
 
     def invoker(self, name: str) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
         async def invoke(context: ToolContext[Any], arguments: str) -> str:
@@ -105,40 +89,3 @@ class _Runner:
             return (await self.run(call, id(getattr(context, "usage", None)))).content
 
         return invoke
-
-    def _send(self, begun: Begun) -> Awaitable[ToolResult]:
-        dispatcher = self._dispatcher
-        if isinstance(dispatcher, Dispatcher):
-            return asyncio.to_thread(dispatcher.complete, begun)
-        return dispatcher.complete(begun)
-
-    async def run(self, call: ToolCall, scope: int) -> ToolResult:
-        """Run `call`; `scope` tells runs apart (the run's `Usage` object, alive while it runs)."""
-        begun = self._dispatcher.begin(call)
-        if begun.key is None:  # refused: answered at once, nothing is sent (no thread hop)
-            dispatcher = self._dispatcher
-            if isinstance(dispatcher, Dispatcher):
-                return dispatcher.complete(begun)
-            return await dispatcher.complete(begun)
-        key = (scope, begun.key)
-        flight = self._flights.get(key)
-        if flight is None:
-            new = flight = _Flight(asyncio.ensure_future(self._send(begun)))
-            self._flights[key] = new
-            new.task.add_done_callback(lambda _: self._land(key, new))
-        flight.waiters += 1
-        try:
-            result = await asyncio.shield(flight.task)
-        except asyncio.CancelledError:
-            flight.waiters -= 1
-            if flight.waiters == 0 and not flight.task.done():
-                self._land(key, flight)  # nobody waits for it any more
-                flight.task.cancel()
-            raise
-        if result.call.call_id == call.call_id:
-            return result
-        return self._dispatcher.copy_of(call, result, begun.started)
-
-    def _land(self, key: tuple[int, str], flight: _Flight) -> None:
-        if self._flights.get(key) is flight:
-            del self._flights[key]

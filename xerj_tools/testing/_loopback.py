@@ -24,8 +24,9 @@ class LoopbackServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(("127.0.0.1", port), handler)
+        # Made first: a bind that fails (a port in use) closes the server inside __init__.
         self._waker, self._wakee = socket.socketpair()
+        super().__init__(("127.0.0.1", port), handler)
         self._stop = False
         self._thread: threading.Thread | None = None
 

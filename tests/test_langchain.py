@@ -1,0 +1,165 @@
+"""LangChain end to end: `create_agent` and langgraph's `ToolNode` over langchain_core's own fake
+chat model, with the tools of `xerj_tools` (and `XerjMiddleware`) against the XERJ stand-in.
+
+LangChain is imported by the tests that use it, not when the module is collected."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from typing import Any
+
+import pytest
+
+if importlib.util.find_spec("langchain") is None or importlib.util.find_spec("langchain.agents") is None:
+    pytest.skip("LangChain is not installed: pip install 'xerj-tools[langchain]'", allow_module_level=True)
+
+from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher
+from xerj_tools.testing import Fault, XerjStandIn
+
+pytestmark = pytest.mark.usefixtures("loopback_only")  # nothing may reach a vendor's servers
+
+SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
+BROKEN = '{"index": "docs", "query": {"match": '
+
+
+def fake_model(turns: list[Any], seen: list[Any], bound: list[Any] | None = None) -> Any:
+    """langchain_core's `GenericFakeChatModel` replaying `turns` (AI messages); `seen` gets each
+    request's messages, `bound` the names of the tools bound each time."""
+    bound = [] if bound is None else bound
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    class Scripted(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            bound.append([tool.name for tool in tools])  # what create_agent bound
+            return self
+
+        def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            seen.append(list(messages))
+            return super()._generate(messages, *args, **kwargs)
+
+        async def _agenerate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            seen.append(list(messages))
+            return super()._generate(messages, *args, **kwargs)
+
+    return Scripted(messages=iter(turns))
+
+
+def turn_with_every_kind() -> list[Any]:
+    """A valid call, a malformed one (broken JSON: an invalid tool call), an identical pair,
+    a call with invalid arguments; then the final answer."""
+    from langchain_core.messages import AIMessage
+
+    calls = [{"id": "call_1", "name": "xerj_search", "args": SEARCH, "type": "tool_call"},
+             {"id": "call_3", "name": "xerj_search", "args": SEARCH, "type": "tool_call"},
+             {"id": "call_4", "name": "xerj_memory_recall", "args": {"namespace": "agent"}, "type": "tool_call"}]
+    invalid = [{"id": "call_2", "name": "xerj_search", "args": BROKEN, "error": "bad JSON", "type": "invalid_tool_call"}]
+    return [AIMessage(content="", tool_calls=calls, invalid_tool_calls=invalid), AIMessage(content="Done.")]
+
+
+def answers(messages: list[Any]) -> dict[str, Any]:
+    from langchain_core.messages import ToolMessage
+
+    return {m.tool_call_id: (m.status, json.loads(m.content)) for m in messages if isinstance(m, ToolMessage)}
+
+
+def run_agent(mode: str, xerj: XerjStandIn, turns: list[Any], middleware: bool = True,
+              bound: list[Any] | None = None) -> tuple[list[Any], list[Any]]:
+    from langchain.agents import create_agent
+
+    from xerj_tools.integrations.langchain import XerjMiddleware, xerj_tools
+
+    seen: list[Any] = []
+    start = {"messages": [("user", "Why did checkout break?")]}
+    if mode == "sync":
+        with Dispatcher(url=xerj.url) as dispatcher:
+            agent = create_agent(fake_model(turns, seen, bound), tools=xerj_tools(dispatcher),
+                                 middleware=[XerjMiddleware(dispatcher)] if middleware else [])
+            return agent.invoke(start)["messages"], seen
+
+    async def go() -> Any:
+        async with AsyncDispatcher(url=xerj.url) as dispatcher:
+            agent = create_agent(fake_model(turns, seen, bound), tools=xerj_tools(dispatcher),
+                                 middleware=[XerjMiddleware(dispatcher)] if middleware else [])
+            return (await agent.ainvoke(start))["messages"]
+
+    return asyncio.run(go()), seen
+
+
+def test_create_agent_answers_every_call_once_and_sends_the_pair_once(mode: str, xerj: XerjStandIn) -> None:
+    xerj.fail_next(Fault(delay=0.3, match="_search"))  # the first search is in flight when its twin comes
+    bound: list[Any] = []
+    messages, seen = run_agent(mode, xerj, turn_with_every_kind(), bound=bound)
+    assert messages[-1].content == "Done."
+    got = answers(messages)
+    assert sorted(got) == ["call_1", "call_2", "call_3", "call_4"]
+    assert len([m for m in messages if getattr(m, "tool_call_id", None)]) == 4  # once each
+    assert got["call_1"][0] == "success" and got["call_1"][1]["hits"]
+    assert got["call_2"] == ("error", got["call_2"][1]) and got["call_2"][1]["error"]["code"] == "invalid_json"
+    assert got["call_3"][1]["hits"] == got["call_1"][1]["hits"]
+    # the pair: one sent, the other answered from it (which went first is the scheduler's choice)
+    notes = {i: got[i][1].get("notes", [""])[-1] for i in ("call_1", "call_3")}
+    assert sorted(notes.values())[0] == "" and "XERJ was asked once" in sorted(notes.values())[1]
+    assert got["call_4"][0] == "error" and got["call_4"][1]["error"]["code"] == "invalid_arguments"
+    assert [r.path for r in xerj.requests] == ["/docs/_search"]
+    # the model's second request carried the envelope, not create_agent's fixed text
+    assert bound[0] == ["xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search",
+                       "xerj_memory_store", "xerj_memory_recall", "xerj_get_document"]
+    assert "could not be executed" not in json.dumps([m.content for m in seen[1]])
+
+
+def test_a_turn_of_only_malformed_calls_goes_back_to_the_model(xerj: XerjStandIn) -> None:
+    from langchain_core.messages import AIMessage
+
+    broken = AIMessage(content="", invalid_tool_calls=[
+        {"id": "call_1", "name": "xerj_search", "args": BROKEN, "error": "bad JSON", "type": "invalid_tool_call"}])
+    fixed = AIMessage(content="", tool_calls=[{"id": "call_2", "name": "xerj_search", "args": SEARCH, "type": "tool_call"}])
+    messages, _ = run_agent("sync", xerj, [broken, fixed, AIMessage(content="Done.")])
+    assert messages[-1].content == "Done."
+    assert answers(messages)["call_1"][1]["error"]["code"] == "invalid_json"
+    assert answers(messages)["call_2"][1]["ok"] is True
+
+
+def test_without_the_middleware_create_agent_ends_the_run_on_a_malformed_turn(xerj: XerjStandIn) -> None:
+    """What LangChain does by itself (verified here, described in docs/integrations.md)."""
+    from langchain_core.messages import AIMessage
+
+    broken = AIMessage(content="", invalid_tool_calls=[
+        {"id": "call_1", "name": "xerj_search", "args": BROKEN, "error": "bad JSON", "type": "invalid_tool_call"}])
+    messages, seen = run_agent("sync", xerj, [broken, AIMessage(content="never asked")], middleware=False)
+    assert messages[-1] is not None and messages[-1].invalid_tool_calls and len(seen) == 1
+    assert answers(messages) == {}
+
+
+def test_tool_node_runs_the_tools_and_answers_invalid_arguments_with_the_envelope(xerj: XerjStandIn) -> None:
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from xerj_tools.integrations.langchain import xerj_tools
+
+    message = AIMessage(content="", tool_calls=[
+        {"id": "a", "name": "xerj_search", "args": SEARCH, "type": "tool_call"},
+        {"id": "b", "name": "xerj_search", "args": {"index": "docs", "query": {"match_all": {}, "size": 1}}, "type": "tool_call"},
+        {"id": "c", "name": "xerj_get_document", "args": {"index": "docs"}, "type": "tool_call"}])
+    with Dispatcher(url=xerj.url) as dispatcher:
+        graph = StateGraph(MessagesState)
+        graph.add_node("tools", ToolNode(xerj_tools(dispatcher)))
+        graph.add_edge(START, "tools")
+        out = graph.compile().invoke({"messages": [message]})
+    got = answers(out["messages"])
+    assert got["a"][0] == "success" and got["b"][1]["repairs"]
+    assert got["c"][0] == "error" and got["c"][1]["error"]["code"] == "invalid_arguments"
+
+
+def test_tools_carry_the_registry_schemas_and_refuse_unknown_names() -> None:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from xerj_tools.integrations.langchain import xerj_tools
+
+    with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
+        tools = xerj_tools(dispatcher)
+        assert [convert_to_openai_tool(t) for t in tools] == dispatcher.registry.chat_tools()
+        with pytest.raises(ConfigurationError, match="xerj_serch"):
+            xerj_tools(dispatcher, names=["xerj_serch"])

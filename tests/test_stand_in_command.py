@@ -1,0 +1,72 @@
+"""`python -m xerj_tools.testing` and `xerj-tools stand-in`: the stand-in on a port, until
+interrupted, optionally with an API key; its URL printed first."""
+
+from __future__ import annotations
+
+import io
+import signal
+import subprocess
+import sys
+import threading
+from argparse import Namespace
+
+import httpx
+import pytest
+
+from xerj_tools._cli import main
+from xerj_tools.testing import XerjStandIn
+from xerj_tools.testing._serve import serve
+
+
+def test_it_serves_until_stopped_and_asks_for_the_key() -> None:
+    stop = threading.Event()
+    printed = threading.Event()
+
+    class Out(io.StringIO):
+        def flush(self) -> None:
+            if "XERJ_URL=" in self.getvalue():
+                printed.set()
+
+    out = Out()
+    args = Namespace(port=0, api_key="test-key", rerank="ok")
+    thread = threading.Thread(target=serve, args=(args, out, stop))
+    thread.start()
+    try:
+        assert printed.wait(5)
+        url = out.getvalue().splitlines()[0].removeprefix("XERJ_URL=")
+        assert url.startswith("http://127.0.0.1:") and not url.endswith(":0")
+        assert "test-key" not in out.getvalue()  # the key is never printed
+        body = {"query": {"match_all": {}}}
+        assert httpx.post(f"{url}/docs/_search", json=body).status_code == 401
+        ok = httpx.post(f"{url}/docs/_search", json=body, headers={"Authorization": "ApiKey test-key"})
+        assert ok.status_code == 200 and ok.json()["hits"]["hits"]
+    finally:
+        stop.set()
+        thread.join(5)
+    assert out.getvalue().endswith("stopped\n")
+
+
+def test_a_port_in_use_is_a_clear_usage_error() -> None:
+    with XerjStandIn() as taken:
+        port = int(taken.url.rsplit(":", 1)[1])
+        out = io.StringIO()
+        assert main(["stand-in", "--port", str(port)], stdout=out) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in out.getvalue() and "--port 0" in out.getvalue()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["-m", "xerj_tools.testing"], ["-m", "xerj_tools", "stand-in"]])
+def test_the_command_runs_until_interrupted(command: list[str]) -> None:
+    process = subprocess.Popen([sys.executable, *command, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip().removeprefix("XERJ_URL=")
+        assert httpx.get(f"{url}/_cat/indices?format=json").status_code == 200
+        process.send_signal(signal.SIGINT)
+        assert process.wait(10) == 0
+        assert process.stdout.read().endswith("stopped\n")
+    finally:
+        process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()

@@ -1,0 +1,91 @@
+"""Google ADK: the registry's tools as ADK tools whose calls go through a xerj-tools dispatcher.
+
+    from google.adk.agents import Agent
+    from xerj_tools import AsyncDispatcher
+    from xerj_tools.integrations.adk import adk_tools
+
+    dispatcher = AsyncDispatcher()
+    agent = Agent(name="search", model="gemini-2.5-flash", tools=adk_tools(dispatcher))
+
+Each tool's declaration is the registry's: name, description and the whole JSON Schema as
+``parameters_json_schema`` (not a schema ADK builds from a Python signature). The model's
+arguments go to the dispatcher as they came (validation, audited repairs, policy, budget,
+retries), and the answer is the envelope as the ``functionResponse``'s ``response`` object:
+``{"ok": true, ...}`` or ``{"ok": false, "error": {...}}``, never an exception that would end the
+run. ADK runs a turn's calls concurrently; identical calls of one invocation in flight together
+(same tool, same arguments after repair) are sent to XERJ once, and each call gets its answer.
+
+An ADK ``FunctionTool`` over a hand-written function (XERJ's own ``adk_xerj_agent.py``) checks
+only that the mandatory parameters are there and that values convert to the annotated types
+(google-adk ``tools/function_tool.py``, ``run_async``); whatever the function then raises (an
+HTTP error from XERJ, a KeyError on an unexpected answer) propagates out of the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._calls import ToolCall
+from .._exceptions import ConfigurationError
+from ._flights import CallRunner
+
+try:
+    from google.adk.tools import BaseTool, ToolContext
+    from google.genai import types
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "xerj_tools.integrations.adk needs Google ADK: pip install 'xerj-tools[adk]'"
+    ) from exc
+
+if TYPE_CHECKING:
+    from .._async_dispatch import AsyncDispatcher
+    from .._dispatch import Dispatcher
+
+__all__ = ["XerjAdkTool", "adk_tools"]
+
+
+class XerjAdkTool(BaseTool):  # type: ignore[misc]
+    """One registry tool over a dispatcher; make them with `adk_tools`."""
+
+    def __init__(self, name: str, description: str, schema: dict[str, Any], runner: CallRunner):
+        super().__init__(name=name, description=description)
+        self._schema = schema
+        self._runner = runner
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return types.FunctionDeclaration(
+            name=self.name,
+            description=self.description,
+            parameters_json_schema=json.loads(json.dumps(self._schema)),
+        )
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        call_id = getattr(tool_context, "function_call_id", None) or self.name
+        call = ToolCall(str(call_id), self.name, args, "gemini")
+        scope = getattr(tool_context, "invocation_id", None) or id(tool_context)
+        result = await self._runner.run(call, scope)
+        # The envelope as fitted to the budget (the text a model would get), as an object.
+        answer = json.loads(result.content)
+        return answer if isinstance(answer, dict) else {"output": answer}
+
+
+def adk_tools(
+    dispatcher: AsyncDispatcher | Dispatcher, *, names: Iterable[str] | None = None
+) -> list[XerjAdkTool]:
+    """One ADK tool per tool of ``dispatcher.registry`` (or of `names`), for ``Agent(tools=)``.
+
+    An `AsyncDispatcher` runs on ADK's event loop; a sync `Dispatcher` runs each call on a
+    worker thread.
+    """
+    registry = dispatcher.registry
+    chosen = list(registry.names if names is None else names)
+    unknown = [n for n in chosen if n not in registry]
+    if unknown:
+        raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+    runner = CallRunner(dispatcher)
+    return [
+        XerjAdkTool(name, registry[name].description, dict(registry[name].parameters), runner)
+        for name in chosen
+    ]

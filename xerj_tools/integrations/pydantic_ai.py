@@ -1,0 +1,115 @@
+"""pydantic-ai: a toolset whose tools are the registry's and whose calls go through a dispatcher.
+
+    from pydantic_ai import Agent
+    from xerj_tools import AsyncDispatcher
+    from xerj_tools.integrations.pydantic_ai import XerjToolset
+
+    async with AsyncDispatcher() as dispatcher:
+        agent = Agent("openai:gpt-4.1-mini", toolsets=[XerjToolset(dispatcher)])
+        result = await agent.run("Why did checkout break?")
+
+Each tool's ``ToolDefinition`` carries the registry's JSON Schema as it is (``strict`` left unset:
+pydantic-ai sends it unchanged). What the model sent reaches the dispatcher raw: the toolset's
+argument validator accepts anything and hands the text (or the object) on. pydantic-ai itself
+validates a function tool's arguments with pydantic and answers a failure with a retry prompt,
+ending the run with ``UnexpectedModelBehavior`` once the tool's ``max_retries`` (1 by default)
+are spent (pydantic-ai ``tool_manager.py``, ``_validate_tool_args``); here broken JSON, invalid
+arguments, audited repairs and engine failures reach the model as the dispatcher's envelope, as
+an ordinary tool return, and no retry is spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._calls import ToolCall
+from .._exceptions import ConfigurationError
+from ._flights import CallRunner
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "xerj_tools.integrations.pydantic_ai needs pydantic-ai: "
+        "pip install 'xerj-tools[pydantic-ai]'"
+    ) from exc
+
+if TYPE_CHECKING:
+    from .._async_dispatch import AsyncDispatcher
+    from .._dispatch import Dispatcher
+
+__all__ = ["XerjToolset"]
+
+_RAW = "raw arguments"  # the one key of what the validator hands on: no tool has such a parameter
+
+
+class _PassThrough:
+    """An argument validator that validates nothing: the model's text (or object) goes on whole,
+    for the dispatcher to parse, repair or refuse."""
+
+    def validate_json(self, input: str | bytes | bytearray, **_: Any) -> dict[str, Any]:
+        text = input.decode("utf-8", "replace") if isinstance(input, (bytes, bytearray)) else input
+        return {_RAW: text}
+
+    def validate_python(self, input: Any, **_: Any) -> dict[str, Any]:
+        return {_RAW: input}
+
+
+class XerjToolset(AbstractToolset[Any]):
+    """The registry's tools (or those in `names`) as a pydantic-ai toolset over `dispatcher`.
+
+    An `AsyncDispatcher` runs on the agent's event loop; a sync `Dispatcher` runs each call on a
+    worker thread. pydantic-ai runs a turn's calls concurrently: identical calls of one run (same
+    tool, same arguments after repair) in flight together are sent to XERJ once, and each call
+    gets its answer (the later ones with a note). The answer is the envelope's JSON text.
+    """
+
+    def __init__(
+        self,
+        dispatcher: AsyncDispatcher | Dispatcher,
+        *,
+        names: Iterable[str] | None = None,
+        id: str | None = "xerj",
+    ) -> None:
+        registry = dispatcher.registry
+        chosen = list(registry.names if names is None else names)
+        unknown = [n for n in chosen if n not in registry]
+        if unknown:
+            raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+        self.dispatcher = dispatcher
+        self._id = id
+        self._runner = CallRunner(dispatcher)
+        self._definitions = [
+            ToolDefinition(
+                name=name,
+                description=registry[name].description,
+                parameters_json_schema=dict(registry[name].parameters),
+            )
+            for name in chosen
+        ]
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        return {
+            definition.name: ToolsetTool(
+                toolset=self,
+                tool_def=definition,
+                max_retries=0,  # the dispatcher answers; pydantic-ai never has to ask again
+                args_validator=_PassThrough(),
+            )
+            for definition in self._definitions
+        }
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> str:
+        arguments = tool_args.get(_RAW, tool_args)
+        call = ToolCall(str(ctx.tool_call_id or name), name, arguments, "chat")
+        scope = ctx.run_id or id(ctx.usage)  # one agent run
+        return (await self._runner.run(call, scope)).content
