@@ -153,6 +153,9 @@ def _validate_in(
     from ._offline import FoundCall, InputError, read_calls, validate_calls
     from ._report import JsonReport, TextReport
 
+    from ._json import _load as load_orjson
+
+    load_orjson()  # orjson decodes every record and call where installed (the `fast` extra)
     registry = _registry(args.tools_file)
     if args.tool:
         if args.input or args.args is None:

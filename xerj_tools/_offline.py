@@ -40,6 +40,8 @@ class FoundCall:
     line: int | None = None  # 1-based line of a JSONL input; None in a single JSON document
     index: int = 0  # 1-based position among all calls of the input
     api: str | None = None  # the wire shape it came in; None for a plain record
+    # The tools it is validated against when not the registry in use (a fine-tuning example's)
+    registry: Any = field(default=None, repr=False, compare=False)
 
     @property
     def position(self) -> str:
@@ -87,6 +89,18 @@ def find_calls(value: Any) -> Iterator[FoundCall | Unrecognised]:
         return
     if not isinstance(value, Mapping):
         return
+    function = value.get("function") if type(value) is dict else None
+    if type(function) is dict and value.get("type") == "function":
+        # A Chat Completions tool call, the commonest record, read without the shapes' loop
+        # (what `CHAT.read` reads: the id if a string, the name if a string, else "").
+        name, call_id = function.get("name"), value.get("id")
+        yield FoundCall(
+            name if isinstance(name, str) else "",
+            function.get("arguments"),
+            call_id if isinstance(call_id, str) and call_id else None,
+            api="chat",
+        )
+        return
     for shape in SHAPES:
         if shape.claims(value):
             call = shape.read(value)
@@ -133,6 +147,8 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
     not JSON is yielded as ``(line, message)`` and validation goes on. Input whose first record
     spans several lines is one JSON document, read whole.
     """
+    from ._formats import calls_in
+
     index = 0
     first = ""
     number = 0
@@ -156,7 +172,7 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             raise InputError(f"the input is {exc}") from None
         except ValueError as exc:
             raise InputError(f"the input is neither JSON nor JSON Lines: {exc}") from None
-        for found in find_calls(document):
+        for found in calls_in(document):
             if isinstance(found, FoundCall):
                 index += 1
                 found = replace(found, index=index)
@@ -174,12 +190,15 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
         except ValueError as exc:
             yield number, f"line {number} is not JSON: {exc}"
             continue
-        for found in find_calls(record):
+        for found in calls_in(record):
             if isinstance(found, FoundCall):
                 index += 1
-                yield replace(found, line=number, index=index)
+                yield FoundCall(
+                    found.name, found.arguments, found.call_id, number, index, found.api,
+                    found.registry,
+                )  # fmt: skip
             else:
-                yield replace(found, line=number)
+                yield Unrecognised(found.kind, number)
 
 
 def _chain(head: tuple[int, str], rest: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
@@ -228,9 +247,9 @@ class ValidationSummary:
 
     @property
     def failed(self) -> bool:
-        """Invalid calls or unreadable lines; or no call read at all from an input that held
-        call-like items: that input is in a shape this validator does not know, not valid."""
-        return bool(self.invalid or self.unreadable or (self.unrecognised and not self.calls))
+        """Invalid calls or unreadable lines; or no call read at all: an input in which no call
+        is recognised (in a format this validator does not know, or holding none) never passes."""
+        return bool(self.invalid or self.unreadable or not self.calls)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -269,10 +288,13 @@ def validate_calls(
             summary.unrecognised[item.kind] = summary.unrecognised.get(item.kind, 0) + 1
             continue
         summary.calls += 1
-        shape = shape_named(item.api) if item.api and item.name in registry else None
+        tools = registry if item.registry is None else item.registry
+        shape = (
+            shape_named(item.api) if item.api and item.api != "chat" and item.name in tools else None
+        )  # (a Chat call's arguments are never malformed in a way of the shape's own)
         malformed = shape.arguments_error(item.arguments) if shape is not None else None
         result = (
-            registry.validate(item.name, item.arguments, repair=repair)
+            tools.validate(item.name, item.arguments, repair=repair)
             if malformed is None
             else ValidationResult(False, None, malformed.problems)
         )

@@ -10,7 +10,14 @@ import json
 import re
 from typing import Any, TextIO
 
-__all__ = ["JsonReport", "TextReport", "printable"]
+__all__ = ["JsonReport", "TextReport", "formats_tried", "printable"]
+
+
+def formats_tried() -> str:
+    """Every format `validate` reads, for the verdict on an input in which none found a call."""
+    from ._formats import formats_tried as record_formats
+
+    return record_formats() + "; Parquet (a column of calls)"
 
 
 # Terminal controls a recorded call could carry in its id, name or arguments: C0 and C1
@@ -61,10 +68,7 @@ class TextReport:
                 printable(f"{verdict}: call-like items of no known shape: {kinds}") + "\n"
             )
         if not summary.calls:
-            self.out.write(
-                "(calls are read from Chat Completions, Responses and Anthropic Messages "
-                "transcripts, and {name, arguments} records)\n"
-            )
+            self.out.write(f"no tool call recognised; formats tried: {formats_tried()}\n")
 
 
 class JsonReport:
@@ -89,4 +93,6 @@ class JsonReport:
 
     def summarize(self, summary: Any) -> None:
         totals = {k: v for k, v in summary.as_dict().items() if k != "results"}
+        if not summary.calls:
+            totals["formats_tried"] = formats_tried()
         self.out.write(self._open() + "]," + _json_line(totals)[1:] + "\n")
