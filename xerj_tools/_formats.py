@@ -116,7 +116,10 @@ BATCH_OUTPUT = RecordFormat(
     "batch-output", "OpenAI Batch API output", _batch_output_claims, _batch_output_calls
 )
 FINE_TUNING = RecordFormat(
-    "fine-tuning", "fine-tuning JSONL (messages with tools)", _fine_tuning_claims, _fine_tuning_calls
+    "fine-tuning",
+    "fine-tuning JSONL (messages with tools)",
+    _fine_tuning_claims,
+    _fine_tuning_calls,
 )
 TRANSCRIPT = RecordFormat(
     "transcript",

@@ -20,6 +20,8 @@ __all__ = [
     "Unrecognised",
     "ValidationSummary",
     "find_calls",
+    "is_jsonl",
+    "jsonl_calls",
     "read_calls",
     "validate_calls",
 ]
@@ -158,14 +160,7 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             break
     if not first:
         return
-    try:
-        loads(first, RECORD_DEPTH)
-        jsonl = True
-    except TooDeep:
-        jsonl = True  # one line too deep on its own: a JSONL record, reported as such below
-    except ValueError:
-        jsonl = False
-    if not jsonl:
+    if not is_jsonl(first):
         try:
             document = loads(first + stream.read(), RECORD_DEPTH)
         except TooDeep as exc:
@@ -178,18 +173,36 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
                 found = replace(found, index=index)
             yield found
         return
-    lines: Iterable[tuple[int, str]] = _chain((number, first), enumerate(stream, start=number + 1))
+    yield from jsonl_calls(_chain((number, first), enumerate(stream, start=number + 1)))
+
+
+def jsonl_calls(
+    lines: Iterable[tuple[int, Any]],
+) -> Iterator[FoundCall | Unrecognised | tuple[int, str]]:
+    """The calls of numbered JSONL lines, each `FoundCall` with its line and its 1-based index
+    among these lines' calls; a line that is not JSON as ``(line, message)``. A line may also be
+    a record already decoded (a Parquet cell that is a struct); None is an empty line."""
+    from ._formats import calls_in
+
+    index = 0
     for number, line in lines:
-        if not line.strip():
+        if isinstance(line, bytes):
+            line = line.decode("utf-8")
+        if isinstance(line, str):
+            if not line.strip():
+                continue
+            try:
+                record = loads(line, RECORD_DEPTH)
+            except TooDeep as exc:
+                yield number, f"line {number} is {exc}"
+                continue
+            except ValueError as exc:
+                yield number, f"line {number} is not JSON: {exc}"
+                continue
+        elif line is None:
             continue
-        try:
-            record = loads(line, RECORD_DEPTH)
-        except TooDeep as exc:
-            yield number, f"line {number} is {exc}"
-            continue
-        except ValueError as exc:
-            yield number, f"line {number} is not JSON: {exc}"
-            continue
+        else:
+            record = line
         for found in calls_in(record):
             if isinstance(found, FoundCall):
                 index += 1
@@ -199,6 +212,18 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
                 )  # fmt: skip
             else:
                 yield Unrecognised(found.kind, number)
+
+
+def is_jsonl(first: str) -> bool:
+    """Whether an input whose first non-blank line is `first` is JSON Lines (that line is a
+    JSON value, or one too deep to decode) rather than one JSON document spanning lines."""
+    try:
+        loads(first, RECORD_DEPTH)
+    except TooDeep:
+        return True  # one line too deep on its own: a JSONL record, reported as such
+    except ValueError:
+        return False
+    return True
 
 
 def _chain(head: tuple[int, str], rest: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
@@ -290,7 +315,9 @@ def validate_calls(
         summary.calls += 1
         tools = registry if item.registry is None else item.registry
         shape = (
-            shape_named(item.api) if item.api and item.api != "chat" and item.name in tools else None
+            shape_named(item.api)
+            if item.api and item.api != "chat" and item.name in tools
+            else None
         )  # (a Chat call's arguments are never malformed in a way of the shape's own)
         malformed = shape.arguments_error(item.arguments) if shape is not None else None
         result = (

@@ -43,11 +43,17 @@ class TextReport:
         self.out = out
 
     def report(self, report: Any) -> None:
-        where = report.call.position if report.call else f"line {report.line}"
-        tool = f" {report.call.name}" if report.call else ""
-        lines = [f"{where}{tool}: {'repaired' if report.ok else 'invalid'}"]
-        lines += [f"  {problem}" for problem in report.problems]
-        lines += [f"  repaired {repair}" for repair in report.repairs]
+        """Write one report: a `CallReport`, or its plain form (`CallReport.as_dict`)."""
+        data = report if isinstance(report, dict) else report.as_dict()
+        if "tool" in data:
+            where = f"line {data['line']}" if data["line"] is not None else f"call #{data['index']}"
+            where += f", id {data['call_id']}" if data["call_id"] else ""
+            tool = f" {data['tool']}"
+        else:
+            where, tool = f"line {data['line']}", ""
+        lines = [f"{where}{tool}: {'repaired' if data['ok'] else 'invalid'}"]
+        lines += [f"  {p['path']}: {p['message']}" for p in data.get("problems", ())]
+        lines += [f"  repaired {repair}" for repair in data.get("repairs", ())]
         self.out.write("".join(printable(line) + "\n" for line in lines))
 
     def abort(self, message: str) -> None:
@@ -84,8 +90,10 @@ class JsonReport:
         return opening
 
     def report(self, report: Any) -> None:
+        """Write one report: a `CallReport`, or its plain form (`CallReport.as_dict`)."""
         separator = "," if self.started else ""
-        self.out.write(self._open() + separator + _json_line(report.as_dict()))
+        data = report if isinstance(report, dict) else report.as_dict()
+        self.out.write(self._open() + separator + _json_line(data))
 
     def abort(self, message: str) -> None:
         if self.started:  # keep stdout one valid document
