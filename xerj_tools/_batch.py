@@ -14,12 +14,12 @@ from __future__ import annotations
 import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TextIO
 
 from ._offline import ValidationSummary, jsonl_calls, validate_calls
 from ._registry import ToolRegistry, load_registry
 
-__all__ = ["merge_results", "report_of", "summary_of", "validate_batch"]
+__all__ = ["merge_results", "report_of", "summary_of", "validate_batch", "write_report"]
 
 Result = dict[str, Any]
 _COUNTS = ("calls", "valid", "invalid", "repaired", "unreadable_lines")
@@ -130,6 +130,19 @@ def report_of(result: Result) -> dict[str, Any]:
     if not result["calls"]:
         out["formats_tried"] = formats_tried()
     return out
+
+
+def write_report(report: dict[str, Any], out: TextIO, format: str = "text") -> int:
+    """Print a report (`report_of`'s document) as `xerj-tools validate` prints it, text or
+    ``"json"``; returns the exit status the command would (0 all valid, 1 otherwise)."""
+    from ._report import JsonReport, TextReport
+
+    writer = JsonReport(out) if format == "json" else TextReport(out)
+    for item in report["results"]:
+        writer.report(item)
+    summary = summary_of(report)
+    writer.summarize(summary)
+    return 1 if summary.failed else 0
 
 
 def summary_of(result: Result) -> ValidationSummary:
