@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from .._batch import merge_results, report_of, validate_batch, write_report
 
@@ -42,7 +42,9 @@ def _validate_lines(lines: Sequence[Any], tools_file: str | None, repair: bool) 
     return validate_batch(lines, repair=repair, tools_file=tools_file)
 
 
-def _validate_frame(frame: Any, column: str, tools_file: str | None, repair: bool) -> dict[str, Any]:
+def _validate_frame(
+    frame: Any, column: str, tools_file: str | None, repair: bool
+) -> dict[str, Any]:
     cells = [None if _missing(cell) else cell for cell in frame[column].tolist()]
     return validate_batch(cells, repair=repair, tools_file=tools_file)
 
@@ -113,9 +115,11 @@ def _compute(jobs: list[Any], scheduler: str | None, client: Any) -> list[dict[s
     Client, LocalCluster = distributed.Client, distributed.LocalCluster
     with contextlib.ExitStack() as stack:
         if scheduler is None:
-            cluster = stack.enter_context(LocalCluster(
+            cluster = stack.enter_context(
+                LocalCluster(
                     threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-                ))
+                )
+            )
             connected = stack.enter_context(Client(cluster))
         else:
             connected = stack.enter_context(Client(scheduler))
