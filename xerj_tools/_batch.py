@@ -11,7 +11,6 @@ dicts): it pickles, and it travels as JSON.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
@@ -21,7 +20,7 @@ from ._registry import ToolRegistry, load_registry
 
 __all__ = ["merge_results", "report_of", "summary_of", "validate_batch", "write_report"]
 
-Result = dict[str, Any]
+BatchResult = dict[str, Any]
 _COUNTS = ("calls", "valid", "invalid", "repaired", "unreadable_lines")
 
 
@@ -31,7 +30,7 @@ def validate_batch(
     *,
     repair: bool = True,
     tools_file: str | None = None,
-) -> Result:
+) -> BatchResult:
     """Validate a batch of JSONL lines (a partition); the lines are numbered from 1 here. A line
     is text or bytes (a JSON record), a record already decoded (a Parquet struct), or None.
 
@@ -82,16 +81,16 @@ def _orjson() -> None:
     _load()  # decoded with orjson where installed, as the CLI does
 
 
-def merge_results(results: Iterable[Result]) -> Result:
+def merge_results(results: Iterable[BatchResult]) -> BatchResult:
     """Batches' results, in input order, as one: counts added, lines and indexes moved on."""
-    merged: Result = {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
+    merged: BatchResult = {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
     for result in results:
         merged["results"].extend(shifted(result["results"], merged["lines"], merged["calls"]))
         add_counts(merged, result)
     return merged
 
 
-def add_counts(total: Result, result: Result) -> None:
+def add_counts(total: BatchResult, result: BatchResult) -> None:
     """Add `result`'s counts (not its reports) to `total`."""
     total["lines"] += result["lines"]
     for key in _COUNTS:
@@ -121,7 +120,7 @@ def shifted(reports: Iterable[dict[str, Any]], lines: int, calls: int) -> Iterat
         yield report
 
 
-def report_of(result: Result) -> dict[str, Any]:
+def report_of(result: BatchResult) -> dict[str, Any]:
     """A merged result as `xerj-tools validate --format json` prints it: reports first."""
     from ._report import formats_tried
 
@@ -145,7 +144,7 @@ def write_report(report: dict[str, Any], out: TextIO, format: str = "text") -> i
     return 1 if summary.failed else 0
 
 
-def summary_of(result: Result) -> ValidationSummary:
+def summary_of(result: BatchResult) -> ValidationSummary:
     """The counts of a result as a `ValidationSummary` (its verdict: `failed`)."""
     return ValidationSummary(
         calls=result["calls"],
@@ -167,7 +166,7 @@ def _start_worker(tools_file: str | None) -> None:
     _orjson()
 
 
-def _task(lines: list[str], tools_file: str | None, repair: bool) -> Result:
+def _task(lines: list[str], tools_file: str | None, repair: bool) -> BatchResult:
     return validate_batch(lines, _registry(tools_file), repair=repair)
 
 
@@ -179,11 +178,13 @@ def validate_parallel(
     repair: bool,
     on_report: Callable[[dict[str, Any]], None],
     progress: Callable[[int], None] | None = None,
-) -> Result:
+) -> BatchResult:
     """Validate blocks of lines in `jobs` processes; each report goes to `on_report` in input
     order, numbered as one process would number it. At most twice `jobs` blocks are in flight, so
     memory stays flat. Returns the merged counts (without the reports)."""
-    total: Result = {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
+    total: BatchResult = {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
+    import multiprocessing
+
     context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
     with context.Pool(jobs, _start_worker, (tools_file,)) as pool:
         pending: deque[Any] = deque()
