@@ -33,6 +33,19 @@ _SUPPORTED = (
     | _IGNORED
 )
 
+# Drafts whose reading of the supported keywords the checks follow (6 and later: 1.0 is an
+# integer; `items` one schema, or an array jsonschema reads).
+_DRAFTS = frozenset(
+    f"{base}{end}"
+    for base in (
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema",
+        "http://json-schema.org/draft-06/schema",
+    )
+    for end in ("", "#")
+)
+
 
 def _type_check(name: str) -> Predicate | None:
     if name == "object":
@@ -60,8 +73,10 @@ def compile_check(schema: Any) -> Predicate | None:
     steps outside the supported subset."""
     if schema is True or (isinstance(schema, Mapping) and not schema):
         return lambda v: True
-    if not isinstance(schema, Mapping) or not set(schema) <= _SUPPORTED:
+    if not isinstance(schema, Mapping) or not set(schema) - {"$schema"} <= _SUPPORTED:
         return None
+    if "$schema" in schema and schema["$schema"] not in _DRAFTS:
+        return None  # draft 4 counts 1.0 as no integer, say: jsonschema decides
     checks: list[Predicate] = []
     declared = schema.get("type")
     if declared is not None:
