@@ -11,14 +11,30 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import load_registry
-from xerj_tools._fastcheck import COMPILE_AFTER, FastCheck, compile_check, compiled_backend, fast_check
+from xerj_tools._fastcheck import (
+    COMPILE_AFTER,
+    FastCheck,
+    compile_check,
+    compiled_backend,
+    fast_check,
+)
 
 REGISTRY = load_registry()
-leaf = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False),
-                 st.sampled_from([1.0, 2.5, "rrf", "linear", "x", ""]))
-value = st.recursive(leaf, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                   st.dictionaries(st.sampled_from(["query", "weight", "a"]), inner,
-                                                                   max_size=3)), max_leaves=8)
+leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False),
+    st.sampled_from([1.0, 2.5, "rrf", "linear", "x", ""]),
+)
+value = st.recursive(
+    leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["query", "weight", "a"]), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
 
 
 @pytest.mark.parametrize("tool", REGISTRY.names)
@@ -28,26 +44,45 @@ def test_fast_check_agrees_with_jsonschema(tool: str) -> None:
     keys = list(spec.parameters["properties"])
 
     @settings(max_examples=400, deadline=None)
-    @given(instance=st.one_of(value, st.dictionaries(st.sampled_from(keys), value, max_size=len(keys))))
+    @given(
+        instance=st.one_of(value, st.dictionaries(st.sampled_from(keys), value, max_size=len(keys)))
+    )
     def agree(instance: Any) -> None:
         assert spec.fast_check(instance) == spec.validator.is_valid(instance)
 
     agree()
 
 
-@pytest.mark.parametrize("schema", [
-    {"type": "string", "pattern": "^a"}, {"anyOf": [{"type": "string"}]}, {"type": "integer", "minimum": 0},
-    {"enum": [1, 2]}, {"type": "weird"},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "pattern": "^a"},
+        {"anyOf": [{"type": "string"}]},
+        {"type": "integer", "minimum": 0},
+        {"enum": [1, 2]},
+        {"type": "weird"},
+    ],
+)
 def test_other_keywords_fall_back_to_jsonschema(schema: dict[str, Any]) -> None:
     assert compile_check(schema) is None
 
 
 def test_additional_properties() -> None:
-    check = compile_check({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
-                           "additionalProperties": False})
+    check = compile_check(
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a"],
+            "additionalProperties": False,
+        }
+    )
     assert check is not None
-    assert check({"a": 1}) and check({"a": 2.0}) and not check({"a": True}) and not check({"a": 1, "b": 2})
+    assert (
+        check({"a": 1})
+        and check({"a": 2.0})
+        and not check({"a": True})
+        and not check({"a": 1, "b": 2})
+    )
     assert not check({})
 
 
@@ -55,13 +90,20 @@ def test_additional_properties() -> None:
 
 SUITE = Path(__file__).parent / "fixtures" / "json-schema-test-suite"
 CASES = [
-    pytest.param(group["schema"], test["data"], test["valid"], id=f"{path.stem}: {group['description']}: {test['description']}")
+    pytest.param(
+        group["schema"],
+        test["data"],
+        test["valid"],
+        id=f"{path.stem}: {group['description']}: {test['description']}",
+    )
     for path in sorted(SUITE.glob("*.json"))
     for group in json.loads(path.read_text("utf-8"))
     for test in group["tests"]
     if compile_check(group["schema"]) is not None
 ]
-needs_rs = pytest.mark.skipif(compiled_backend() is None, reason="jsonschema-rs (the fast extra) is not installed")
+needs_rs = pytest.mark.skipif(
+    compiled_backend() is None, reason="jsonschema-rs (the fast extra) is not installed"
+)
 
 
 def test_the_suite_has_cases_the_fast_check_compiles() -> None:
@@ -91,8 +133,10 @@ def test_compiled_check_agrees_with_jsonschema(tool: str) -> None:
     assert check is not None and check.compile_now().backend == "jsonschema-rs"
     keys = list(spec.parameters["properties"])
 
-    @settings(max_examples=300, deadline=None)
-    @given(instance=st.one_of(value, st.dictionaries(st.sampled_from(keys), value, max_size=len(keys))))
+    @settings(max_examples=200, deadline=None)
+    @given(
+        instance=st.one_of(value, st.dictionaries(st.sampled_from(keys), value, max_size=len(keys)))
+    )
     def agree(instance: Any) -> None:
         assert check(instance) == spec.validator.is_valid(instance) == check.pure(instance)
 

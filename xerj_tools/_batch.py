@@ -83,7 +83,12 @@ def _orjson() -> None:
 
 def merge_results(results: Iterable[BatchResult]) -> BatchResult:
     """Batches' results, in input order, as one: counts added, lines and indexes moved on."""
-    merged: BatchResult = {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
+    merged: BatchResult = {
+        "lines": 0,
+        **dict.fromkeys(_COUNTS, 0),
+        "unrecognised": {},
+        "results": [],
+    }
     for result in results:
         merged["results"].extend(shifted(result["results"], merged["lines"], merged["calls"]))
         add_counts(merged, result)
@@ -182,7 +187,12 @@ def validate_parallel(
     """Validate blocks of lines in `jobs` processes; each report goes to `on_report` in input
     order, numbered as one process would number it. At most twice `jobs` blocks are in flight, so
     memory stays flat. Returns the merged counts (without the reports)."""
-    total: BatchResult = {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
+    total: BatchResult = {
+        "lines": 0,
+        **dict.fromkeys(_COUNTS, 0),
+        "unrecognised": {},
+        "results": [],
+    }
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
@@ -207,8 +217,9 @@ def validate_parallel(
     return total
 
 
-def line_blocks(lines: Iterable[str], size: int = BLOCK_LINES) -> Iterator[list[str]]:
-    """`lines` in lists of `size`."""
+def line_blocks(lines: Iterable[str], size: int | None = None) -> Iterator[list[str]]:
+    """`lines` in lists of `size` (`BLOCK_LINES`)."""
+    size = size or BLOCK_LINES
     block: list[str] = []
     for line in lines:
         block.append(line)

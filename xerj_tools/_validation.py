@@ -145,7 +145,7 @@ def validate_arguments(
             return ValidationResult(True, value)
     if repair:
         # The schema as compiled for the fast check: no jsonschema needed to read it.
-        schema = getattr(fast, "schema", None) or validator().schema
+        schema: Mapping[str, Any] = getattr(fast, "schema", None) or validator().schema  # type: ignore[assignment]
         try:
             repaired, repairs = repair_arguments(value, schema)
         except TooDeep as exc:
