@@ -99,7 +99,7 @@ def _problems(
         problems.extend(_schema_problem(e) for e in validator().iter_errors(value))
     for check in checks:
         problems.extend(check(value))
-    return sorted(set(problems))
+    return sorted(set(problems)) if problems else problems
 
 
 def validate_arguments(
