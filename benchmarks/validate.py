@@ -1,7 +1,8 @@
 """Offline validation at scale (issue 24): `xerj-tools validate` beside plain validator loops.
 
 Run:  .venv/bin/python benchmarks/validate.py     (writes benchmarks/validate.json and validate.md)
-      --quick: 10,000 calls, one round (the test suite's smoke run); --out DIR; --calls N.
+      --quick: 10,000 calls, one round (the test suite's smoke run); --out DIR; --calls N;
+      --rounds N.
 
 One file of N recorded calls (200,000 by default; benchmarks/calls.py: Chat Completions tool
 calls over the seven tools, one in ten invalid) is validated, round after round, by each of:
@@ -45,6 +46,8 @@ if __name__ == "__main__":
     with open(os.devnull, "w") as out:
         main({argv!r}, stdout=out)
     print("SECONDS", time.perf_counter() - T, time.process_time() - C)
+    # the peak resident memory of this process alone (ru_maxrss would carry the parent's over exec)
+    print("PEAK", [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")][0] / 1024)
 """
 PRELUDE = "import sys, time; sys.path.insert(0, {root!r}); from xerj_tools import load_registry; R = load_registry()\n"
 LOOPS = {
@@ -95,6 +98,7 @@ if __name__ == "__main__":
         start = time.perf_counter()
         report = validate_jsonl({path!r}, client=client, blocksize="4MiB")
         print("SECONDS", time.perf_counter() - start, "nan", report["calls"])
+        print("PEAK", "nan")
 """
 
 
@@ -112,7 +116,9 @@ def timed(argv: list[str]) -> dict[str, float]:
         raise RuntimeError(f"{argv[:3]} failed")
     return {"wall": float(inner[0][1]) if inner else wall,
             "cpu": float(inner[0][2]) if inner else usage.ru_utime + usage.ru_stime,
-            "process_cpu": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024}
+            "process_cpu": usage.ru_utime + usage.ru_stime,
+            "peak_mib": float(peak[0][1]) if (peak := [line.split() for line in out.splitlines()
+                                                       if line.startswith("PEAK")]) else usage.ru_maxrss / 1024}
 
 
 def available(module: str) -> bool:
@@ -122,7 +128,7 @@ def available(module: str) -> bool:
 def main() -> None:
     quick = "--quick" in sys.argv
     calls = int(sys.argv[sys.argv.index("--calls") + 1]) if "--calls" in sys.argv else (10_000 if quick else 200_000)
-    rounds = 1 if quick else 3
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else (1 if quick else 3)
     out_dir = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else HERE
     root = str(HERE.parent)
     started = time.perf_counter()
@@ -151,13 +157,17 @@ def main() -> None:
                 runs[name].append(timed(argv))
         memory = []
         size = path.stat().st_size
-        with path.open("rb") as source:
-            lines = source.readlines()
-        for fraction in (4, 2, 1):
+        for fraction in (4, 2, 1):  # a quarter, a half and all of the file, streamed (never held here)
             part = Path(folder) / f"part{fraction}.jsonl"
-            part.write_bytes(b"".join(lines[: len(lines) // fraction]))
-            usage = timed([sys.executable, "-m", "xerj_tools", "validate", str(part), "--format", "json"])
-            memory.append({"calls": len(lines) // fraction, "bytes": part.stat().st_size,
+            with path.open("rb") as source, part.open("wb") as sink:
+                for number, line in enumerate(source):
+                    if number >= calls // fraction:
+                        break
+                    sink.write(line)
+            script = Path(folder) / f"memory{fraction}.py"
+            script.write_text(VALIDATE.format(root=root, argv=["validate", str(part), "--format", "json"]))
+            usage = timed([sys.executable, str(script)])
+            memory.append({"calls": calls // fraction, "bytes": part.stat().st_size,
                            "peak_mib": usage["peak_mib"]})
     # One process: calls per CPU second inside it (the machine is shared: CPU time is what one
     # core gives it); --jobs 2 and Dask: calls per wall second, as only the clock sees processes.
