@@ -415,6 +415,19 @@ def test_the_command_with_jobs_on_a_real_file(tmp_path: Path) -> None:
     assert (one.returncode, one.stdout) == (two.returncode, two.stdout) and one.returncode == 1
     assert json.loads(one.stdout)["calls"] == 7_000  # 7 calls in every 9 lines
     # `python -m xerj_tools` too (multiprocessing does not re-run a package's __main__ in its workers)
-    module = subprocess.run([sys.executable, "-m", "xerj_tools", "validate", str(path), "--format", "json",
-                             "--jobs", "2"], capture_output=True, text=True)
+    module = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xerj_tools",
+            "validate",
+            str(path),
+            "--format",
+            "json",
+            "--jobs",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert (module.returncode, module.stdout) == (one.returncode, one.stdout)
