@@ -325,7 +325,7 @@ def main() -> None:
     print(text)
 
 
-OTHERS = ("stages.py", "startup.py", "throughput.py")
+OTHERS = ("stages.py", "startup.py", "throughput.py", "validate.py")
 
 
 def others(argv: list[str]) -> list[list[str]]:

@@ -67,7 +67,19 @@ def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
 
     assert run.others(["run.py"]) == [] and run.others(["run.py", "--quick"]) == []
     commands = run.others(["run.py", "--all", "--quick", "--out", "/tmp/x"])
-    assert [Path(c[1]).name for c in commands] == ["stages.py", "startup.py", "throughput.py"]
+    assert [Path(c[1]).name for c in commands] == ["stages.py", "startup.py", "throughput.py", "validate.py"]
     assert all(c[0] == sys.executable and c[2:] == ["--quick", "--out", "/tmp/x"] for c in commands)
     assert all(Path(c[1]).is_file() for c in commands)
-    assert [c[2:] for c in run.others(["run.py", "--all"])] == [[], [], []]
+    assert [c[2:] for c in run.others(["run.py", "--all"])] == [[], [], [], []]
+
+
+@pytest.mark.slow  # ~30 s: new processes, each loop and `validate` on 10,000 calls
+def test_validate_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
+    script = SCRIPT.parent / "validate.py"
+    done = subprocess.run([sys.executable, str(script), "--quick", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "validate.json").read_text())
+    assert report["calls"] == 10_000 and "xerj-tools validate --jobs 2" in report["calls_per_second"]
+    assert [m["calls"] for m in report["memory"]] == [2_500, 5_000, 10_000]
+    assert "| goal | ratio |" in (tmp_path / "validate.md").read_text()
