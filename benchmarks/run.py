@@ -234,7 +234,7 @@ def main() -> None:
     print(text)
 
 
-OTHERS = ("stages.py", "startup.py", "throughput.py", "mcp_load.py")
+OTHERS = ("stages.py", "startup.py", "throughput.py", "mcp_load.py", "validate.py")
 
 
 def others(argv: list[str]) -> list[list[str]]:

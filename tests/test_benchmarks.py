@@ -68,10 +68,11 @@ def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
 
     assert run.others(["run.py"]) == [] and run.others(["run.py", "--quick"]) == []
     commands = run.others(["run.py", "--all", "--quick", "--out", "/tmp/x"])
-    assert [Path(c[1]).name for c in commands] == ["stages.py", "startup.py", "throughput.py", "mcp_load.py"]
+    assert [Path(c[1]).name for c in commands] == ["stages.py", "startup.py", "throughput.py", "mcp_load.py",
+                                                   "validate.py"]
     assert all(c[0] == sys.executable and c[2:] == ["--quick", "--out", "/tmp/x"] for c in commands)
     assert all(Path(c[1]).is_file() for c in commands)
-    assert [c[2:] for c in run.others(["run.py", "--all"])] == [[], [], [], []]
+    assert [c[2:] for c in run.others(["run.py", "--all"])] == [[]] * 5
 
 
 MCP_LOAD = SCRIPT.parent / "mcp_load.py"
@@ -87,3 +88,15 @@ def test_mcp_load_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
     assert [r["side"] for r in report["results"]] == ["raw dispatcher", "MCP, 1 replica", "MCP, 2 replicas"]
     assert all(r["calls_per_s"]["median"] > 0 and r["p99_ms"]["median"] > 0 for r in report["results"])
     assert report["callers"] == 50 and "| MCP, 2 replicas |" in (tmp_path / "mcp_load.md").read_text()
+
+
+@pytest.mark.slow  # ~30 s: new processes, each loop and `validate` on 10,000 calls
+def test_validate_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
+    script = SCRIPT.parent / "validate.py"
+    done = subprocess.run([sys.executable, str(script), "--quick", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "validate.json").read_text())
+    assert report["calls"] == 10_000 and "xerj-tools validate --jobs 2" in report["calls_per_second"]
+    assert [m["calls"] for m in report["memory"]] == [2_500, 5_000, 10_000]
+    assert "| goal | ratio |" in (tmp_path / "validate.md").read_text()

@@ -346,7 +346,8 @@ def test_tool_definitions_in_a_request_body_are_not_calls() -> None:
             "messages": TRANSCRIPT[:1]}  # fmt: skip
     assert list(find_calls(body)) == []
     code, out = _validate(json.dumps(body))
-    assert code == 0 and out.startswith("0 calls")
+    # an input without a call never passes (issue 24)
+    assert code == 1 and out.startswith("0 calls") and "no tool call recognised; formats tried" in out
 
 
 @pytest.mark.parametrize("shape", [CHAT, RESPONSES], ids=lambda s: s.name)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from typing import is_typeddict as _is_typeddict
 
 from ._agent import arun_agent, astream_agent, run_agent, stream_agent
+from ._batch import merge_results, validate_batch
 from ._bounds import MAX_ARGUMENT_DEPTH
 from ._core import ToolResult
 from ._exceptions import (
@@ -121,10 +122,12 @@ __all__ = [
     "astream_agent",
     "estimate_tokens",
     "load_registry",
+    "merge_results",
     "parse_tool_call",
     "run_agent",
     "stream_agent",
     "turn_messages",
+    "validate_batch",
 ]
 
 import logging as _logging

@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import _json
+
 __all__ = ["MAX_ARGUMENT_DEPTH", "TooDeep", "loads", "may_overflow", "value_problem"]
 
 MAX_ARGUMENT_DEPTH = 64
@@ -67,6 +69,10 @@ def loads(text: str, limit: int = MAX_ARGUMENT_DEPTH) -> Any:
         raise TooDeep(limit)
     if text.startswith("\ufeff"):  # as `json.loads` says it
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    if _json._orjson:  # once something imported it: orjson, where it reads text as `json` does
+        value = _json.fast_loads(text)
+        if value is not NotImplemented:
+            return value
     return _DECODER.decode(text)
 
 

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import difflib
 import json
 import sys
@@ -14,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._cli_common import UsageError, _read_argument, _registry
 from ._cli_mcp import add_mcp_arguments, run_mcp
 
 __all__ = ["main"]
@@ -47,10 +47,6 @@ def stand_in_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rerank", choices=_RERANK_MODES, default="ok", help="how a rerank block is treated"
     )
-
-
-class UsageError(Exception):
-    """A usage mistake or an unreadable input: exit status 2."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,6 +86,16 @@ def _parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="report repairable mistakes as invalid"
     )
     validate.add_argument("--format", choices=("text", "json"), default="text")
+    validate.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="validate a JSONL input in N processes (0: one per core); the report is the same",
+    )
+    validate.add_argument(
+        "--column", help="a Parquet input's column of calls (default: the only or a usual name)"
+    )
 
     tools = add("tools", "print the tool definitions in the form a target wants")
     tools.add_argument("--target", choices=TARGETS, default="chat")
@@ -131,80 +137,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_argument(value: str, stdin: TextIO) -> str:
-    if value == "-":
-        return stdin.read()
-    if value.startswith("@"):
-        try:
-            return Path(value[1:]).read_text("utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read {value[1:]}: {exc.strerror}") from None
-    return value
-
-
-def _registry(path: str | None) -> Any:
-    from ._exceptions import ToolDefinitionError
-    from ._registry import load_registry
+def _jobs(text: str) -> int:
+    import os
 
     try:
-        return load_registry(path)
-    except (OSError, ToolDefinitionError) as exc:
-        raise UsageError(f"cannot load the tools file: {exc}") from None
-
-
-def _validate(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO) -> int:
-    with contextlib.ExitStack() as closing:
-        return _validate_in(args, out, err, stdin, closing)
-
-
-def _validate_in(
-    args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO, closing: contextlib.ExitStack
-) -> int:
-    from ._offline import FoundCall, InputError, read_calls, validate_calls
-    from ._report import JsonReport, TextReport
-
-    registry = _registry(args.tools_file)
-    if args.tool:
-        if args.input or args.args is None:
-            raise UsageError("give --tool NAME with --args, or an input file, not both")
-        found: Any = [FoundCall(args.tool, _read_argument(args.args, stdin), None, None, 1)]
-    elif args.input:
-        try:
-            stream = (
-                stdin
-                if args.input == "-"
-                else closing.enter_context(open(args.input, encoding="utf-8"))  # noqa: SIM115
-            )
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.input}: {exc.strerror}") from None
-        found = read_calls(stream)
-    else:
-        raise UsageError("give an input file (or -), or --tool NAME --args JSON")
-
-    def progress(count: int) -> None:
-        err.write(f"\rvalidated {count:,} calls…")
-        err.flush()
-
-    # Each report is written as it comes and not kept: memory stays flat on any input length.
-    writer = JsonReport(out) if args.format == "json" else TextReport(out)
-    try:
-        summary = validate_calls(
-            registry,
-            found,
-            repair=not args.strict,
-            progress=progress if err.isatty() else None,
-            on_report=writer.report,
-        )
-    except InputError as exc:
-        writer.abort(str(exc))
-        raise UsageError(str(exc)) from None
-    except UnicodeDecodeError:
-        writer.abort("the input is not UTF-8 text")
-        raise UsageError("the input is not UTF-8 text") from None
-    if err.isatty() and summary.calls >= 10_000:
-        err.write("\n")
-    writer.summarize(summary)
-    return 1 if summary.failed else 0
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}") from None
+    if jobs < 0:
+        raise argparse.ArgumentTypeError("give 1 or more processes, or 0 for one per core")
+    return jobs or os.cpu_count() or 1
 
 
 def _tools(args: argparse.Namespace, out: TextIO) -> int:
@@ -304,7 +246,9 @@ def main(
         return int(exc.code or 0)
     try:
         if args.command == "validate":
-            return _validate(args, out, err, inp)
+            from ._cli_validate import validate
+
+            return validate(args, out, err, inp)
         if args.command == "tools":
             return _tools(args, out)
         if args.command == "lint":

@@ -2,17 +2,28 @@
 
 jsonschema's `is_valid` walks its keyword machinery on every call (about 23 µs for a typical
 `xerj_search` call). Tool schemas mostly use `type`, `properties`, `required`, `items` and
-`enum`; for such a schema this module compiles a closure that answers "valid?" in a few
-microseconds. It is only ever a shortcut to "valid": when it says no, or when a schema uses any
-other keyword, jsonschema decides and explains (a property test checks that both agree).
+`enum`; for such a schema this module compiles a check that answers "valid?" in a microsecond
+or a few. It is only ever a shortcut to "valid": when it says no, or when a schema uses any
+other keyword, jsonschema decides and explains (property tests, and the JSON-Schema-Test-Suite's
+cases for these keywords, check that all three agree).
+
+Two compiled forms, chosen by measurement (docs/performance.md, "Offline validation"): with the
+``fast`` extra, `jsonschema-rs` (a Rust validator: 0.4-0.8 µs for a typical `xerj_search` call,
+against 5-7 µs for the Python closure below and 4.3 µs for fastjsonschema's generated code on the
+same call); without it, the closure. jsonschema-rs costs 25-30 ms to import, so a check starts
+as the closure and switches after `COMPILE_AFTER` calls: a process that validates a handful of
+calls never pays the import, one that validates millions pays it once. Where jsonschema-rs says
+no, or cannot read a value (a key that is not a string), the closure answers: the two agree on
+every JSON value, and the closure also on what JSON cannot hold (an infinite float).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["compile_check"]
+__all__ = ["COMPILE_AFTER", "FastCheck", "compile_check", "compiled_backend", "fast_check"]
 
 Predicate = Callable[[Any], bool]
 """Says whether one value is valid; yes/no, no explanation (jsonschema explains)."""
@@ -20,6 +31,19 @@ _IGNORED = frozenset({"description", "title", "examples", "$comment", "default"}
 _SUPPORTED = (
     frozenset({"type", "properties", "required", "items", "enum", "additionalProperties"})
     | _IGNORED
+)
+
+# Drafts whose reading of the supported keywords the checks follow (6 and later: 1.0 is an
+# integer; `items` one schema, or an array jsonschema reads).
+_DRAFTS = frozenset(
+    f"{base}{end}"
+    for base in (
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema",
+        "http://json-schema.org/draft-06/schema",
+    )
+    for end in ("", "#")
 )
 
 
@@ -49,8 +73,10 @@ def compile_check(schema: Any) -> Predicate | None:
     steps outside the supported subset."""
     if schema is True or (isinstance(schema, Mapping) and not schema):
         return lambda v: True
-    if not isinstance(schema, Mapping) or not set(schema) <= _SUPPORTED:
+    if not isinstance(schema, Mapping) or not set(schema) - {"$schema"} <= _SUPPORTED:
         return None
+    if "$schema" in schema and schema["$schema"] not in _DRAFTS:
+        return None  # draft 4 counts 1.0 as no integer, say: jsonschema decides
     checks: list[Predicate] = []
     declared = schema.get("type")
     if declared is not None:
@@ -114,3 +140,86 @@ def compile_check(schema: Any) -> Predicate | None:
         first, second = checks
         return lambda v: first(v) and second(v)
     return lambda v: all(c(v) for c in checks)
+
+
+COMPILE_AFTER = 100
+"""Calls of one check after which it switches to jsonschema-rs (when installed)."""
+
+
+def compiled_backend() -> Any:
+    """jsonschema-rs's module where it is installed (the ``fast`` extra) and not turned off with
+    ``XERJ_TOOLS_FASTCHECK=python``, else None."""
+    if os.environ.get("XERJ_TOOLS_FASTCHECK", "").lower() == "python":
+        return None
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    return jsonschema_rs
+
+
+class FastCheck:
+    """A compiled check of one schema: the closure of `compile_check`, replaced by jsonschema-rs
+    (where installed) after `COMPILE_AFTER` calls, or at once with `compile_now`."""
+
+    __slots__ = ("_calls", "_compiled", "backend", "check", "pure", "schema")
+
+    def __init__(self, schema: Mapping[str, Any], pure: Predicate) -> None:
+        self.schema = schema
+        self.pure = pure
+        self.check: Predicate = self._counting
+        self._calls = 0
+        self._compiled = False
+        self.backend = "python"
+
+    def __call__(self, value: Any) -> bool:
+        return self.check(value)
+
+    def _counting(self, value: Any) -> bool:
+        self._calls += 1
+        if self._calls >= COMPILE_AFTER:
+            self.compile_now()
+        return self.pure(value)
+
+    def compile_now(self) -> FastCheck:
+        """Switch to jsonschema-rs now, where it is installed; the closure stays otherwise."""
+        if self._compiled:
+            return self
+        self._compiled = True
+        self.check = self.pure
+        module = compiled_backend()
+        if module is None:
+            return self
+        try:
+            is_valid = module.validator_for(_plain(self.schema)).is_valid
+        except Exception:  # a schema it reads otherwise: the closure stays
+            return self
+        pure = self.pure
+
+        def check(value: Any) -> bool:
+            try:
+                if is_valid(value):
+                    return True
+            except Exception:  # a value it cannot convert (a key that is not a string)
+                pass
+            return pure(value)
+
+        self.check = check
+        self.backend = "jsonschema-rs"
+        return self
+
+
+def _plain(schema: Any) -> Any:
+    """`schema` as plain dicts and lists (jsonschema-rs reads no other mapping type)."""
+    if isinstance(schema, Mapping):
+        return {str(k): _plain(v) for k, v in schema.items()}
+    if isinstance(schema, (list, tuple)):
+        return [_plain(v) for v in schema]
+    return schema
+
+
+def fast_check(schema: Any) -> FastCheck | None:
+    """`compile_check` of `schema` as a `FastCheck`, or None when the schema steps outside the
+    supported subset."""
+    pure = compile_check(schema)
+    return None if pure is None else FastCheck(schema, pure)

@@ -5,14 +5,15 @@ Nothing here touches the network stack: neither httpx, nor tenacity, nor openai 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from ._bounds import MAX_ARGUMENT_DEPTH, TooDeep, loads
 from ._problems import Problem, ValidationResult
+from ._records import FoundCall, Unrecognised, find_calls
 from ._registry import ToolRegistry
-from ._shapes import SHAPES, shape_named
+from ._shapes import shape_named
 
 __all__ = [
     "CallReport",
@@ -20,6 +21,8 @@ __all__ = [
     "Unrecognised",
     "ValidationSummary",
     "find_calls",
+    "is_jsonl",
+    "jsonl_calls",
     "read_calls",
     "validate_calls",
 ]
@@ -28,98 +31,6 @@ __all__ = [
 # A record wraps the arguments in a few levels of its own (a chat completion: choices, message,
 # tool_calls, function); deeper than this, a line is unreadable rather than decoded.
 RECORD_DEPTH = MAX_ARGUMENT_DEPTH + 16
-
-
-@dataclass(frozen=True)
-class FoundCall:
-    """A tool call found in an input: where it stood, its id, tool name and raw arguments."""
-
-    name: str
-    arguments: Any
-    call_id: str | None = None
-    line: int | None = None  # 1-based line of a JSONL input; None in a single JSON document
-    index: int = 0  # 1-based position among all calls of the input
-    api: str | None = None  # the wire shape it came in; None for a plain record
-
-    @property
-    def position(self) -> str:
-        where = f"line {self.line}" if self.line is not None else f"call #{self.index}"
-        return f"{where}, id {self.call_id}" if self.call_id else where
-
-
-# Where any shape's transcripts nest their calls: messages, tool_calls, choices[].message
-# (Chat); input, output (Responses); messages[].content, a response's content (Anthropic).
-_CONTAINERS = frozenset(key for shape in SHAPES for key in shape.containers)
-_DEFINITIONS = frozenset({"tools", "functions", "tool_choice"})  # definitions, not calls
-
-
-@dataclass(frozen=True)
-class Unrecognised:
-    """An item that looks like a tool call but that no wire shape reads (a hosted tool's call,
-    another vendor's format): counted, so that an input of only such items does not pass."""
-
-    kind: str
-    line: int | None = None
-
-
-def _call_like(value: Mapping[str, Any]) -> str | None:
-    kind = value.get("type")
-    if isinstance(kind, str) and kind.endswith(("_call", "tool_use", "tool_call")):
-        return kind
-    for key in ("function_call", "functionCall", "toolUse"):  # legacy Chat, Gemini, Bedrock
-        if isinstance(value.get(key), Mapping):
-            return key
-    return None
-
-
-def find_calls(value: Any) -> Iterator[FoundCall | Unrecognised]:
-    """Every tool call inside `value`, in order, each as a `FoundCall` (its `index` and `line`
-    left for the caller), and an `Unrecognised` for each call-like item no shape reads.
-
-    Each wire shape's adapter recognises its own calls (Chat Completions tool calls, Responses
-    ``function_call`` items, Anthropic ``tool_use`` blocks), wherever that shape's transcripts
-    hold them: message lists and request bodies, responses, bare lists. Plain
-    ``{"name"|"tool": ..., "arguments": ...}`` records are read too.
-    """
-    if isinstance(value, list):
-        for item in value:
-            yield from find_calls(item)
-        return
-    if not isinstance(value, Mapping):
-        return
-    for shape in SHAPES:
-        if shape.claims(value):
-            call = shape.read(value)
-            yield FoundCall(call.name, call.arguments, call.call_id or None, api=shape.name)
-            return
-    if ("name" in value or "tool" in value) and "arguments" in value and "role" not in value:
-        name = value["name"] if "name" in value else value.get("tool")
-        call_id = value["id"] if "id" in value else value.get("call_id")
-        yield FoundCall(str(name), value.get("arguments"), call_id)
-        return
-    if (kind := _call_like(value)) is not None:
-        yield Unrecognised(kind)
-    for key, inner in value.items():
-        if key in _CONTAINERS and isinstance(inner, (list, Mapping)):
-            yield from find_calls(inner)
-        elif key not in _DEFINITIONS:
-            yield from _call_like_inside(inner)
-
-
-def _call_like_inside(value: Any) -> Iterator[Unrecognised]:
-    """Outside the places where the shapes keep calls, only call-like items are looked for:
-    an input in a format no shape reads (Gemini's ``contents[].parts[].functionCall``, say)
-    is then told apart from one without calls."""
-    if isinstance(value, list):
-        for item in value:
-            yield from _call_like_inside(item)
-    elif isinstance(value, Mapping):
-        if (kind := _call_like(value)) is not None:
-            yield Unrecognised(kind)
-            return
-        for key, inner in value.items():
-            if key not in _DEFINITIONS:
-                yield from _call_like_inside(inner)
 
 
 class InputError(Exception):
@@ -133,6 +44,8 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
     not JSON is yielded as ``(line, message)`` and validation goes on. Input whose first record
     spans several lines is one JSON document, read whole.
     """
+    from ._formats import calls_in
+
     index = 0
     first = ""
     number = 0
@@ -142,44 +55,70 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             break
     if not first:
         return
-    try:
-        loads(first, RECORD_DEPTH)
-        jsonl = True
-    except TooDeep:
-        jsonl = True  # one line too deep on its own: a JSONL record, reported as such below
-    except ValueError:
-        jsonl = False
-    if not jsonl:
+    if not is_jsonl(first):
         try:
             document = loads(first + stream.read(), RECORD_DEPTH)
         except TooDeep as exc:
             raise InputError(f"the input is {exc}") from None
         except ValueError as exc:
             raise InputError(f"the input is neither JSON nor JSON Lines: {exc}") from None
-        for found in find_calls(document):
+        for found in calls_in(document):
             if isinstance(found, FoundCall):
                 index += 1
                 found = replace(found, index=index)
             yield found
         return
-    lines: Iterable[tuple[int, str]] = _chain((number, first), enumerate(stream, start=number + 1))
+    yield from jsonl_calls(_chain((number, first), enumerate(stream, start=number + 1)))
+
+
+def jsonl_calls(
+    lines: Iterable[tuple[int, Any]],
+) -> Iterator[FoundCall | Unrecognised | tuple[int, str]]:
+    """The calls of numbered JSONL lines, each `FoundCall` with its line and its 1-based index
+    among these lines' calls; a line that is not JSON as ``(line, message)``. A line may also be
+    a record already decoded (a Parquet cell that is a struct); None is an empty line."""
+    from ._formats import calls_in
+
+    index = 0
     for number, line in lines:
-        if not line.strip():
+        if isinstance(line, bytes):
+            line = line.decode("utf-8")
+        if isinstance(line, str):
+            if not line.strip():
+                continue
+            try:
+                record = loads(line, RECORD_DEPTH)
+            except TooDeep as exc:
+                yield number, f"line {number} is {exc}"
+                continue
+            except ValueError as exc:
+                yield number, f"line {number} is not JSON: {exc}"
+                continue
+        elif line is None:
             continue
-        try:
-            record = loads(line, RECORD_DEPTH)
-        except TooDeep as exc:
-            yield number, f"line {number} is {exc}"
-            continue
-        except ValueError as exc:
-            yield number, f"line {number} is not JSON: {exc}"
-            continue
-        for found in find_calls(record):
+        else:
+            record = line
+        for found in calls_in(record):
             if isinstance(found, FoundCall):
                 index += 1
-                yield replace(found, line=number, index=index)
+                yield FoundCall(
+                    found.name, found.arguments, found.call_id, number, index, found.api,
+                    found.registry,
+                )  # fmt: skip
             else:
-                yield replace(found, line=number)
+                yield Unrecognised(found.kind, number)
+
+
+def is_jsonl(first: str) -> bool:
+    """Whether an input whose first non-blank line is `first` is JSON Lines (that line is a
+    JSON value, or one too deep to decode) rather than one JSON document spanning lines."""
+    try:
+        loads(first, RECORD_DEPTH)
+    except TooDeep:
+        return True  # one line too deep on its own: a JSONL record, reported as such
+    except ValueError:
+        return False
+    return True
 
 
 def _chain(head: tuple[int, str], rest: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
@@ -228,9 +167,9 @@ class ValidationSummary:
 
     @property
     def failed(self) -> bool:
-        """Invalid calls or unreadable lines; or no call read at all from an input that held
-        call-like items: that input is in a shape this validator does not know, not valid."""
-        return bool(self.invalid or self.unreadable or (self.unrecognised and not self.calls))
+        """Invalid calls or unreadable lines; or no call read at all: an input in which no call
+        is recognised (in a format this validator does not know, or holding none) never passes."""
+        return bool(self.invalid or self.unreadable or not self.calls)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -269,10 +208,15 @@ def validate_calls(
             summary.unrecognised[item.kind] = summary.unrecognised.get(item.kind, 0) + 1
             continue
         summary.calls += 1
-        shape = shape_named(item.api) if item.api and item.name in registry else None
+        tools = registry if item.registry is None else item.registry
+        shape = (
+            shape_named(item.api)
+            if item.api and item.api != "chat" and item.name in tools
+            else None
+        )  # (a Chat call's arguments are never malformed in a way of the shape's own)
         malformed = shape.arguments_error(item.arguments) if shape is not None else None
         result = (
-            registry.validate(item.name, item.arguments, repair=repair)
+            tools.validate(item.name, item.arguments, repair=repair)
             if malformed is None
             else ValidationResult(False, None, malformed.problems)
         )

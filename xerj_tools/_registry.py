@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import ToolDefinitionError
-from ._fastcheck import compile_check
+from ._fastcheck import fast_check as _compiled_check
 from ._problems import Check, ValidationResult
 from ._shapes import ANTHROPIC, CHAT, GEMINI, RESPONSES
 from ._validation import validate_arguments
@@ -20,7 +20,7 @@ from ._validation import validate_arguments
 if TYPE_CHECKING:  # jsonschema is imported when a schema is first checked or a call fails
     from jsonschema.protocols import Validator
 
-__all__ = ["ToolRegistry", "ToolSpec", "load_registry"]
+__all__ = ["ToolRegistry", "ToolSpec", "load_registry", "registry_from_definitions"]
 
 # The name rule of both OpenAI APIs (and of Anthropic's): letters, digits, `_` and `-`, 1-64.
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -238,7 +238,7 @@ def _spec_from_definition(
         schema=widened,
         checks=tuple(checks.get(name, ())),
         strict=strict if isinstance(strict, bool) else None,
-        fast_check=compile_check(widened),
+        fast_check=_compiled_check(widened),
     )
 
 
@@ -270,8 +270,6 @@ def _bundled_registry() -> ToolRegistry:
 def _load(
     path: str | PathLike[str] | None, checks: Mapping[str, Sequence[Check]] | None
 ) -> ToolRegistry:
-    from .tools import XERJ_TOOLS
-
     if path is None:
         from importlib import resources  # only for the bundled file; ~10 ms to import
 
@@ -288,9 +286,21 @@ def _load(
         data = data["tools"]
     if not isinstance(data, list):
         raise ToolDefinitionError(f"{source} must hold a JSON array of tool definitions")
-    specs = [
-        _spec_from_definition(d, i, checks or {}, trusted=path is None) for i, d in enumerate(data)
-    ]
+    return _registry_of(data, checks, trusted=path is None)
+
+
+def registry_from_definitions(definitions: Sequence[Any]) -> ToolRegistry:
+    """A registry of tool definitions given as data (a fine-tuning example's ``tools``), checked
+    as a tools file is; the XERJ tools' own checks are attached to tools of their names."""
+    return _registry_of(list(definitions), None, trusted=False)
+
+
+def _registry_of(
+    data: list[Any], checks: Mapping[str, Sequence[Check]] | None, *, trusted: bool
+) -> ToolRegistry:
+    from .tools import XERJ_TOOLS
+
+    specs = [_spec_from_definition(d, i, checks or {}, trusted=trusted) for i, d in enumerate(data)]
     return ToolRegistry(
         [
             replace(spec, checks=XERJ_TOOLS[spec.name].checks_for(spec.parameters))

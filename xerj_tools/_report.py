@@ -10,7 +10,14 @@ import json
 import re
 from typing import Any, TextIO
 
-__all__ = ["JsonReport", "TextReport", "printable"]
+__all__ = ["JsonReport", "TextReport", "formats_tried", "printable"]
+
+
+def formats_tried() -> str:
+    """Every format `validate` reads, for the verdict on an input in which none found a call."""
+    from ._formats import formats_tried as record_formats
+
+    return record_formats() + "; Parquet (a column of calls)"
 
 
 # Terminal controls a recorded call could carry in its id, name or arguments: C0 and C1
@@ -36,11 +43,17 @@ class TextReport:
         self.out = out
 
     def report(self, report: Any) -> None:
-        where = report.call.position if report.call else f"line {report.line}"
-        tool = f" {report.call.name}" if report.call else ""
-        lines = [f"{where}{tool}: {'repaired' if report.ok else 'invalid'}"]
-        lines += [f"  {problem}" for problem in report.problems]
-        lines += [f"  repaired {repair}" for repair in report.repairs]
+        """Write one report: a `CallReport`, or its plain form (`CallReport.as_dict`)."""
+        data = report if isinstance(report, dict) else report.as_dict()
+        if "tool" in data:
+            where = f"line {data['line']}" if data["line"] is not None else f"call #{data['index']}"
+            where += f", id {data['call_id']}" if data["call_id"] else ""
+            tool = f" {data['tool']}"
+        else:
+            where, tool = f"line {data['line']}", ""
+        lines = [f"{where}{tool}: {'repaired' if data['ok'] else 'invalid'}"]
+        lines += [f"  {p['path']}: {p['message']}" for p in data.get("problems", ())]
+        lines += [f"  repaired {repair}" for repair in data.get("repairs", ())]
         self.out.write("".join(printable(line) + "\n" for line in lines))
 
     def abort(self, message: str) -> None:
@@ -61,10 +74,7 @@ class TextReport:
                 printable(f"{verdict}: call-like items of no known shape: {kinds}") + "\n"
             )
         if not summary.calls:
-            self.out.write(
-                "(calls are read from Chat Completions, Responses and Anthropic Messages "
-                "transcripts, and {name, arguments} records)\n"
-            )
+            self.out.write(f"no tool call recognised; formats tried: {formats_tried()}\n")
 
 
 class JsonReport:
@@ -80,8 +90,10 @@ class JsonReport:
         return opening
 
     def report(self, report: Any) -> None:
+        """Write one report: a `CallReport`, or its plain form (`CallReport.as_dict`)."""
         separator = "," if self.started else ""
-        self.out.write(self._open() + separator + _json_line(report.as_dict()))
+        data = report if isinstance(report, dict) else report.as_dict()
+        self.out.write(self._open() + separator + _json_line(data))
 
     def abort(self, message: str) -> None:
         if self.started:  # keep stdout one valid document
@@ -89,4 +101,6 @@ class JsonReport:
 
     def summarize(self, summary: Any) -> None:
         totals = {k: v for k, v in summary.as_dict().items() if k != "results"}
+        if not summary.calls:
+            totals["formats_tried"] = formats_tried()
         self.out.write(self._open() + "]," + _json_line(totals)[1:] + "\n")

@@ -99,7 +99,7 @@ def _problems(
         problems.extend(_schema_problem(e) for e in validator().iter_errors(value))
     for check in checks:
         problems.extend(check(value))
-    return sorted(set(problems))
+    return sorted(set(problems)) if problems else problems
 
 
 def validate_arguments(
@@ -135,12 +135,19 @@ def validate_arguments(
     short = raw if isinstance(raw, str) and len(raw) <= 4096 else None
     if (short is None or may_overflow(short)) and (problem := bounds_problem(value, decoded=text)):
         return ValidationResult(False, None, (problem,))
-    problems = _problems(validator, value, checks, fast)
-    if not problems:
-        return ValidationResult(True, value)
+    schema_ok = fast(value) if fast is not None else None
+    if schema_ok is False and repair:
+        problems = []  # explained below only if no repair applies: a repaired call never is
+    else:
+        verdict = None if schema_ok is None else _yes if schema_ok else _no  # asked once only
+        problems = _problems(validator, value, checks, verdict)
+        if not problems:
+            return ValidationResult(True, value)
     if repair:
+        # The schema as compiled for the fast check: no jsonschema needed to read it.
+        schema: Mapping[str, Any] = getattr(fast, "schema", None) or validator().schema  # type: ignore[assignment]
         try:
-            repaired, repairs = repair_arguments(value, validator().schema)  # type: ignore[arg-type]
+            repaired, repairs = repair_arguments(value, schema)
         except TooDeep as exc:
             return ValidationResult(False, None, (Problem(exc.path, f"is JSON text {exc}"),))
         if repairs:
@@ -149,7 +156,17 @@ def validate_arguments(
                 return ValidationResult(False, None, (problem,), tuple(repairs))
             problems = _problems(validator, repaired, checks, fast)
             return ValidationResult(not problems, repaired, tuple(problems), tuple(repairs))
+        if schema_ok is False:
+            problems = _problems(validator, value, checks, fast)
     return ValidationResult(False, value, tuple(problems))
+
+
+def _yes(value: Any) -> bool:
+    return True  # the fast check already said yes to this value
+
+
+def _no(value: Any) -> bool:
+    return False  # the fast check already said no: jsonschema explains
 
 
 def _integer_only(schema: Any) -> bool:

@@ -3,6 +3,7 @@ ids; and how a value becomes one segment."""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Any
@@ -67,6 +68,21 @@ def index_problem(value: Any, path: str = "$.index") -> Problem | None:
     """Why `value` cannot be an index expression, or None. Guards the URL path segment."""
     if not isinstance(value, str):
         return None
+    if len(value) <= 256:  # the same few names come again and again: each is judged once
+        return _index_problem_of(value, path)
+    return _index_problem(value, path)
+
+
+def namespace_problem(value: Any, path: str = "$.namespace") -> Problem | None:
+    """Why `value` cannot be a memory namespace (memory_api.rs:101-124), or None."""
+    if not isinstance(value, str):
+        return None
+    if len(value) <= 256:
+        return _namespace_problem_of(value, path)
+    return _namespace_problem(value, path)
+
+
+def _index_problem(value: str, path: str) -> Problem | None:
     if not value:
         return Problem(
             path, "must not be empty; name an index, a comma list or a pattern like logs-*"
@@ -94,10 +110,7 @@ def index_problem(value: Any, path: str = "$.index") -> Problem | None:
     return None
 
 
-def namespace_problem(value: Any, path: str = "$.namespace") -> Problem | None:
-    """Why `value` cannot be a memory namespace (memory_api.rs:101-124), or None."""
-    if not isinstance(value, str):
-        return None
+def _namespace_problem(value: str, path: str) -> Problem | None:
     if not _NAMESPACE.fullmatch(value):  # not `match`: `$` also matches before a final "\n"
         return Problem(
             path,
@@ -121,3 +134,8 @@ def document_id_problem(value: Any, path: str = "$.id") -> Problem | None:
     if value in _DOT_SEGMENTS:
         return Problem(path, f"{value!r} is not a document id: it would be read as a relative path")
     return None
+
+
+# Bounded caches of the verdicts (a `Problem` is immutable, so one can be handed out many times).
+_index_problem_of = functools.lru_cache(maxsize=4096)(_index_problem)
+_namespace_problem_of = functools.lru_cache(maxsize=4096)(_namespace_problem)

@@ -1,0 +1,161 @@
+"""Offline validation past one machine, on Dask: JSONL or Parquet partitions, one report.
+
+    from xerj_tools.integrations.dask import validate_jsonl, validate_parquet
+
+    report = validate_jsonl("s3://bucket/calls-2026-11.jsonl")          # a local cluster
+    report = validate_jsonl(paths, scheduler="tcp://scheduler:8786")     # a real one
+    report = validate_parquet("calls/*.parquet", column="tool_call")
+
+Each partition (a block of lines of a JSONL file, a partition of a Parquet dataset) is validated
+by `xerj_tools.validate_batch` on a worker; the plain results come back in partition order and are
+merged (`merge_results`) into the document `xerj-tools validate --format json` prints for the same
+input: the same counts, the same reports, numbered by line (for Parquet: by row) within each
+file. With several files, each report also names its ``file``. `write_report` prints a report as
+the command line does (text or JSON).
+
+Needs the ``dask`` extra (``pip install 'xerj-tools[dask]'``: dask with its bag and distributed
+parts, and pyarrow for Parquet). `scheduler`: None starts a `distributed.LocalCluster`
+(one worker process per core) for the call and closes it after; a ``tcp://`` (or other) address
+connects to that scheduler; ``"sync"``, ``"threads"`` or ``"processes"`` use Dask's local
+schedulers without a cluster. Or hand in a connected ``client``. The tools file (`tools_file`) and
+the input must be readable by the workers at the same path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .._batch import merge_results, report_of, validate_batch, write_report
+
+__all__ = ["validate_jsonl", "validate_parquet", "write_report"]
+
+
+def _module(name: str) -> Any:
+    """Dask's modules, untyped to this package (their own annotations are partial)."""
+    return importlib.import_module(name)
+
+
+def _validate_lines(lines: Sequence[Any], tools_file: str | None, repair: bool) -> dict[str, Any]:
+    return validate_batch(lines, repair=repair, tools_file=tools_file)
+
+
+def validate_jsonl(
+    paths: str | Sequence[str],
+    *,
+    tools_file: str | None = None,
+    strict: bool = False,
+    scheduler: str | None = None,
+    client: Any = None,
+    blocksize: str | int | None = "32MiB",
+) -> dict[str, Any]:
+    """Validate JSONL files (a path, a glob or a list) in partitions of `blocksize` bytes."""
+    dask, db = _module("dask"), _module("dask.bag")
+    bag = db.read_text(paths, blocksize=blocksize, include_path=True)
+    parts = bag.to_delayed()
+    tasks = [dask.delayed(_split_path)(part) for part in parts]
+    jobs = [
+        dask.delayed(_with_path)(
+            dask.delayed(_validate_lines)(task[0], tools_file, not strict), task[1]
+        )
+        for task in tasks
+    ]
+    return _merge_by_file(_compute(jobs, scheduler, client))
+
+
+def validate_parquet(
+    paths: str | Sequence[str],
+    *,
+    column: str | None = None,
+    tools_file: str | None = None,
+    strict: bool = False,
+    scheduler: str | None = None,
+    client: Any = None,
+) -> dict[str, Any]:
+    """Validate the column of calls of Parquet files (a path, a local glob or a list), one task
+    per row group; rows are numbered from 1 in each file, as `xerj-tools validate` numbers them.
+
+    Row groups are read with pyarrow on the workers rather than through `dask.dataframe`: that
+    keeps each row's number exact, and keeps pandas (whose reading of Parquet through Dask warns
+    of deprecations under pandas 3.1) out of the way.
+    """
+    from .._parquet import ParquetError, parquet_column
+
+    dask = _module("dask")
+    pq = _module("pyarrow.parquet")
+    files = _expand(paths)
+    jobs = []
+    for path in files:
+        meta = pq.ParquetFile(path)
+        name = parquet_column(meta.schema_arrow.names, column)
+        for group in range(meta.num_row_groups):
+            part = dask.delayed(_validate_row_group)(path, group, name, tools_file, not strict)
+            jobs.append(dask.delayed(_with_path)(part, path))
+    if not files:
+        raise ParquetError(f"no Parquet file at {paths!r}")
+    return _merge_by_file(_compute(jobs, scheduler, client))
+
+
+def _expand(paths: str | Sequence[str]) -> list[str]:
+    import glob
+
+    out: list[str] = []
+    for path in [paths] if isinstance(paths, str) else paths:
+        out.extend(sorted(glob.glob(path)) if glob.has_magic(path) else [path])
+    return out
+
+
+def _validate_row_group(
+    path: str, group: int, column: str, tools_file: str | None, repair: bool
+) -> dict[str, Any]:
+    pq = _module("pyarrow.parquet")
+    cells = pq.ParquetFile(path).read_row_group(group, columns=[column]).column(0).to_pylist()
+    return validate_batch(cells, repair=repair, tools_file=tools_file)
+
+
+def _split_path(part: list[tuple[str, str]]) -> tuple[list[str], str | None]:
+    return [line for line, _ in part], (part[0][1] if part else None)
+
+
+def _with_path(result: dict[str, Any], path: str | None) -> dict[str, Any]:
+    return {**result, "path": path}
+
+
+def _compute(jobs: list[Any], scheduler: str | None, client: Any) -> list[dict[str, Any]]:
+    dask = _module("dask")
+    if client is not None:
+        return list(client.compute(jobs, sync=True))
+    if scheduler in ("sync", "synchronous", "threads", "processes"):
+        return list(dask.compute(*jobs, scheduler=scheduler))
+    distributed = _module("distributed")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
+    with contextlib.ExitStack() as stack:
+        if scheduler is None:
+            cluster = stack.enter_context(
+                LocalCluster(
+                    threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+                )
+            )
+            connected = stack.enter_context(Client(cluster))
+        else:
+            connected = stack.enter_context(Client(scheduler))
+        return list(connected.compute(jobs, sync=True))
+
+
+def _merge_by_file(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Partitions in order; lines restart at each file, call indexes run on across files."""
+    files = list(dict.fromkeys(r["path"] for r in results if r["path"] is not None))
+    if len(files) <= 1:
+        return report_of(merge_results(results))
+    merged = merge_results(_per_file(results, files))
+    return report_of(merged)
+
+
+def _per_file(results: list[dict[str, Any]], files: list[str]) -> Iterator[dict[str, Any]]:
+    for path in files:
+        one = merge_results(r for r in results if r["path"] == path)
+        one["results"] = [{**report, "file": path} for report in one["results"]]
+        one["lines"] = 0  # the next file's lines count from 1 again
+        yield one
