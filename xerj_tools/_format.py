@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "engine_error",
     "error_payload",
     "invalid",
+    "sendable",
     "success_payload",
     "unusable",
 ]
@@ -103,6 +105,20 @@ def dumps(payload: Mapping[str, Any]) -> str:
         return _ENCODER.encode(payload)
     except (ValueError, RecursionError):
         return _ENCODER.encode(clean(payload))
+
+
+# A lone surrogate: it can come from the engine's JSON ("\ud800"), or from arguments text that
+# is quoted back; UTF-8 cannot encode it, so a message holding it would fail the next request
+# to the model (every SDK sends UTF-8).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable(content: str) -> str:
+    """A tool message's JSON with each lone surrogate written as its escape (``\\ud800``): the
+    same JSON value, as text any client can encode."""
+    if content.isascii() or _LONE_SURROGATE.search(content) is None:
+        return content
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", content)
 
 
 def error_payload(error: ToolCallError, *, attempts: int | None = None) -> dict[str, Any]:

@@ -181,7 +181,9 @@ class Policy:
                 return None
         if not isinstance(raw, (str, bytes)):
             return None
-        size = len(raw.encode() if isinstance(raw, str) else raw)
+        # "surrogatepass": a lone surrogate (valid JSON text, "\ud800") is measured here and
+        # refused by validation with its path, not raised as UnicodeEncodeError.
+        size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
         if size > self.max_argument_bytes:
             return PolicyDenied(
                 f"the arguments are {size} bytes; the limit is {self.max_argument_bytes}"

@@ -147,7 +147,12 @@ class AgentRun:
         return self.shape.assembler()
 
     def screen(self, call: ToolCall) -> ToolResult | None:
-        """The loop guard: a call repeated past `max_repeats` is answered without XERJ."""
+        """The loop guard: a call repeated past `max_repeats` is answered without XERJ.
+
+        Arguments over the policy's size cap are left to dispatch, which refuses them before
+        reading them: the guard never decodes what the cap would refuse."""
+        if self.core.policy.check_size(call.arguments) is not None:
+            return None
         key = call_key(call)
         self.seen[key] += 1
         if self.seen[key] > self.max_repeats:
