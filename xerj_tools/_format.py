@@ -86,6 +86,15 @@ _ERROR_CODES: dict[str, tuple[bool, str]] = {
         False,
         "Your output was cut off before this call was complete; make the call again, shorter.",
     ),
+    "redirected": (
+        False,
+        "XERJ's address answered with a redirect, which XERJ never sends: a proxy or a wrong URL "
+        "is in between. Changing the call will not help; tell the user.",
+    ),
+    "tls_error": (
+        False,
+        "The TLS certificate of XERJ's node was not accepted; retrying will not help. Tell the user.",
+    ),
     "handler_error": (
         False,
         "This tool failed inside the dispatcher; do not retry the same call. Tell the user.",
@@ -155,6 +164,7 @@ def engine_error(
             "protocol": "invalid_response",
             "cancelled": "cancelled",
             "deadline": "timeout",
+            "tls": "tls_error",
         }[outcome.kind]
         said = _advice(advice, request) if code == "response_too_large" else None
         late = {} if outcome.deadline is None else {"deadline": outcome.deadline}
@@ -185,9 +195,24 @@ def engine_error(
         code = "server_error"
     elif 200 <= status < 300:
         code, reason = "invalid_response", unusable(outcome) or reason
+    elif 300 <= status < 400:
+        # XERJ's REST layer has no redirect anywhere (engine/crates/xerj-api/src at e6e8e6a; only
+        # its web console redirects, xerj-console-api/src/router.rs:45): a proxy sent this, or
+        # the URL is not the API's (http for https). Redirects are not followed: the credential
+        # would go along to wherever `Location` points.
+        code, reason = "redirected", _redirect_reason(outcome)
     else:
         code = "bad_request"
     return EngineError(reason, code=code, status=status, type=kind, details=details, hint=hint)
+
+
+def _redirect_reason(reply: Reply) -> str:
+    where = reply.header("location")
+    to = f" to {where[:200]!r}" if where else ""
+    return (
+        f"HTTP {reply.status}: a redirect{to}, not followed. XERJ itself never redirects; a proxy "
+        "or load balancer in front of it did, or the configured URL is not XERJ's API"
+    )
 
 
 def _advice(advice: Callable[[HttpRequest], str | None] | None, request: HttpRequest) -> str | None:
