@@ -82,6 +82,11 @@ _ERROR_CODES: dict[str, tuple[bool, str]] = {
         False,
         "You already have this exact result in the conversation; use it, or change the arguments.",
     ),
+    "too_many_calls": (
+        True,
+        "The turn made more calls than the agent runs at once; this one was not run. Use the "
+        "results you have, and make it in a later turn if you still need it.",
+    ),
     "incomplete_call": (
         False,
         "Your output was cut off before this call was complete; make the call again, shorter.",
