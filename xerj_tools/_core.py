@@ -274,6 +274,8 @@ class DispatchCore:
             request = request.without_rerank()
             outcome, attempts = yield request
         payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
+        if payload.get("ok") and (follow := getattr(prepared.tool, "follow_up", None)):
+            payload = yield from follow(prepared.arguments, payload, self.policy.allows_index)
         if payload.get("error", {}).get("code") == "index_not_found" and (
             prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
         ):
