@@ -274,7 +274,9 @@ def _check_values(policy: Policy) -> None:
     than what it says: a guardrail that misreads its own setting is worse than none."""
     for name in _COUNTS:
         value = getattr(policy, name)
-        if value is not None and (type(value) is not int or value < 1):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
             raise ConfigurationError(f"Policy.{name} must be a positive integer; got {value!r:.60}")
     for name in ("allow_rerank", "read_only", "allow_remotes"):
         if not isinstance(getattr(policy, name), bool):
