@@ -552,3 +552,83 @@ def test_error_bodies_are_json_objects(target: Target) -> None:
     """Every refusal above is an ES-shaped JSON object with `error` and `status`."""
     answer = target.search({"query": {"bogus": {}}})
     assert isinstance(json.loads(answer.text), dict)
+
+
+# ── xerj_get_document ─────────────────────────────────────────────────────────
+
+
+def dispatcher_for(target: Target) -> Any:
+    from xerj_tools import Dispatcher
+
+    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_API_KEY") or None
+    return Dispatcher(url=str(target.client.base_url).rstrip("/"), api_key=key)
+
+
+def get_document(target: Target, arguments: Any) -> dict[str, Any]:
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "xerj_get_document", "arguments": arguments},
+    }
+    with dispatcher_for(target) as dispatcher:
+        return json.loads(dispatcher.dispatch(call)["content"])  # type: ignore[typeddict-item]
+
+
+def test_get_document_found_missing_and_no_index(target: Target) -> None:
+    """`GET /{index}/_doc/{id}` (es_compat.rs:1972-2008; responses.rs:177-222): 200 with the
+    metadata and `_source`, 404 with exactly `{_index, _id, found: false}`, and the decorated
+    404 for a missing index (api error.rs:181-232)."""
+    found = target.client.get(f"/{INDEX}/_doc/d1")
+    assert found.status_code == 200, found.text
+    body = found.json()
+    assert {"_index", "_id", "_version", "_seq_no", "_primary_term", "found", "_source"} <= set(
+        body
+    )
+    assert body["found"] is True and body["_id"] == "d1" and body["_index"] == INDEX
+    missing = target.client.get(f"/{INDEX}/_doc/nope")
+    assert missing.status_code == 404 and missing.json() == {
+        "_index": INDEX,
+        "_id": "nope",
+        "found": False,
+    }
+    assert (
+        error(target.client.get(f"/{PREFIX}-none/_doc/d1"), 404)["type"]
+        == "index_not_found_exception"
+    )
+
+
+def test_get_document_tool(target: Target) -> None:
+    """The tool end to end: a found document, a miss, and a numeric id repaired to its string."""
+    payload = get_document(target, json.dumps({"index": INDEX, "id": "d2"}))
+    assert (
+        payload["ok"]
+        and payload["found"] is True
+        and payload["_source"]["title"] == DOCS["d2"]["title"]
+    )
+    payload = get_document(target, json.dumps({"index": INDEX, "id": "nope"}))
+    assert payload["ok"] and payload["found"] is False
+    payload = get_document(target, f'{{"index": "{INDEX}", "id": 4}}')
+    assert payload["ok"] and payload["found"] is False and payload["repairs"] == ['$.id: 4 → "4"']
+
+
+def test_get_document_through_an_alias_over_two_indices(target: Target) -> None:
+    """XERJ's GET on an alias reads its first index only (engine.rs:956-967); the tool asks the
+    alias's other indices (`_resolve/index`, es_compat.rs:15816-15863) and finds the document."""
+    if target.stand_in is not None:
+        pytest.skip("the stand-in has no aliases")
+    second, alias = f"{PREFIX}-docs2", f"{PREFIX}-alias"
+    assert target.client.put(
+        f"/{second}/_doc/late", json={"title": "in the second index"}
+    ).is_success
+    try:
+        actions = [
+            {"add": {"index": INDEX, "alias": alias}},
+            {"add": {"index": second, "alias": alias}},
+        ]
+        assert target.post("/_aliases", {"actions": actions}).is_success
+        assert target.client.get(f"/{alias}/_doc/late").status_code == 404  # the first index only
+        payload = get_document(target, json.dumps({"index": alias, "id": "late"}))
+        assert payload["found"] is True and payload["_index"] == second
+        assert get_document(target, json.dumps({"index": alias, "id": "d1"}))["found"] is True
+    finally:
+        target.client.delete(f"/{second}")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._core import ToolResult
 from ._exceptions import ConfigurationError
-from ._run import CUT_OFF, AgentRun, CreateOptions, merge_create_options
+from ._run import CUT_OFF, MAX_CALLS_PER_TURN, AgentRun, CreateOptions, merge_create_options
 from ._shapes import ToolCall
 from ._streams import aclose_stream, close_stream
 from ._turns import AgentEvent, AgentResult, RunFinished, TextDelta, ToolResultEvent
@@ -83,7 +83,8 @@ def _turns(
             try:
                 todo: list[ToolCall] = []
                 for position, call in enumerate(step.calls):
-                    answer = run.screen(call) or run.deny(call, _sync_hook(on_tool_call, call))
+                    answer = run.over_bound(position, call) or run.screen(call)
+                    answer = answer or run.deny(call, _sync_hook(on_tool_call, call))
                     run.settle(position, answer, todo)
                 with run.trace.use():
                     done = dispatcher.run_many(todo, transcript=sink)
@@ -136,9 +137,8 @@ async def _aturns(
             try:
                 todo: list[ToolCall] = []
                 for position, call in enumerate(step.calls):
-                    answer = run.screen(call) or run.deny(
-                        call, await _async_hook(on_tool_call, call)
-                    )
+                    answer = run.over_bound(position, call) or run.screen(call)
+                    answer = answer or run.deny(call, await _async_hook(on_tool_call, call))
                     run.settle(position, answer, todo)
                 with run.trace.use():
                     done = await dispatcher.run_many(todo, transcript=sink)
@@ -166,6 +166,7 @@ def stream_agent(
     api: Literal["chat", "responses"] = "chat",
     max_turns: int = 10,
     max_repeats: int = 2,
+    max_calls_per_turn: int = MAX_CALLS_PER_TURN,
     on_tool_call: ToolCallHook | None = None,
     on_tool_result: ToolResultHook | None = None,
     on_max_turns: Literal["return", "raise"] = "return",
@@ -182,7 +183,7 @@ def stream_agent(
     """
     run = AgentRun(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
-        merge_create_options(create_options, create_kwargs),
+        merge_create_options(create_options, create_kwargs), max_calls_per_turn,
     )  # fmt: skip
     yield from _turns(client, run, stream, on_tool_call, on_tool_result)
 
@@ -196,6 +197,7 @@ def run_agent(
     api: Literal["chat", "responses"] = "chat",
     max_turns: int = 10,
     max_repeats: int = 2,
+    max_calls_per_turn: int = MAX_CALLS_PER_TURN,
     on_tool_call: ToolCallHook | None = None,
     on_tool_result: ToolResultHook | None = None,
     on_max_turns: Literal["return", "raise"] = "return",
@@ -216,7 +218,8 @@ def run_agent(
     Parameters, beside the `client`: `model`; `messages`, the conversation (a list, extended in
     place, or a string for one user message); `dispatcher`; ``api="chat" | "responses"``;
     `max_turns` (10); `max_repeats` (2, the loop guard: a call repeated more often is answered
-    ``repeated_call``); `on_tool_call` (return False or a reason to deny a call);
+    ``repeated_call``); `max_calls_per_turn` (16: the calls of one turn past it are answered
+    ``too_many_calls`` without being run); `on_tool_call` (return False or a reason to deny a call);
     `on_tool_result`; `on_max_turns` (``"return"`` or ``"raise"``: `MaxTurnsExceeded`);
     `stream` (False: each answer whole; True: streamed, as `stream_agent` does).
 
@@ -227,7 +230,7 @@ def run_agent(
     """
     run = AgentRun(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
-        merge_create_options(create_options, create_kwargs),
+        merge_create_options(create_options, create_kwargs), max_calls_per_turn,
     )  # fmt: skip
     for event in _turns(client, run, stream, on_tool_call, on_tool_result):
         if isinstance(event, RunFinished):
@@ -244,6 +247,7 @@ async def astream_agent(
     api: Literal["chat", "responses"] = "chat",
     max_turns: int = 10,
     max_repeats: int = 2,
+    max_calls_per_turn: int = MAX_CALLS_PER_TURN,
     on_tool_call: ToolCallHook | None = None,
     on_tool_result: ToolResultHook | None = None,
     on_max_turns: Literal["return", "raise"] = "return",
@@ -254,7 +258,7 @@ async def astream_agent(
     """The asyncio twin of `stream_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
     run = AgentRun(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
-        merge_create_options(create_options, create_kwargs),
+        merge_create_options(create_options, create_kwargs), max_calls_per_turn,
     )  # fmt: skip
     # `async for` alone would leave the loop suspended when this generator is closed: its open
     # answer (if any) is closed here, not whenever the garbage collector gets to it.
@@ -272,6 +276,7 @@ async def arun_agent(
     api: Literal["chat", "responses"] = "chat",
     max_turns: int = 10,
     max_repeats: int = 2,
+    max_calls_per_turn: int = MAX_CALLS_PER_TURN,
     on_tool_call: ToolCallHook | None = None,
     on_tool_result: ToolResultHook | None = None,
     on_max_turns: Literal["return", "raise"] = "return",
@@ -282,7 +287,7 @@ async def arun_agent(
     """The asyncio twin of `run_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
     run = AgentRun(
         dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
-        merge_create_options(create_options, create_kwargs),
+        merge_create_options(create_options, create_kwargs), max_calls_per_turn,
     )  # fmt: skip
     async with aclosing(_aturns(client, run, stream, on_tool_call, on_tool_result)) as events:
         async for event in events:

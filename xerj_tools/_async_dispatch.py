@@ -100,11 +100,14 @@ class AsyncDispatcher(BaseDispatcher):
         with tool_call_scope(tool_call):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
-            payload, attempts = await self._drive(
-                self._core.flow(tool_call.name, prepared, self._endpoint.label),
-                Deadline(self.deadline, self._core.clock),
-            )
-            return self._core.result(tool_call, payload, attempts, started, prepared)
+            try:
+                payload, attempts = await self._drive(
+                    self._core.flow(tool_call.name, prepared, self._endpoint.label),
+                    Deadline(self.deadline, self._core.clock),
+                )
+                return self._core.result(tool_call, payload, attempts, started, prepared)
+            except Exception as exc:  # see `_crashed`
+                return self._crashed(tool_call, exc, started)
 
     async def dispatch(self, call: Any) -> ToolMessage:
         return (await self.run(call)).message

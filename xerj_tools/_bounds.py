@@ -16,7 +16,9 @@ from typing import Any
 
 from . import _json
 
-__all__ = ["MAX_ARGUMENT_DEPTH", "TooDeep", "loads", "may_overflow", "value_problem"]
+__all__ = [
+    "MAX_ARGUMENT_DEPTH", "TooDeep", "loads", "may_hold_surrogate", "may_overflow", "value_problem",
+]  # fmt: skip
 
 MAX_ARGUMENT_DEPTH = 64
 """How many objects and arrays may nest inside one another in a tool call's arguments (the
@@ -25,8 +27,13 @@ arguments object itself is level 1). A bool query nests three levels per clause
 room for about twenty of either; Elasticsearch itself refuses bool queries nested deeper than
 20 (``indices.query.bool.max_nested_depth``) and mappings deeper than 20 objects."""
 
-# A string token, or one bracket outside any string.
-_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# The scan's two steps: the next quote or bracket; from after an opening quote, the rest of the
+# string up to its closing quote. Each step starts where the last one ended and never looks
+# back, so the scan reads every character at most twice (once more for an unterminated string,
+# where it stops): linear in the text, whatever it holds. (A single `finditer` over "a string
+# or a bracket" restarts inside an unterminated string at every escaped quote and is quadratic.)
+_NEXT_TOKEN = re.compile(r'["\[\]{}]')
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 # Python refuses to print an int of more than 4,300 digits (and JSON text that long never
@@ -46,14 +53,20 @@ class TooDeep(ValueError):
 def _text_depth_exceeds(text: str, limit: int) -> bool:
     if text.count("[") + text.count("{") <= limit:
         return False  # the usual case, decided in C without a scan
-    depth = 0
-    for match in _TOKENS.finditer(text):
-        token = match.group()
-        if token in "[{":
+    depth, position = 0, 0
+    next_token, string_rest = _NEXT_TOKEN.search, _STRING_REST.match
+    while (token := next_token(text, position)) is not None:
+        char, position = token.group(), token.end()
+        if char == '"':
+            closing = string_rest(text, position)
+            if closing is None:
+                return False  # a string that never closes: not JSON, and the decoder says where
+            position = closing.end()
+        elif char in "[{":
             depth += 1
             if depth > limit:
                 return True
-        elif token in "]}":
+        else:
             depth -= 1
     return False
 
@@ -94,6 +107,28 @@ def may_overflow(text: str) -> bool:
     return b"e000" in shapes or b"0" * 200 in shapes
 
 
+# A lone surrogate: JSON text may write one ("\ud800" is valid JSON), but it is no character,
+# UTF-8 cannot encode it, and no request holding it can be sent. A valid pair decodes to one
+# character outside the range, so any code point left in it is lone.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# In text: such a code point as it is, or escaped (a pair matches too; the walk then finds none).
+_SURROGATE_TEXT = re.compile("[\ud800-\udfff]|\\\\u[dD][89abcdefABCDEF]")
+
+
+def may_hold_surrogate(text: str) -> bool:
+    """False when JSON `text` cannot decode to a string holding a lone surrogate."""
+    return _SURROGATE_TEXT.search(text) is not None
+
+
+def _surrogate_problem(text: str) -> str | None:
+    if text.isascii() or (found := _SURROGATE.search(text)) is None:
+        return None
+    return (
+        f"holds a lone surrogate (U+{ord(found.group()):04X} at character {found.start()}), "
+        "which is not text and cannot be sent; remove it or send the whole character"
+    )
+
+
 def _finite_numbers(values: list[Any]) -> bool:
     """True when every item is a number that converts to a finite float: `math.fsum` converts
     each one (an int past 1024 bits overflows), and its sum is infinite or NaN as soon as one
@@ -109,7 +144,9 @@ def _leaf_problem(item: Any) -> str | None:
         return None if math.isfinite(item) else f"must be a finite number; got {item}"
     if isinstance(item, int):
         return None if item.bit_length() <= _MAX_INT_BITS else "is too large a number to send"
-    if item is None or isinstance(item, str):
+    if isinstance(item, str):
+        return _surrogate_problem(item)
+    if item is None:
         return None
     return f"is not a JSON value ({type(item).__name__})"
 
@@ -120,7 +157,8 @@ def value_problem(
     """The first place where decoded arguments break a limit, as (path parts, message), or None.
 
     Checks, without recursion: nesting depth (a value that contains itself is infinitely deep),
-    finite numbers, integers that can be printed, string keys, and JSON types only (a tuple
+    finite numbers, integers that can be printed, string keys, text without lone surrogates
+    (keys too), and JSON types only (a tuple
     counts as an array). `decoded` says `value` came from `json.loads`, so it holds JSON types
     only; then a list of numbers (a vector) is checked in one C call.
     """
@@ -136,13 +174,19 @@ def value_problem(
         if decoded and not mapping and len(node) > 8 and _finite_numbers(node):
             continue
         for key, item in node.items() if mapping else enumerate(node):
-            if mapping and not isinstance(key, str):
-                return parts, f"has a key that is not a string ({type(key).__name__})"
+            if mapping:
+                if not isinstance(key, str):
+                    return parts, f"has a key that is not a string ({type(key).__name__})"
+                if not key.isascii() and (problem := _surrogate_problem(key)):
+                    return parts, f"has a key that {problem}"
             kind = type(item)
             if kind is float:
                 if item - item == 0.0:  # finite: inf - inf and nan - nan are nan
                     continue
-            elif kind is str or kind is bool or item is None:
+            elif kind is str:
+                if item.isascii():
+                    continue
+            elif kind is bool or item is None:
                 continue
             elif kind is dict or kind is list or isinstance(item, (Mapping, list, tuple)):
                 stack.append((item, depth + 1, [*parts, key]))

@@ -37,7 +37,7 @@ from ._exceptions import (
     ToolCallError,
     UnknownToolError,
 )
-from ._format import dumps, engine_error, error_payload
+from ._format import dumps, engine_error, error_payload, sendable
 from ._index_guard import checked_answer, resolved_request
 from ._json import fast_raw
 from ._listing import LISTING_TTL, IndexListing, Listing, read_listing
@@ -266,6 +266,8 @@ class DispatchCore:
             request = request.without_rerank()
             outcome, attempts = yield request
         payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
+        if payload.get("ok") and (follow := getattr(prepared.tool, "follow_up", None)):
+            payload = yield from follow(prepared.arguments, payload, self.policy.allows_index)
         if indexed and prepared.tool is not None:
             payload = yield from checked_answer(
                 self.listing, self.policy, prepared.tool, prepared.arguments, payload, node
@@ -360,7 +362,7 @@ class DispatchCore:
         prepared: Prepared | None = None,
     ) -> ToolResult:
         payload, content = self._shape(call.name, payload, prepared)
-        result = ToolResult(call, payload, content, attempts, self.clock() - started)
+        result = ToolResult(call, payload, sendable(content), attempts, self.clock() - started)
         record(result)
         if logger.isEnabledFor(logging.DEBUG):
             outcome = "ok" if result.ok else result.code
@@ -384,7 +386,7 @@ class DispatchCore:
         """The answer to a call identical to `first` in the same turn, which was sent once."""
         note = f"identical to call {first.call.call_id} in this turn; XERJ was asked once"
         payload = {**first.payload, "notes": [*first.payload.get("notes", []), note]}
-        content = dumps(payload)
+        content = sendable(dumps(payload))
         if not within(content, self.budgets.get(call.name, self.budget)):
             # The first answer was fitted to the budget already (its `next` included): refitting
             # would drop hits behind `next`'s back, so the note gives way instead.

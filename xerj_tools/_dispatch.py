@@ -138,8 +138,11 @@ class Dispatcher(BaseDispatcher):
                 return self._core.refusal(tool_call, prepared, started)
             flow = self._core.flow(tool_call.name, prepared, self._endpoint.label)
             deadline = Deadline(self.deadline, self._core.clock)
-            payload, attempts = self._drive(flow, deadline, cancel)
-            return self._core.result(tool_call, payload, attempts, started, prepared)
+            try:
+                payload, attempts = self._drive(flow, deadline, cancel)
+                return self._core.result(tool_call, payload, attempts, started, prepared)
+            except Exception as exc:  # see `_crashed`
+                return self._crashed(tool_call, exc, started)
 
     def dispatch(self, call: Any) -> ToolMessage:
         """Run one call; return the answer to it, in the call's own shape."""

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ._answers import PendingAnswers
 from ._budget import Budget
-from ._core import DispatchCore, Prepared, ToolResult
+from ._core import DispatchCore, Prepared, ToolResult, _raised
 from ._deadline import DEFAULT_DEADLINE
 from ._exceptions import ClosedError, ConfigurationError, ToolCallError
 from ._policy import Policy
@@ -195,7 +195,7 @@ class BaseDispatcher:
         """Parse `call` (any wire shape) and prepare it; nothing is sent. `complete` sends it,
         or answers the refusal; `Begun.key` tells identical calls apart for de-duplication."""
         started, tool_call = self._core.clock(), parse_tool_call(call)
-        return Begun(tool_call, self._core.prepare(tool_call), started)
+        return Begun(tool_call, self._prepare(tool_call), started)
 
     def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
         """An error answer to `call` made without XERJ (a loop refusing or denying it), with
@@ -209,6 +209,20 @@ class BaseDispatcher:
     def copy_of(self, call: ToolCall, first: ToolResult, started: float) -> ToolResult:
         """The answer to `call`, identical to the call `first` answers, which was sent once."""
         return self._core.duplicate(call, first, started)
+
+    def _prepare(self, call: ToolCall) -> Prepared | ToolCallError:
+        """The call's request, or what is wrong with it. Whatever raises while the request is
+        validated or built is answered (``handler_error``, logged with where it was raised):
+        nothing a model sends makes `dispatch` raise."""
+        try:
+            return self._core.prepare(call)
+        except Exception as exc:
+            return _raised(call.name, "dispatcher", exc)
+
+    def _crashed(self, call: ToolCall, exc: Exception, started: float) -> ToolResult:
+        """The answer to a call whose request raised while it was sent or read (an `httpx` error
+        that is no `HTTPError`, a bug): ``handler_error``, logged, never raised out of `dispatch`."""
+        return self._core.refusal(call, _raised(call.name, "dispatcher", exc), started)
 
     def _open_turn(
         self, calls: Iterable[Any], transcript: list[Any] | None
@@ -224,7 +238,7 @@ class BaseDispatcher:
         self, calls: Sequence[ToolCall], started: float
     ) -> tuple[list[Begun], list[int], dict[int, int]]:
         """Prepare every call; pick the ones to send (identical valid calls are sent once)."""
-        begun = [Begun(c, self._core.prepare(c), started) for c in calls]
+        begun = [Begun(c, self._prepare(c), started) for c in calls]
         first_of: dict[str, int] = {}
         unique: list[int] = []
         copies: dict[int, int] = {}

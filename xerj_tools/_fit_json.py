@@ -241,8 +241,29 @@ def _fit(
     shown, cuts = _render(body, _Caps(_TIGHTEST, 1, 1, 1), protected)
     out = {**shown, "truncated": {"summarised": ["(everything)"], "hint": hint}}
     if size(out) > budget:
-        out = {k: body[k] for k in _PROTECTED if k in body}
-        out = cut_strings({**out, "truncated": {"hint": hint}}, 100, "", [])
+        # Still the protected scalars (a document's `found`: whether it exists at all), a
+        # string among them cut with its marker (an `_id` of a megabyte).
+        cut: list[str] = []
+        out = cut_strings({**_scalars(body, protected), "truncated": {"hint": hint}}, 100, "", cut)
+        if cut := [p for p in cut if not p.startswith("truncated")]:
+            out["truncated"] = {"cut_paths": cut, "hint": hint}
+    return out
+
+
+def _scalars(body: Mapping[str, Any], protected: frozenset[str]) -> dict[str, Any]:
+    """The protected values that are not containers (paths at most two keys long), in order."""
+    out: dict[str, Any] = {}
+    for key, value in body.items():
+        if key in protected and not isinstance(value, (dict, list)):
+            out[key] = value
+        elif isinstance(value, dict):
+            inner = {
+                k: v
+                for k, v in value.items()
+                if f"{key}.{k}" in protected and not isinstance(v, (dict, list))
+            }
+            if inner:
+                out[key] = inner
     return out
 
 

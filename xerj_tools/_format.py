@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "engine_error",
     "error_payload",
     "invalid",
+    "sendable",
     "unusable",
 ]
 
@@ -84,9 +86,23 @@ _ERROR_CODES: dict[str, tuple[bool, str]] = {
         False,
         "You already have this exact result in the conversation; use it, or change the arguments.",
     ),
+    "too_many_calls": (
+        True,
+        "The turn made more calls than the agent runs at once; this one was not run. Use the "
+        "results you have, and make it in a later turn if you still need it.",
+    ),
     "incomplete_call": (
         False,
         "Your output was cut off before this call was complete; make the call again, shorter.",
+    ),
+    "redirected": (
+        False,
+        "XERJ's address answered with a redirect, which XERJ never sends: a proxy or a wrong URL "
+        "is in between. Changing the call will not help; tell the user.",
+    ),
+    "tls_error": (
+        False,
+        "The TLS certificate of XERJ's node was not accepted; retrying will not help. Tell the user.",
     ),
     "handler_error": (
         False,
@@ -113,6 +129,20 @@ def dumps(payload: Mapping[str, Any]) -> str:
         return _ENCODER.encode(payload)
     except (ValueError, RecursionError):
         return _ENCODER.encode(clean(payload))
+
+
+# A lone surrogate: it can come from the engine's JSON ("\ud800"), or from arguments text that
+# is quoted back; UTF-8 cannot encode it, so a message holding it would fail the next request
+# to the model (every SDK sends UTF-8).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable(content: str) -> str:
+    """A tool message's JSON with each lone surrogate written as its escape (``\\ud800``): the
+    same JSON value, as text any client can encode."""
+    if content.isascii() or _LONE_SURROGATE.search(content) is None:
+        return content
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", content)
 
 
 def error_payload(error: ToolCallError, *, attempts: int | None = None) -> dict[str, Any]:
@@ -149,6 +179,7 @@ def engine_error(
             "protocol": "invalid_response",
             "cancelled": "cancelled",
             "deadline": "timeout",
+            "tls": "tls_error",
         }[outcome.kind]
         said = _advice(advice, request) if code == "response_too_large" else None
         late = {} if outcome.deadline is None else {"deadline": outcome.deadline}
@@ -187,11 +218,26 @@ def engine_error(
         index = error.get("index") if isinstance(error, dict) else None
         if isinstance(index, str) and index:
             reason = f"index [{index}] is closed"
+    elif 300 <= status < 400:
+        # XERJ's REST layer has no redirect anywhere (engine/crates/xerj-api/src at e6e8e6a; only
+        # its web console redirects, xerj-console-api/src/router.rs:45): a proxy sent this, or
+        # the URL is not the API's (http for https). Redirects are not followed: the credential
+        # would go along to wherever `Location` points.
+        code, reason = "redirected", _redirect_reason(outcome)
     else:
         code = "bad_request"
         if "too_many_buckets_exception" in (kind, outcome.cause_type):
             hint = TOO_MANY_BUCKETS
     return EngineError(reason, code=code, status=status, type=kind, details=details, hint=hint)
+
+
+def _redirect_reason(reply: Reply) -> str:
+    where = reply.header("location")
+    to = f" to {where[:200]!r}" if where else ""
+    return (
+        f"HTTP {reply.status}: a redirect{to}, not followed. XERJ itself never redirects; a proxy "
+        "or load balancer in front of it did, or the configured URL is not XERJ's API"
+    )
 
 
 def _advice(advice: Callable[[HttpRequest], str | None] | None, request: HttpRequest) -> str | None:

@@ -50,8 +50,9 @@ class HttpRequest:
 
 
 FailureKind = Literal[
-    "unreachable", "timeout", "connection_lost", "too_large", "protocol", "cancelled", "deadline"
-]
+    "unreachable", "timeout", "connection_lost", "too_large", "protocol", "cancelled", "deadline",
+    "tls",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)

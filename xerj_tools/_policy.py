@@ -115,10 +115,7 @@ class Policy:
             raise ConfigurationError("Policy.caps is 'clamp' or 'refuse'")
         if self.namespace is not None and self.namespace_prefix is not None:
             raise ConfigurationError("give Policy.namespace or Policy.namespace_prefix, not both")
-        for name in ("max_size", "max_k", "max_num_candidates", "max_rerank_window"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigurationError(f"Policy.{name} must be at least 1")
+        _check_values(self)
 
     def _index_refusal(self, expression: str) -> str | None:
         for part in expression.split(","):
@@ -181,7 +178,9 @@ class Policy:
                 return None
         if not isinstance(raw, (str, bytes)):
             return None
-        size = len(raw.encode() if isinstance(raw, str) else raw)
+        # "surrogatepass": a lone surrogate (valid JSON text, "\ud800") is measured here and
+        # refused by validation with its path, not raised as UnicodeEncodeError.
+        size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
         if size > self.max_argument_bytes:
             return PolicyDenied(
                 f"the arguments are {size} bytes; the limit is {self.max_argument_bytes}"
@@ -261,6 +260,65 @@ class Policy:
         if not self.read_only or tool.writes is not None or not _writes(request):
             return None
         return _read_only(tool.name)
+
+
+_COUNTS = (
+    "max_size", "max_k", "max_num_candidates", "max_rerank_window", "max_argument_bytes",
+    "max_response_bytes",
+)  # fmt: skip
+_DELIMITERS = "._-"
+
+
+def _check_values(policy: Policy) -> None:
+    """Refuse, when the policy is made, a value that would guard nothing or everything other
+    than what it says: a guardrail that misreads its own setting is worse than none."""
+    for name in _COUNTS:
+        value = getattr(policy, name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ConfigurationError(f"Policy.{name} must be a positive integer; got {value!r:.60}")
+    for name in ("allow_rerank", "read_only", "allow_remotes"):
+        if not isinstance(getattr(policy, name), bool):
+            raise ConfigurationError(f"Policy.{name} must be True or False")
+    for name in ("allow_indices", "deny_indices"):
+        patterns = getattr(policy, name)
+        if isinstance(patterns, str) or not all(isinstance(p, str) for p in patterns):
+            raise ConfigurationError(
+                f"Policy.{name} must be a list of patterns, not {patterns!r:.60}"
+            )
+        for pattern in patterns:
+            if not pattern or pattern != pattern.strip() or "," in pattern:
+                raise ConfigurationError(
+                    f"Policy.{name}: {pattern!r:.60} never matches an index name (empty, spaces "
+                    "around it, or a comma); give each pattern as its own item"
+                )
+    if policy.namespace is not None:
+        from .tools._paths import namespace_problem
+
+        if (problem := namespace_problem(policy.namespace, "Policy.namespace")) is not None:
+            raise ConfigurationError(
+                f"{problem.path}: {problem.message}; no memory call could pass"
+            )
+    prefix = policy.namespace_prefix
+    if prefix is not None:
+        # XERJ's namespaces (memory_api.rs:101-124): a-z 0-9 _ - ., starting with a letter or digit.
+        if (
+            not prefix
+            or not all(c.isascii() and (c.isalnum() or c in _DELIMITERS) for c in prefix)
+            or prefix != prefix.lower()
+            or not prefix[0].isalnum()
+            or ".." in prefix
+        ):
+            raise ConfigurationError(
+                f"Policy.namespace_prefix {prefix!r:.60} can begin no XERJ namespace (a-z 0-9 _ - ., "
+                "starting with a letter or digit); no memory call could pass"
+            )
+        if prefix[-1] not in _DELIMITERS:
+            raise ConfigurationError(
+                f"Policy.namespace_prefix {prefix!r:.60} would also admit {prefix + '0'!r:.60} and "
+                f"any name it begins; end it with a delimiter, as in {prefix + '.'!r:.60}"
+            )
 
 
 def _names(value: Any) -> list[str]:

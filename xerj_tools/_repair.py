@@ -1,8 +1,9 @@
 """Audited repair of argument mistakes that have exactly one reading under the schema.
 
-Models make the same few mistakes: ``"10"`` for 10, an object sent as a JSON string, `size` or
-`sort` nested inside `query`, one sub-query where `queries` wants an array, ``null`` for an
-optional argument they mean to leave out. When the schema
+Models make the same few mistakes: ``"10"`` for 10, 42 for ``"42"`` (an integer where only a
+string fits, a numeric document id), an object sent as a JSON string, `size` or `sort` nested
+inside `query`, one sub-query where `queries` wants an array, ``null`` for an optional argument
+they mean to leave out. When the schema
 leaves exactly one reading, the call is repaired and every repair is recorded, so the model sees
 what it did and can learn from it. Nothing else is guessed.
 """
@@ -56,6 +57,10 @@ def _show(value: Any) -> str:
 
 def _coerce(value: Any, schema: Any, path: list[str | int], repairs: list[str]) -> Any:
     types = _types(schema)
+    if type(value) is int and types == ["string"]:
+        # A document id of digits sent as a number: its decimal string is the one reading.
+        repairs.append(f"{json_path(path)}: {value} → {json.dumps(str(value))}")
+        return str(value)
     if isinstance(value, str) and types and "string" not in types:
         if ("integer" in types or "number" in types) and (
             _INTEGER.match(value) or ("number" in types and _NUMBER.match(value))

@@ -128,7 +128,7 @@ def should_retry(request: HttpRequest, outcome: Outcome, policy: RetryPolicy) ->
     if request.kind == "listing":
         return False  # the index list only decorates an error message; not worth a wait
     if isinstance(outcome, Failure):
-        if outcome.kind in ("too_large", "protocol", "cancelled", "deadline"):
+        if outcome.kind in ("too_large", "protocol", "cancelled", "deadline", "tls"):
             return False
         # A request that may have reached the server is repeated only when that is harmless.
         return request.idempotent or not outcome.sent

@@ -32,9 +32,19 @@ if TYPE_CHECKING:
     from ._dispatch_base import BaseDispatcher
 from ._usage import TokenUsage
 
-__all__ = ["CUT_OFF", "LOOP_OWNED", "AgentRun", "CreateOptions", "merge_create_options"]
+__all__ = [
+    "CUT_OFF", "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentRun", "CreateOptions", "merge_create_options",
+]  # fmt: skip
 
 CUT_OFF = ("length", "content_filter")  # the output ended before its calls were whole
+
+MAX_CALLS_PER_TURN = 16
+"""The calls of one model turn that are run; those past it are answered ``too_many_calls``.
+Models make a few calls a turn (parallel calls are rarely more than five); 16 is two rounds of
+the dispatcher's 8 workers, and 16 answers at the default budget of 12,000 characters are about
+190,000 characters, some 48,000 tokens: the next model request still fits a 128k-token context
+with the conversation beside it. Without a bound, 500 calls in one turn all ran and the next
+request carried 6.6 MB (adversarial review, N15)."""
 
 
 class CreateOptions(TypedDict, total=False):
@@ -101,10 +111,14 @@ class AgentRun:
         max_repeats: int,
         on_max_turns: str,
         create_options: dict[str, Any],
+        max_calls_per_turn: int = MAX_CALLS_PER_TURN,
     ) -> None:
         self.shape = loop_shape(api)  # the wire shape: definitions, requests, replies
-        if max_turns < 1 or max_repeats < 1:
-            raise ConfigurationError("max_turns and max_repeats must be at least 1")
+        if max_turns < 1 or max_repeats < 1 or max_calls_per_turn < 1:
+            raise ConfigurationError(
+                "max_turns, max_repeats and max_calls_per_turn must be at least 1"
+            )
+        self.max_calls = max_calls_per_turn
         if on_max_turns not in ("return", "raise"):
             raise ConfigurationError("on_max_turns must be 'return' or 'raise'")
         if isinstance(messages, str):
@@ -148,8 +162,23 @@ class AgentRun:
     def assembler(self) -> Assembler:
         return self.shape.assembler()
 
+    def over_bound(self, position: int, call: ToolCall) -> ToolResult | None:
+        """A call past `max_calls_per_turn` in its turn is answered without being run."""
+        if position < self.max_calls:
+            return None
+        reason = (
+            f"this turn made more than {self.max_calls} calls; only the first {self.max_calls} "
+            "were run. Use their results, and make this call in a later turn if it is still needed"
+        )
+        return self.answer(call, "too_many_calls", reason)
+
     def screen(self, call: ToolCall) -> ToolResult | None:
-        """The loop guard: a call repeated past `max_repeats` is answered without XERJ."""
+        """The loop guard: a call repeated past `max_repeats` is answered without XERJ.
+
+        Arguments over the policy's size cap are left to dispatch, which refuses them before
+        reading them: the guard never decodes what the cap would refuse."""
+        if self.dispatcher.policy.check_size(call.arguments) is not None:
+            return None
         key = call_key(call)
         self.seen[key] += 1
         if self.seen[key] > self.max_repeats:

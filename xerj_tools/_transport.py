@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,10 +24,13 @@ from ._deadline import Deadline, Running, guard, timeouts
 from ._exceptions import ConfigurationError
 from ._models import Failure, HttpRequest, Outcome, Reply
 from ._pool import AsyncClientKeeper
+from ._redact import Scrubber
 from ._settings import TransportSettings
 from ._tracing import attempt, node_rested
 
 __all__ = ["DEFAULT_URL", "Endpoint", "NodePool", "TransportSettings"]
+
+logger = logging.getLogger("xerj_tools")
 
 DEFAULT_URL = "http://localhost:9200"
 USER_AGENT = "xerj-tools/0.1"
@@ -108,6 +113,10 @@ class Endpoint:
     @property
     def base_url(self) -> str:
         return self.base_urls[0]
+
+    def scrubber(self) -> Scrubber:
+        """What takes the credential out of every reply (an engine may echo the request)."""
+        return Scrubber(self.authorization.reveal() if self.authorization is not None else None)
 
     @property
     def tls(self) -> bool:
@@ -206,6 +215,12 @@ def _failure(exc: httpx.HTTPError, node: str) -> Failure:
     if isinstance(exc, httpx.ConnectTimeout):
         return Failure("unreachable", "connect timed out", node, sent=False)
     if isinstance(exc, httpx.ConnectError):
+        if (problem := _certificate_problem(exc)) is not None:
+            # The node's certificate, or the CA it is checked against: the configuration, which
+            # no retry changes. Said in the operator's log too, naming the certificate.
+            logger.warning("XERJ node %s: TLS certificate not accepted (%s)", node, problem)
+            detail = f"the TLS certificate of the node was not accepted: {problem}"
+            return Failure("tls", detail, node, sent=False)
         return Failure("unreachable", f"connection failed ({name})", node, sent=False)
     if isinstance(exc, httpx.PoolTimeout):
         return Failure("timeout", "no free connection in the pool in time", node, sent=False)
@@ -216,6 +231,19 @@ def _failure(exc: httpx.HTTPError, node: str) -> Failure:
     if isinstance(exc, httpx.TransportError):
         return Failure("connection_lost", f"the connection broke ({name})", node)
     return Failure("protocol", f"HTTP error ({name})", node)
+
+
+def _certificate_problem(exc: BaseException) -> str | None:
+    """What certificate verification said, when it is what refused the connection (httpx raises
+    `ConnectError` from httpcore's, raised from the `ssl` error), else None."""
+    seen = 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 8:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            said = cause.verify_message or cause.reason or "certificate verify failed"
+            return f"{said}; check the node's certificate, or give its CA bundle as `verify`"
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
 
 
 def _too_large(limit: int, node: str) -> Failure:
@@ -246,6 +274,7 @@ class SyncTransport:
         self.endpoint = endpoint
         self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
+        self.scrub = endpoint.scrubber()
         self._owned = client is None
         if client is None:
             options = settings.httpx_options(tls=endpoint.tls)
@@ -260,7 +289,7 @@ class SyncTransport:
         if deadline.expired:
             return _late(deadline, node, sent=False)
         with attempt(request, node) as traced:
-            outcome = traced.done(self._attempt(request, node, deadline))
+            outcome = traced.done(self.scrub(self._attempt(request, node, deadline)))
         self.nodes.report(node, outcome)
         return outcome
 
@@ -310,6 +339,7 @@ class AsyncTransport:
         self.endpoint = endpoint
         self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
+        self.scrub = endpoint.scrubber()
         self.clients = AsyncClientKeeper(client, self._new_client, settings.pool_size)
 
     def _new_client(self) -> httpx.AsyncClient:
@@ -325,7 +355,7 @@ class AsyncTransport:
         if deadline.expired:
             return _late(deadline, node, sent=False)
         with attempt(request, node) as traced:
-            outcome = traced.done(await self._attempt(request, node, deadline))
+            outcome = traced.done(self.scrub(await self._attempt(request, node, deadline)))
         self.nodes.report(node, outcome)
         return outcome
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._bounds import TooDeep, loads, may_overflow, value_problem
+from ._bounds import TooDeep, loads, may_hold_surrogate, may_overflow, value_problem
 from ._problems import Check, Problem, ValidationResult, json_path, json_type
 from ._repair import repair_arguments
 
@@ -129,11 +129,13 @@ def validate_arguments(
             decode_error=True,
         )
     # Decoded text is no deeper than the limit already, but a number too large for a float
-    # (1e400) decodes to inf; a dict handed over may hold anything. A walk checks both; short
-    # text is first looked at for such a number, which is cheaper than the walk.
+    # (1e400) decodes to inf, "\ud800" to a lone surrogate; a dict handed over may hold anything.
+    # A walk checks all three; short text is first looked at for such a number or escape, which
+    # is cheaper than the walk.
     text = isinstance(raw, (str, bytes))
     short = raw if isinstance(raw, str) and len(raw) <= 4096 else None
-    if (short is None or may_overflow(short)) and (problem := bounds_problem(value, decoded=text)):
+    suspect = short is None or may_overflow(short) or may_hold_surrogate(short)
+    if suspect and (problem := bounds_problem(value, decoded=text)):
         return ValidationResult(False, None, (problem,))
     schema_ok = fast(value) if fast is not None else None
     if schema_ok is False and repair:

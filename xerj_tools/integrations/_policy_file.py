@@ -7,8 +7,9 @@ The file holds `Policy`'s fields at its top level, spelled as in Python::
     read_only = true
     namespace = "tenant-42"
 
-A misspelt key, a wrong type or an unreadable file is an error that names the key: a guardrail
-that silently fell back to its default would be worse than none.
+A misspelt key, a key given twice, a wrong type, a value no index or namespace can match (see
+`Policy`) or an unreadable file is an error that names the key: a guardrail that silently fell
+back to its default would be worse than none.
 """
 
 from __future__ import annotations
@@ -84,6 +85,17 @@ def policy_from_mapping(data: Any, source: str = "the policy") -> Policy:
         raise ConfigurationError(f"{source}: {exc}") from None
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON's objects as dicts, refusing a key given twice (`json` keeps the last, so a second
+    ``"read_only": false`` would quietly undo the first; TOML refuses it itself)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ConfigurationError(f"the key {key!r} is given twice; give each key once")
+        seen[key] = value
+    return seen
+
+
 def _read_toml(text: str) -> Any:
     if sys.version_info >= (3, 11):
         import tomllib
@@ -111,7 +123,12 @@ def load_policy_file(path: str | Path) -> Policy:
     except UnicodeDecodeError:
         raise ConfigurationError(f"{path}: the policy file is not UTF-8 text") from None
     try:
-        data = _read_toml(text) if suffix == ".toml" else json.loads(text)
+        if suffix == ".toml":
+            data = _read_toml(text)
+        else:
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{path}: {exc}") from None
     except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError both are
         kind = "TOML" if suffix == ".toml" else "JSON"
         raise ConfigurationError(f"{path}: not valid {kind}: {exc}") from None

@@ -12,7 +12,14 @@ from urllib.parse import quote, unquote
 from .._exceptions import ArgumentsError
 from .._problems import Problem
 
-__all__ = ["document_id_problem", "dot_segment", "index_problem", "namespace_problem", "segment"]
+__all__ = [
+    "MAX_ID_BYTES",
+    "document_id_problem",
+    "dot_segment",
+    "index_problem",
+    "namespace_problem",
+    "segment",
+]
 
 _DOT_SEGMENTS = frozenset({".", ".."})
 
@@ -124,13 +131,30 @@ def _namespace_problem(value: str, path: str) -> Problem | None:
     return None
 
 
+MAX_ID_BYTES = 512
+"""The longest document id sent, in UTF-8 bytes. XERJ checks no length of its own: `index_doc`
+and `get_doc` (es_compat.rs:1740, 1972-2008 at e6e8e6a) take the path segment as it comes, and
+its ids sidecar and tombstones write an id's length as a 16-bit number (index_store.rs:945,
+segment.rs:157), so a longer id does not even survive there. This is Elasticsearch's limit: an
+id longer than 512 bytes cannot be indexed there. Percent-encoded, 512 bytes are at most 1,536
+URL characters, far below httpx's 65,536 (longer URLs raise `InvalidURL`)."""
+
+
 def document_id_problem(value: Any, path: str = "$.id") -> Problem | None:
     """Why `value` cannot be a document id in ``/{index}/_doc/{id}``, or None. Any non-empty
-    text is sent percent-encoded as one segment, except ``.`` and ``..`` (see `dot_segment`)."""
+    text of at most `MAX_ID_BYTES` is sent percent-encoded as one segment, except ``.`` and
+    ``..`` (see `dot_segment`)."""
     if not isinstance(value, str):
         return None
     if not value:
         return Problem(path, "must not be empty; give the document's _id")
+    if (
+        len(value) > MAX_ID_BYTES // 4
+        and (size := len(value.encode("utf-8", "surrogatepass"))) > MAX_ID_BYTES
+    ):
+        return Problem(
+            path, f"is {size} bytes long; a document id is at most {MAX_ID_BYTES} bytes (UTF-8)"
+        )
     if value in _DOT_SEGMENTS:
         return Problem(path, f"{value!r} is not a document id: it would be read as a relative path")
     return None

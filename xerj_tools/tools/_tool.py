@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._budget import Fit
 from .._exceptions import EngineError
 from .._format import engine_error, unusable
-from .._models import HttpRequest, Reply
+from .._models import HttpRequest, Outcome, Reply
 from .._problems import Check
 from ._checks import unknown_keys
 
 __all__ = [
-    "Handler", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral", "read_json",
+    "FollowUp", "Handler", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral",
+    "read_json",
 ]  # fmt: skip
 
 Handler = Callable[[Mapping[str, Any]], HttpRequest]
@@ -40,6 +41,16 @@ class Received:
 Reader = Callable[[Received], dict[str, Any]]
 """Turns an answered reply into the payload the model reads; raises `EngineError` (code
 ``invalid_response``) when the reply is not the result the tool needs."""
+
+
+FollowUp = Callable[
+    [Mapping[str, Any], dict[str, Any], Callable[[str], bool]],
+    Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]],
+]
+"""More requests after a successful answer, to make it true: called with the call's arguments,
+the payload read so far and the policy's index check; yields each request, receives what came
+back (outcome, attempts) and returns the final payload. `xerj_get_document` asks an alias's
+other indices this way."""
 
 
 def read_json(received: Received) -> dict[str, Any]:
@@ -116,6 +127,7 @@ class Tool:
     - `path`: the URL template for tracing (``/{index}/_search``); `too_large`: what the model
       can ask for instead when the answer is too large; `answered`: whether a reply is a result
       to read (default: a 2xx status) rather than an error. `title`: a human title (MCP).
+      `follow_up`: more requests after a successful answer (`FollowUp`).
     """
 
     name: str
@@ -136,6 +148,7 @@ class Tool:
     answered: Callable[[Reply], bool] = is_2xx
     origin: Origin = "custom"
     title: str | None = None
+    follow_up: FollowUp | None = None
     description: str | None = None
     parameters: Mapping[str, Any] | None = field(default=None, repr=False)
 
