@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
 from typing import Any
 
-import httpx
+import httpx2
 
 from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
@@ -36,9 +36,9 @@ from .tools import Handler, Tool
 __all__ = ["Dispatcher"]
 
 
-@documented("`httpx.Client`", "close()", "how to wait between attempts", "``time.sleep``")
+@documented("`httpx2.Client`", "close()", "how to wait between attempts", "``time.sleep``")
 class Dispatcher(BaseDispatcher):
-    """Runs tool calls against XERJ with a pooled `httpx.Client`; thread-safe.
+    """Runs tool calls against XERJ with a pooled `httpx2.Client`; thread-safe.
 
     ``dispatch(call)`` takes a Chat Completions tool call, a Responses ``function_call`` item or
     an Anthropic ``tool_use`` block (SDK object or dict) and returns the answer in the same
@@ -54,7 +54,7 @@ class Dispatcher(BaseDispatcher):
         url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         authorization: str | None = None,
-        client: httpx.Client | None = None,
+        client: httpx2.Client | None = None,
         handlers: Mapping[str, Handler] | None = None,
         tools: Sequence[Tool] = (),
         retry: RetryPolicy | None = None,
