@@ -73,4 +73,6 @@ def test_a_storm_of_cancellations_strands_nothing(
 def test_a_long_storm_strands_nothing(
     server: str, kind: str, gate: bool, seed: int, xerj: XerjStandIn, plain: str
 ) -> None:
-    run_storm(url_of(server, xerj, plain), kind, gate, count=300, seed=100 + seed, width=8, max_ms=12)
+    run_storm(
+        url_of(server, xerj, plain), kind, gate, count=300, seed=100 + seed, width=8, max_ms=12
+    )

@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 import functools
+import logging
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
@@ -34,6 +36,14 @@ from ._transport import SyncTransport
 from .tools import Handler, Tool
 
 __all__ = ["Dispatcher"]
+
+logger = logging.getLogger("xerj_tools")
+
+
+class _Call:
+    """A running call's token in `Dispatcher._calls` (a weak set: see `Dispatcher._enter`)."""
+
+    __slots__ = ("__weakref__",)
 
 
 @documented("`httpx2.Client`", "close()", "how to wait between attempts", "``time.sleep``")
@@ -91,27 +101,39 @@ class Dispatcher(BaseDispatcher):
         self._sleep = sleep
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
-        # Guards the lazily made thread pool, the closed flag and the count of running calls.
+        # Guards the lazily made thread pool, the closed flag and the set of running calls.
         self._lock = threading.Condition()
-        self._running = 0
+        self._calls: weakref.WeakSet[_Call] = weakref.WeakSet()
+
+    @property
+    def _running(self) -> int:
+        """How many calls (or turns) are running."""
+        return len(self._calls)
 
     def run(self, call: Any) -> ToolResult:
         """Run one call and return its `ToolResult` (message, payload, attempts, time)."""
-        self._enter()
+        token = self._enter()
         try:
             return self._complete(self._begin(call))
         finally:
-            self._leave()
+            self._leave(token)
 
-    def _enter(self) -> None:
+    def _enter(self) -> _Call:
+        """Count a call as running, safely against an interrupt (a KeyboardInterrupt can land
+        between any two lines): the count is a weak set of tokens, each held only by the frame
+        of the call it counts. Wherever an interrupt lands, in here, before the caller's `try`
+        or in `_leave` before the token is taken out, the token dies with the frames that the
+        interrupt unwinds, and the call is no longer counted."""
+        token = _Call()
         with self._lock:
             if self._closed:
                 raise ClosedError("this Dispatcher was closed; make a new one")
-            self._running += 1
+            self._calls.add(token)
+        return token
 
-    def _leave(self) -> None:
+    def _leave(self, token: _Call) -> None:
         with self._lock:
-            self._running -= 1
+            self._calls.discard(token)
             self._lock.notify_all()
 
     def _submit(
@@ -148,12 +170,12 @@ class Dispatcher(BaseDispatcher):
         Identical calls (same tool, same arguments after repair) are sent once; each call id
         still gets its answer.
         """
-        self._enter()
+        token = self._enter()
         try:
             answers, started = self._open_turn(calls, transcript)
             return self._answer_all(answers, self._run_turn(answers, started))
         finally:
-            self._leave()
+            self._leave(token)
 
     def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
         cancel = threading.Event()
@@ -212,6 +234,8 @@ class Dispatcher(BaseDispatcher):
             nonlocal attempts
             if cancel is not None and cancel.is_set():
                 return Failure("cancelled", "the turn was interrupted", self.url, sent=False)
+            if self._closed:  # closed while this call ran on, past close()'s wait
+                return Failure("cancelled", "the dispatcher was closed", self.url, sent=False)
             attempts += 1
             return self._transport.send(request, deadline)
 
@@ -252,21 +276,31 @@ class Dispatcher(BaseDispatcher):
         except StopIteration as stop:
             return stop.value, total
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Close the owned HTTP client and thread pool (a client you passed in stays open).
 
-        Calls already running finish first; any call after this raises `ClosedError`. Closing
-        twice is harmless.
+        Calls already running finish first, for at most `timeout` seconds (default: the
+        dispatcher's `deadline`, which no call outlasts); past it the dispatcher closes anyway,
+        logs how many calls were still running, and their next attempts end ``cancelled``. Any
+        call after this raises `ClosedError`. Closing twice is harmless.
         """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            while self._running:
-                self._lock.wait()
+            end = time.monotonic() + (self.deadline if timeout is None else timeout)
+            # Timed waits: a call whose interrupt took its token away notifies no one.
+            while self._calls and (left := end - time.monotonic()) > 0:
+                self._lock.wait(min(left, 0.1))
+            stuck = len(self._calls)
+            if stuck:
+                logger.warning(
+                    "Dispatcher.close(): %d call(s) still running after %g s; closing anyway",
+                    stuck, self.deadline if timeout is None else timeout,
+                )  # fmt: skip
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=not stuck, cancel_futures=bool(stuck))
         self._transport.close()
 
     def __enter__(self) -> Dispatcher:
