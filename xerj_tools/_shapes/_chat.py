@@ -75,7 +75,8 @@ def chat_step(completion: Any) -> Step:
         function = get(tool_call, "function")
         name = get(function, "name", "") if function is not None else ""
         arguments = get(function, "arguments", "") if function is not None else ""
-        call_id = str(get(tool_call, "id", ""))
+        call_id = get(tool_call, "id")  # missing or not a string: "" (the loop names it)
+        call_id = call_id if isinstance(call_id, str) else ""
         calls.append(ToolCall(call_id, name or "", arguments, "chat"))
         wire.append(
             {
