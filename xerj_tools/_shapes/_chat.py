@@ -100,6 +100,7 @@ class ChatAssembler:
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     finish_reason: str = ""  # stays empty when the stream ends without a finish_reason
     usage: TokenUsage | None = None  # sent last, when asked for with stream_options
+    _last: int = 0  # the call the last tool-call delta fed
 
     def feed(self, chunk: Any) -> str | None:
         """Take one chunk; return its text delta, if any."""
@@ -110,9 +111,7 @@ class ChatAssembler:
         choice = choices[0]
         delta = get(choice, "delta")
         for part in (get(delta, "tool_calls") or []) if delta is not None else []:
-            slot = self.calls.setdefault(
-                int(get(part, "index", 0)), {"id": "", "name": "", "arguments": ""}
-            )
+            slot = self.calls.setdefault(self._index(part), {"id": "", "name": "", "arguments": ""})
             if get(part, "id"):
                 slot["id"] = str(get(part, "id"))
             function = get(part, "function")
@@ -126,6 +125,19 @@ class ChatAssembler:
             self.text.append(content)
             return str(content)
         return None
+
+    def _index(self, part: Any) -> int:
+        """The call a tool-call delta belongs to: its ``index``; without a usable one (null, not
+        a whole number), a delta with an ``id`` starts the next call and one without goes on
+        with the call the previous delta fed (the first call if none did)."""
+        index = get(part, "index")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            if get(part, "id") and self.calls:
+                index = max(self.calls) + 1
+            else:
+                index = self._last
+        self._last = index
+        return index
 
     def step(self) -> Step:
         message = {
