@@ -132,10 +132,7 @@ class ChatAssembler:
         with the call the previous delta fed (the first call if none did)."""
         index = get(part, "index")
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            if get(part, "id") and self.calls:
-                index = max(self.calls) + 1
-            else:
-                index = self._last
+            index = max(self.calls) + 1 if get(part, "id") and self.calls else self._last
         self._last = index
         return index
 
