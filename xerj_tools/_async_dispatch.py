@@ -105,7 +105,11 @@ class AsyncDispatcher(BaseDispatcher):
         return (await self.run(call)).message
 
     def run_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
     ) -> Coroutine[Any, Any, list[ToolResult]]:
         """Run a turn's calls as concurrent tasks; results in call order. Identical calls
         (same tool, same arguments after repair) are sent once; each call id gets its answer.
@@ -114,14 +118,18 @@ class AsyncDispatcher(BaseDispatcher):
         into `transcript` when it is called, so that a task cancelled before it ever ran
         still leaves a valid transcript. Await what it returns.
         """
-        answers, started = self._open_turn(calls, transcript)
+        answers, started = self._open_turn(calls, transcript, assistant)
         return self._run_turn(answers, started)
 
     def dispatch_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
     ) -> Coroutine[Any, Any, list[ToolMessage]]:
         """Run a turn's calls concurrently; see `Dispatcher.dispatch_many` and `run_many`."""
-        answers, started = self._open_turn(calls, transcript)
+        answers, started = self._open_turn(calls, transcript, assistant)
         return self._messages(answers, started)
 
     async def _messages(self, answers: PendingAnswers, started: float) -> list[ToolMessage]:

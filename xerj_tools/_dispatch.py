@@ -163,7 +163,11 @@ class Dispatcher(BaseDispatcher):
         return self.run(call).message
 
     def run_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
     ) -> list[ToolResult]:
         """Run a turn's calls concurrently on a bounded thread pool; results in call order.
 
@@ -172,7 +176,7 @@ class Dispatcher(BaseDispatcher):
         """
         token = self._enter()
         try:
-            answers, started = self._open_turn(calls, transcript)
+            answers, started = self._open_turn(calls, transcript, assistant)
             return self._answer_all(answers, self._run_turn(answers, started))
         finally:
             self._leave(token)
@@ -212,7 +216,11 @@ class Dispatcher(BaseDispatcher):
         return self._assemble(begun, unique, copies, done)
 
     def dispatch_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
     ) -> list[ToolMessage]:
         """Run a turn's calls concurrently; one answer per call, in call order (Anthropic:
         ``tool_result`` blocks; `turn_messages` makes the one user message that carries them).
@@ -220,10 +228,14 @@ class Dispatcher(BaseDispatcher):
         With `transcript`, an answer to each call is added to it at once, as ``cancelled``,
         and replaced in place by the call's message when it is known: wherever the turn is
         interrupted, the calls that did not finish are answered ``cancelled`` and the
-        conversation stays valid. An item that is no tool call raises `InvalidToolCallError`
-        before anything is sent or added; after `close()`: `ClosedError`.
+        conversation stays valid. `assistant` is the model's turn that holds the calls: given,
+        it joins `transcript` in the same operation as those answers, so that an interrupt
+        landing anywhere, even before the call does anything, leaves no turn unanswered
+        (appended by hand beforehand, a turn interrupted that early would be). An item that is
+        no tool call raises `InvalidToolCallError` before anything is sent or added; after
+        `close()`: `ClosedError`.
         """
-        return [r.message for r in self.run_many(calls, transcript=transcript)]
+        return [r.message for r in self.run_many(calls, transcript=transcript, assistant=assistant)]
 
     def _send(
         self, request: HttpRequest, deadline: Deadline, cancel: threading.Event | None
