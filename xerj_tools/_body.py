@@ -2,7 +2,7 @@
 and nested at most `MAX_DEPTH` levels.
 
 The engine is untrusted input. A compressed body is decoded here, with an output bound, because
-httpx decodes a whole network chunk at once (a 2 KB ``gzip, gzip`` body holds a gigabyte);
+httpx2 decodes a whole network chunk at once (a 2 KB ``gzip, gzip`` body holds a gigabyte);
 JSON that Python cannot decode (too deep) or that JSON cannot encode (NaN, ``1e999``) never
 reaches the code that shapes a tool message.
 """
@@ -163,7 +163,7 @@ def clean(value: _T, max_depth: int = MAX_DEPTH) -> _T:
 
 def reader(response: httpx2.Response, limit: int) -> BodyReader:
     # A response built from bytes (a caller's `httpx2.MockTransport`) was read, and decoded, by
-    # httpx when it was made; only a streamed one is read raw and decoded here.
+    # httpx2 when it was made; only a streamed one is read raw and decoded here.
     if response.is_stream_consumed:
         return BodyReader(None, limit, raw=False)
     return BodyReader(response.headers.get("content-encoding"), limit)
@@ -172,7 +172,7 @@ def reader(response: httpx2.Response, limit: int) -> BodyReader:
 async def read_async(response: httpx2.Response, body: BodyReader, deadline: Deadline) -> bool:
     """Feed `body` the raw chunks of `response`; False when the deadline passed first.
 
-    Stopping early (cap, bad coding, deadline) must not leave httpx's chain of async generators
+    Stopping early (cap, bad coding, deadline) must not leave httpx2's chain of async generators
     to the garbage collector, whose finalizers need a running loop (on 3.13 a closed loop turns
     them into errors): the response is closed, and the chain run to its end, which then comes
     at once.

@@ -1,6 +1,6 @@
 """One deadline per call: every attempt, wait, connect, read and write of a call ends by it.
 
-httpx's timeouts bound each socket operation, so a node that dribbles a byte every half second
+httpx2's timeouts bound each socket operation, so a node that dribbles a byte every half second
 (headers or body) or a pool that never frees a connection can keep a call for ever. The owned
 client's socket streams are wrapped so that each operation waits at most until the deadline of
 the call running it (held in a context variable); the retry loop does not start an attempt or a
@@ -195,10 +195,10 @@ _Transport = typing.TypeVar("_Transport", httpx2.HTTPTransport, httpx2.AsyncHTTP
 
 
 def guard(transport: _Transport) -> _Transport:
-    """Wrap the network backend of an httpx transport that xerj-tools owns.
+    """Wrap the network backend of an httpx2 transport that xerj-tools owns.
 
-    httpx has no public hook for it: the backend sits on the httpcore pool (httpcore 1.x
-    ``ConnectionPool._network_backend``). Should a future httpcore move it, the transport is
+    httpx2 has no public hook for it: the backend sits on the httpcore2 pool (httpcore2
+    ``ConnectionPool._network_backend``). Should a future httpcore2 move it, the transport is
     left as it is, and the deadline is still kept between attempts and between chunks.
     """
     pool = getattr(transport, "_pool", None)

@@ -9,7 +9,7 @@ raw httpx fell from 523 to 222 calls/s going from 10 to 500 calls in flight on a
 A slot is taken per attempt, not per call: a call sitting out a retry's backoff holds none. The
 wait counts against the call's deadline and the client's pool timeout; a call that gets no slot
 in time ends as a `Failure` that says nothing was sent (``deadline``, or ``timeout`` like
-httpx's own pool timeout).
+httpx2's own pool timeout).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ MaxInFlight = int | None | Literal["pool"]
 
 def pool_limit(client: httpx2.Client | httpx2.AsyncClient) -> int | None:
     """The connection limit of a client's pool, or None when it cannot be read (a custom
-    transport such as `httpx2.MockTransport`, mounts, or an httpx whose layout differs).
+    transport such as `httpx2.MockTransport`, mounts, or an httpx2 whose layout differs).
 
-    httpx keeps its `Limits` on the httpcore pool only (``ConnectionPool._max_connections``);
+    httpx2 keeps its `Limits` on the httpcore2 pool only (``ConnectionPool._max_connections``);
     an unlimited pool reads as ``sys.maxsize`` there and is None here."""
     if getattr(client, "_mounts", None):
         return None

@@ -1,4 +1,4 @@
-"""The settings of the httpx client xerj-tools owns: timeouts, pool size, TLS (built once)."""
+"""The settings of the httpx2 client xerj-tools owns: timeouts, pool size, TLS (built once)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ __all__ = ["TransportSettings"]
 
 @dataclass(frozen=True)
 class TransportSettings:
-    """Timeouts, TLS and pool size for the httpx client xerj-tools owns."""
+    """Timeouts, TLS and pool size for the httpx2 client xerj-tools owns."""
 
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
@@ -52,8 +52,8 @@ class TransportSettings:
 
 @functools.lru_cache(maxsize=4)
 def _default_tls(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """httpx's own context for ``verify=True``, built once per CA location (the arguments are
-    the ``SSL_CERT_FILE``/``SSL_CERT_DIR`` httpx reads; they key the cache): loading the CA
+    """httpx2's own context for ``verify=True``, built once per CA location (the arguments are
+    the ``SSL_CERT_FILE``/``SSL_CERT_DIR`` httpx2 reads; they key the cache): loading the CA
     bundle costs 50-150 ms of CPU, which each new client paid. A context is safe to share."""
     return httpx2.create_ssl_context()
 

@@ -136,7 +136,7 @@ class Endpoint:
 
     @functools.cached_property
     def shared_headers(self) -> httpx2.Headers:
-        """`headers()` built once for the transports (httpx copies them into each request);
+        """`headers()` built once for the transports (httpx2 copies them into each request);
         an `httpx2.Headers`, whose repr hides the credential."""
         return httpx2.Headers(self.headers())
 
