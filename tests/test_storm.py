@@ -66,7 +66,7 @@ def test_a_storm_of_cancellations_strands_nothing(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("gate", [True, False], ids=["gate", "no-gate"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("server", SERVERS)
