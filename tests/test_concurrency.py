@@ -79,7 +79,7 @@ def test_async_dispatcher_serves_normal_calls_after_hundreds_of_cancelled_turns(
 def test_a_client_you_pass_in_survives_cancelled_turns_and_is_left_open(xerj: XerjStandIn) -> None:
     async def go() -> None:
         limits = httpx2.Limits(max_connections=2)
-        async with httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(0.5)) as client:
+        async with httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(5.0)) as client:
             dispatcher = AsyncDispatcher(url=xerj.url, client=client, retry=ONE_TRY, **UNBOUNDED)
             await cancel_turns(dispatcher, 200)
             await settle(dispatcher)
@@ -87,7 +87,8 @@ def test_a_client_you_pass_in_survives_cancelled_turns_and_is_left_open(xerj: Xe
             assert pool._requests == [] and all(
                 c.is_idle() or c.is_closed() for c in pool.connections
             )
-            assert (await dispatcher.run(turn(1000, 1)[0])).ok
+            result = await dispatcher.run(turn(1000, 1)[0])
+            assert result.ok, result.message
             await dispatcher.aclose()
             assert not client.is_closed
 
