@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -172,8 +172,8 @@ def token_counter() -> tuple[Callable[[str], int], str]:
 
 
 def dispatch_canned(tool: str, arguments: dict[str, Any], body: bytes, **options: Any) -> str:
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=body))
-    with httpx.Client(transport=transport) as client, \
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(200, content=body))
+    with httpx2.Client(transport=transport) as client, \
             Dispatcher(url="http://xerj.test", client=client, **options) as dispatcher:
         call = {"id": "c1", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}
         return dispatcher.run(call).content
@@ -243,7 +243,7 @@ def bench_fit_cost(url: str, post_body: bytes, rounds: int, scale: float) -> lis
         assert "truncated" in shaped and len(content) <= core.budget, "the case must need fitting"
         calls = max(2, int(60 * scale))
         ours, raw, ratios = [], [], []
-        with httpx.Client() as client:
+        with httpx2.Client() as client:
             client.post(url + "/docs/_search", content=post_body, headers=headers)
             for _ in range(rounds):
                 a = b = 0.0

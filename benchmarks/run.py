@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import jsonschema
 
 HERE = Path(__file__).resolve().parent
@@ -75,7 +75,7 @@ def bench_dispatch(server: MinimalServer) -> dict[str, Any]:
     body = json.dumps({"query": TYPICAL["query"], "size": 10}).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     ours, raw, ratios = [], [], []
-    with Dispatcher(url=server.url) as dispatcher, httpx.Client() as client:
+    with Dispatcher(url=server.url) as dispatcher, httpx2.Client() as client:
         message = call(TYPICAL)
         assert '"ok":true' in dispatcher.dispatch(message)["content"]  # type: ignore[typeddict-item]
         for _ in range(ROUNDS):
@@ -96,7 +96,7 @@ def bench_dispatch_async(server: MinimalServer) -> dict[str, Any]:
 
     async def go() -> tuple[list[float], list[float]]:
         ours, raw = [], []
-        async with AsyncDispatcher(url=server.url) as dispatcher, httpx.AsyncClient() as client:
+        async with AsyncDispatcher(url=server.url) as dispatcher, httpx2.AsyncClient() as client:
             message = call(TYPICAL)
             await dispatcher.dispatch(message)
             for _ in range(ROUNDS):

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -121,7 +121,7 @@ def measure(server: run.MinimalServer, rounds: int, calls: int) -> dict[str, Any
     message = run.call(run.TYPICAL)
     hooks = Hooks()
     total_ns = bare_ns = alone_ns = raw_ns = n = 0
-    with xerj_tools.Dispatcher(url=server.url) as dispatcher, httpx.Client() as client:
+    with xerj_tools.Dispatcher(url=server.url) as dispatcher, httpx2.Client() as client:
         request = dispatcher._core.prepare(parse_tool_call(message)).request  # a valid call: Prepared
         switch = install(hooks, dispatcher)
         switch(True)

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -78,8 +78,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def limits() -> httpx.Limits:
-    return httpx.Limits(max_connections=POOL, max_keepalive_connections=POOL)
+def limits() -> httpx2.Limits:
+    return httpx2.Limits(max_connections=POOL, max_keepalive_connections=POOL)
 
 
 # ---------------------------------------------------------------- async levels
@@ -97,7 +97,7 @@ async def closed_loop(one: Callable[[int], Awaitable[bool]], in_flight: int, tot
             start = time.perf_counter()
             try:
                 ok = await one(left)
-            except httpx.HTTPError:
+            except httpx2.HTTPError:
                 ok = False
             failed += not ok
             latencies.append((time.perf_counter() - start) * 1e3)
@@ -113,7 +113,7 @@ async def async_level(url: str, in_flight: int) -> dict[str, list[dict[str, floa
     bound = asyncio.Semaphore(POOL)
     async with AsyncDispatcher(url=url, pool_size=POOL) as ours, \
             AsyncDispatcher(url=url, pool_size=POOL, max_in_flight=None) as unbounded, \
-            httpx.AsyncClient(limits=limits()) as client:  # fmt: skip
+            httpx2.AsyncClient(limits=limits()) as client:  # fmt: skip
 
         async def raw(i: int) -> bool:
             response = await client.post(target, content=posts[i % TURN], headers=HEADERS)
@@ -188,13 +188,13 @@ def sync_level(url: str, threads: int) -> dict[str, list[dict[str, float]]]:
 
     with Dispatcher(url=url, pool_size=POOL) as ours, \
             Dispatcher(url=url, pool_size=POOL, max_in_flight=None) as unbounded, \
-            httpx.Client(limits=limits()) as client:  # fmt: skip
+            httpx2.Client(limits=limits()) as client:  # fmt: skip
 
         def post(body: bytes) -> bool:
             try:
                 response = client.post(target, content=body, headers=HEADERS)
                 return response.status_code == 200 and "hits" in response.json()
-            except httpx.HTTPError:
+            except httpx2.HTTPError:
                 return False
 
         def post_bounded(body: bytes) -> bool:

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from xerj_tools.testing import XerjStandIn
 
@@ -184,7 +184,7 @@ class Skipped(Exception):
 
 
 class _Run:
-    def __init__(self, stand_in: XerjStandIn, client: httpx.Client) -> None:
+    def __init__(self, stand_in: XerjStandIn, client: httpx2.Client) -> None:
         self.stand_in, self.client = stand_in, client
         self.last: Any = None
         self.vars: dict[str, str] = {}
@@ -463,7 +463,7 @@ def _short(value: Any) -> str:
     return json.dumps(value)[:160]
 
 
-def run_case(case: Case, stand_in: XerjStandIn, client: httpx.Client) -> None:
+def run_case(case: Case, stand_in: XerjStandIn, client: httpx2.Client) -> None:
     """Run `case` against `stand_in` (`client` is bound to it): returns when it passes; raises
     `Failed` or `Skipped`. Every index is deleted first, as `main.rs` `run_file` does."""
     stand_in.indices.clear()
@@ -487,12 +487,12 @@ def run_case(case: Case, stand_in: XerjStandIn, client: httpx.Client) -> None:
 def run_all(cases: list[Case]) -> Iterator[tuple[Case, str, str]]:
     """Each case with its outcome (``out of scope``, ``skipped``, ``passed``, ``failed``) and
     reason, on one stand-in."""
-    with XerjStandIn() as stand_in, httpx.Client(base_url=stand_in.url, timeout=30) as client:
+    with XerjStandIn() as stand_in, httpx2.Client(base_url=stand_in.url, timeout=30) as client:
         for case in cases:
             yield (case, *outcome(case, stand_in, client))
 
 
-def outcome(case: Case, stand_in: XerjStandIn, client: httpx.Client) -> tuple[str, str]:
+def outcome(case: Case, stand_in: XerjStandIn, client: httpx2.Client) -> tuple[str, str]:
     if (why := out_of_scope(case)) is not None:
         return "out of scope", why
     try:

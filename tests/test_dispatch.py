@@ -7,7 +7,7 @@ import json
 import logging
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from openai.types.responses import ResponseFunctionToolCall
 
@@ -148,7 +148,7 @@ def test_the_api_key_never_shows(make_runner: Any, caplog: pytest.LogCaptureFixt
 
 def test_user_supplied_client_is_used_and_left_open(xerj: XerjStandIn) -> None:
     seen: list[str] = []
-    client = httpx.Client(event_hooks={"request": [lambda request: seen.append(request.url.path)]})
+    client = httpx2.Client(event_hooks={"request": [lambda request: seen.append(request.url.path)]})
     with Dispatcher(url=xerj.url, client=client) as d:
         d.dispatch(chat_call("xerj_search", SEARCH))
     assert seen == ["/docs/_search"] and not client.is_closed

@@ -10,7 +10,7 @@ import os
 import zlib
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -114,7 +114,7 @@ def ok_reply(tool: str) -> tuple[int, bytes, str]:
         prepared = dispatcher._core.prepare(dispatcher.begin(
             {"id": "c", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments(tool))}})[0])
         request = getattr(prepared, "request")  # noqa: B009 - a ToolCallError here fails the test
-        reply = httpx.request(request.method, xerj.url + request.path, json=request.body)
+        reply = httpx2.request(request.method, xerj.url + request.path, json=request.body)
     return reply.status_code, reply.content, ""
 
 
@@ -122,15 +122,15 @@ def ok_reply(tool: str) -> tuple[int, bytes, str]:
 def test_any_engine_reply_gives_a_strict_message_within_the_budget(tool: str) -> None:
     answer: list[tuple[int, bytes, str]] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         status, body, coding = answer[0]
         headers = {"Content-Type": "application/json", "Retry-After": "0"}
         if coding:
             headers["Content-Encoding"] = coding
         # a stream, so that the dispatcher reads the raw bytes as they would come off a socket
-        return httpx.Response(status, headers=headers, stream=httpx.ByteStream(CODINGS[coding](body)))
+        return httpx2.Response(status, headers=headers, stream=httpx2.ByteStream(CODINGS[coding](body)))
 
-    client = httpx.Client(transport=httpx.MockTransport(handler))
+    client = httpx2.Client(transport=httpx2.MockTransport(handler))
     dispatcher = Dispatcher(url="http://xerj.test", client=client, budget=BUDGET, retry=RetryPolicy.never(),
                             max_response_bytes=2 * 1024 * 1024, tools=[CUSTOM])
     call = {"id": "c", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments(tool))}}

@@ -1,6 +1,6 @@
 """Whatever the engine answers, the model gets a strict-JSON tool message within its budget that
 says what happened: deep bodies, NaN, errors inside a 200, missing fields, shard failures,
-inner hits and stored vectors. (Pure shaping: the engine is an `httpx.MockTransport`.)"""
+inner hits and stored vectors. (Pure shaping: the engine is an `httpx2.MockTransport`.)"""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from xerj_tools import Dispatcher
@@ -28,14 +28,14 @@ class Engine:
 
     def __init__(self, budget: int = 12_000) -> None:
         self.status, self.body, self.headers = 200, b"{}", {}
-        self.sent: list[httpx.Request] = []
-        self.client = httpx.Client(transport=httpx.MockTransport(self._answer))
+        self.sent: list[httpx2.Request] = []
+        self.client = httpx2.Client(transport=httpx2.MockTransport(self._answer))
         self.dispatcher = Dispatcher(url="http://xerj.test", client=self.client, budget=budget)
         self.budget = budget
 
-    def _answer(self, request: httpx.Request) -> httpx.Response:
+    def _answer(self, request: httpx2.Request) -> httpx2.Response:
         self.sent.append(request)
-        return httpx.Response(self.status, content=self.body, headers=self.headers)
+        return httpx2.Response(self.status, content=self.body, headers=self.headers)
 
     def reply(self, body: Any, status: int = 200) -> None:
         self.status = status

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
@@ -245,8 +245,8 @@ def test_async_a_call_with_no_slot_before_its_deadline_fails_unsent(server: Hold
 
 
 def test_the_pool_timeout_of_a_client_you_pass_bounds_the_wait_too(server: Holding) -> None:
-    timeout = httpx.Timeout(30, pool=0.2)
-    with httpx.Client(timeout=timeout) as client, \
+    timeout = httpx2.Timeout(30, pool=0.2)
+    with httpx2.Client(timeout=timeout) as client, \
             Dispatcher(url=server.url, client=client, max_in_flight=1, retry=ONE_TRY) as dispatcher:  # fmt: skip
         thread = threading.Thread(target=dispatcher.dispatch, args=(search("first"),))
         thread.start()
@@ -282,20 +282,20 @@ class Boom(BaseException):
     """Stands for KeyboardInterrupt (which pytest would take for the user's own Ctrl-C)."""
 
 
-def exploding_once() -> Callable[[httpx.Request], httpx.Response]:
+def exploding_once() -> Callable[[httpx2.Request], httpx2.Response]:
     calls = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         calls.append(request)
         if len(calls) == 1:
             raise Boom
-        return httpx.Response(200, content=EMPTY.encode())
+        return httpx2.Response(200, content=EMPTY.encode())
 
     return handler
 
 
 def test_sync_a_slot_comes_back_when_an_interrupt_goes_through_the_send() -> None:
-    with httpx.Client(transport=httpx.MockTransport(exploding_once())) as client, \
+    with httpx2.Client(transport=httpx2.MockTransport(exploding_once())) as client, \
             Dispatcher(url="http://xerj.test", client=client, max_in_flight=1) as dispatcher:  # fmt: skip
         with pytest.raises(Boom):
             dispatcher.dispatch(search("boom"))
@@ -304,13 +304,13 @@ def test_sync_a_slot_comes_back_when_an_interrupt_goes_through_the_send() -> Non
 
 
 def test_async_a_slot_comes_back_when_an_interrupt_goes_through_the_send() -> None:
-    async def handler(request: httpx.Request) -> httpx.Response:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
         return exploding(request)
 
     exploding = exploding_once()
 
     async def go() -> None:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client, \
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client, \
                 AsyncDispatcher(url="http://xerj.test", client=client, max_in_flight=1) as dispatcher:  # fmt: skip
             with pytest.raises(Boom):
                 await dispatcher.dispatch(search("boom"))
@@ -412,13 +412,13 @@ def test_the_default_bound_is_the_pools_connection_limit() -> None:
     with Dispatcher(url="http://xerj.test") as d, Dispatcher(url="http://xerj.test", pool_size=4) as d4:
         assert d._gate is not None and d._gate.limit == 10
         assert d4._gate is not None and d4._gate.limit == 4
-    with httpx.Client(limits=httpx.Limits(max_connections=7)) as client, \
+    with httpx2.Client(limits=httpx2.Limits(max_connections=7)) as client, \
             Dispatcher(url="http://xerj.test", client=client) as d:  # fmt: skip
         assert d._gate is not None and d._gate.limit == 7
-    with httpx.Client(limits=httpx.Limits(max_connections=None)) as client, \
+    with httpx2.Client(limits=httpx2.Limits(max_connections=None)) as client, \
             Dispatcher(url="http://xerj.test", client=client) as d:  # fmt: skip
         assert d._gate is None  # an unlimited pool: no bound
-    with httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200))) as client, \
+    with httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200))) as client, \
             Dispatcher(url="http://xerj.test", client=client) as d:  # fmt: skip
         assert d._gate is None  # limits that cannot be read: the client's business
     with Dispatcher(url="http://xerj.test", max_in_flight=None) as d, \
@@ -427,7 +427,7 @@ def test_the_default_bound_is_the_pools_connection_limit() -> None:
 
     async def go() -> None:
         async with AsyncDispatcher(url="http://xerj.test", pool_size=3) as a, \
-                httpx.AsyncClient(limits=httpx.Limits(max_connections=6)) as client, \
+                httpx2.AsyncClient(limits=httpx2.Limits(max_connections=6)) as client, \
                 AsyncDispatcher(url="http://xerj.test", client=client) as b:  # fmt: skip
             assert a._gate is not None and a._gate.limit == 3
             assert b._gate is not None and b._gate.limit == 6

@@ -9,7 +9,7 @@ import logging
 import re
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from xerj_tools import Dispatcher, Policy, _bounds, run_agent
@@ -237,7 +237,7 @@ class Boom(Exception):
 
 
 RAISED = [
-    pytest.param(lambda: httpx.InvalidURL("URL too long SECRET"), id="InvalidURL"),
+    pytest.param(lambda: httpx2.InvalidURL("URL too long SECRET"), id="InvalidURL"),
     pytest.param(
         lambda: UnicodeEncodeError("utf-8", "SECRET", 0, 1, "surrogates"), id="UnicodeEncodeError"
     ),

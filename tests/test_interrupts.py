@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import openai
 import pytest
 
@@ -360,12 +360,12 @@ def test_a_failing_close_never_hides_what_ended_the_answer(caplog: pytest.LogCap
 
         def close(self) -> None:
             Broken.closed += 1
-            raise httpx.ReadError("connection reset while closing")
+            raise httpx2.ReadError("connection reset while closing")
 
     class ABroken:
         async def aclose(self) -> None:
             Broken.closed += 1
-            raise httpx.ReadError("connection reset while closing")
+            raise httpx2.ReadError("connection reset while closing")
 
     caplog.set_level(logging.DEBUG, logger="xerj_tools")
     with pytest.raises(KeyboardInterrupt):

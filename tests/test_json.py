@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -99,14 +99,14 @@ BODIES = {
                          ids=["no filter", "includes", "no source", "excludes"])
 @pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
 def test_an_answer_decodes_to_the_same_values_with_and_without_orjson(body: str, view: SourceView) -> None:
-    reply = Reply(200, httpx.Headers(), body.encode("utf-8", "surrogatepass"), "http://n")
+    reply = Reply(200, httpx2.Headers(), body.encode("utf-8", "surrogatepass"), "http://n")
     fast, slow = both(decode_search, reply, view)
     assert repr(fast) == repr(slow)  # repr: the types too (an int stays an int), NaN compared as text
 
 
 def test_utf16_and_bom_answers_fall_back() -> None:
     for body in ('{"a": 1}'.encode("utf-16"), b'\xef\xbb\xbf{"a": 1}'):
-        reply = Reply(200, httpx.Headers(), body, "http://n")
+        reply = Reply(200, httpx2.Headers(), body, "http://n")
         fast, slow = both(decode_search, reply, SourceView())
         assert repr(fast) == repr(slow)
 

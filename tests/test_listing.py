@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import httpx
+import httpx2
 
 from xerj_tools._listing import CAT_INDICES, RESOLVE_ALL, names_from_cat, names_from_resolve
 from xerj_tools._models import Reply
@@ -22,7 +22,7 @@ def listing_paths(xerj: XerjStandIn) -> list[str]:
 
 def test_the_stand_in_cat_indices_is_text_whatever_the_query_string_says(xerj: XerjStandIn) -> None:
     # XERJ's cat_indices takes no query parameters (es_compat.rs:393-488).
-    response = httpx.get(f"{xerj.url}/_cat/indices", params={"format": "json", "h": "index"})
+    response = httpx2.get(f"{xerj.url}/_cat/indices", params={"format": "json", "h": "index"})
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/plain; charset=utf-8"
     lines = response.text.splitlines()
@@ -35,13 +35,13 @@ def test_the_stand_in_cat_indices_is_text_whatever_the_query_string_says(xerj: X
 
 def test_the_stand_in_resolves_index_patterns_as_xerj_does(xerj: XerjStandIn) -> None:
     xerj.add_documents("docs-archive", {"a": {"title": "old"}})
-    every = httpx.get(f"{xerj.url}/_resolve/index/*").json()
+    every = httpx2.get(f"{xerj.url}/_resolve/index/*").json()
     assert every == {
         "indices": [{"name": n, "attributes": ["open"]} for n in ("docs", "docs-archive", "tickets")],
         "aliases": [],
         "data_streams": [],
     }
-    names = lambda expr: [i["name"] for i in httpx.get(f"{xerj.url}/_resolve/index/{expr}").json()["indices"]]  # noqa: E731
+    names = lambda expr: [i["name"] for i in httpx2.get(f"{xerj.url}/_resolve/index/{expr}").json()["indices"]]  # noqa: E731
     assert names("docs*") == ["docs", "docs-archive"]
     assert names("*ets") == ["tickets"]  # a leading * works too (es_compat.rs:16552-16563)
     assert names("d*s") == []  # but not one in the middle

@@ -92,7 +92,7 @@ def test_no_argument_result_or_key_in_any_log_record(caplog: pytest.LogCaptureFi
     assert stored.ok and recalled.ok and found.ok and text in recalled.content and "Berlin" in found.content
     assert missing.code == "index_not_found"
     loggers = {r.name.split(".")[0] for r in caplog.records}
-    assert {"xerj_tools", "httpx", "httpcore"} <= loggers  # the check below saw every layer
+    assert {"xerj_tools", "httpx2", "httpcore2"} <= loggers  # the check below saw every layer
     assert ours(caplog, logging.WARNING)  # retries and the dead node were logged
     for record in caplog.records:
         line = record.getMessage() + repr(record.args) + str(record.exc_info)

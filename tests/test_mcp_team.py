@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from xerj_tools._cli import main
@@ -50,7 +50,7 @@ def xerj() -> Iterator[XerjStandIn]:
             ("tenant-a", "A remembers the alpha plan"),
             ("tenant-b", "B's secret plan"),
         ):
-            httpx.post(f"{stand_in.url}/_memory/{ns}", json={"text": text}).raise_for_status()
+            httpx2.post(f"{stand_in.url}/_memory/{ns}", json={"text": text}).raise_for_status()
         yield stand_in
 
 
@@ -86,7 +86,7 @@ max_concurrent = 1
     return path
 
 
-HTTP = [httpx.Client(timeout=10)]  # one client: a new one per request costs more than the request
+HTTP = [httpx2.Client(timeout=10)]  # one client: a new one per request costs more than the request
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -95,9 +95,9 @@ def _close_http() -> Iterator[None]:
     HTTP[0].close()
 
 
-def post(url: str, headers: dict[str, str] | None = None, body: Any = INIT) -> httpx.Response:
+def post(url: str, headers: dict[str, str] | None = None, body: Any = INIT) -> httpx2.Response:
     if HTTP[0].is_closed:  # the module's fixture ran its teardown, and a test of it came back
-        HTTP[0] = httpx.Client(timeout=10)
+        HTTP[0] = httpx2.Client(timeout=10)
     return HTTP[0].post(url, json=body, headers={**HEADERS, **(headers or {})})
 
 
@@ -393,7 +393,7 @@ def test_oauth_access_tokens_from_the_issuer_pick_the_caller(
         oauth=OAuthSettings(issuer.url, "http://127.0.0.1/mcp"),
     ) as server:
         resource = "http://127.0.0.1/mcp"
-        metadata = httpx.get(server.base + "/.well-known/oauth-protected-resource/mcp").json()
+        metadata = httpx2.get(server.base + "/.well-known/oauth-protected-resource/mcp").json()
         assert metadata["resource"] == resource and metadata["authorization_servers"] == [
             issuer.url
         ]

@@ -12,7 +12,7 @@ import os
 from typing import Any
 from urllib.parse import unquote
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -125,7 +125,7 @@ def strict_json(content: bytes) -> Any:
     return json.loads(content, parse_constant=refuse)
 
 
-def check_request(tool: str, request: httpx.Request) -> None:
+def check_request(tool: str, request: httpx2.Request) -> None:
     """What any tool may send: its declared path with each name in one segment (no dot segment,
     no dot- or underscore-index, a valid namespace), strict JSON without nulls, a result window
     XERJ accepts; and for some tools, only their body keys."""
@@ -161,8 +161,8 @@ def check_request(tool: str, request: httpx.Request) -> None:
 def test_dispatch_never_raises_and_sends_only_contract_requests(tool: str) -> None:
     # Against the stand-in, over a real socket: whatever it answers, what was sent must be a
     # request the contract allows, and a call refused before sending must have sent nothing.
-    sent: list[httpx.Request] = []
-    with XerjStandIn() as xerj, httpx.Client(event_hooks={"request": [sent.append]}) as client:
+    sent: list[httpx2.Request] = []
+    with XerjStandIn() as xerj, httpx2.Client(event_hooks={"request": [sent.append]}) as client:
         dispatcher = Dispatcher(url=xerj.url, client=client, retry=RetryPolicy(max_attempts=1))
         outcomes: list[bool] = []
 
@@ -208,13 +208,13 @@ def capped_values(value: Any, keys: tuple[str, ...]) -> list[tuple[str, Any]]:
 @pytest.mark.parametrize("caps", ["clamp", "refuse"])
 @pytest.mark.parametrize("tool", sorted(CAPPED))
 def test_caps_hold_for_integers_written_as_floats(tool: str, caps: str) -> None:
-    sent: list[httpx.Request] = []
+    sent: list[httpx2.Request] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         sent.append(request)
-        return httpx.Response(200, json=SEARCH_REPLY)  # what comes back does not matter here
+        return httpx2.Response(200, json=SEARCH_REPLY)  # what comes back does not matter here
 
-    client = httpx.Client(transport=httpx.MockTransport(handler))
+    client = httpx2.Client(transport=httpx2.MockTransport(handler))
     dispatcher = Dispatcher(url="http://xerj.test", client=client, policy=Policy(caps=caps, **CAPS))  # type: ignore[arg-type]
     written = st.one_of(st.integers(1, 12_000).map(str), st.integers(1, 12_000).map(lambda n: f"{n}.0"),
                         st.tuples(st.integers(1, 12), st.integers(0, 4)).map(lambda t: f"{t[0]}e{t[1]}"))

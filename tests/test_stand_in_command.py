@@ -10,7 +10,7 @@ import sys
 import threading
 from argparse import Namespace
 
-import httpx
+import httpx2
 import pytest
 
 from xerj_tools._cli import main
@@ -37,8 +37,8 @@ def test_it_serves_until_stopped_and_asks_for_the_key() -> None:
         assert url.startswith("http://127.0.0.1:") and not url.endswith(":0")
         assert "test-key" not in out.getvalue()  # the key is never printed
         body = {"query": {"match_all": {}}}
-        assert httpx.post(f"{url}/docs/_search", json=body).status_code == 401
-        ok = httpx.post(f"{url}/docs/_search", json=body, headers={"Authorization": "ApiKey test-key"})
+        assert httpx2.post(f"{url}/docs/_search", json=body).status_code == 401
+        ok = httpx2.post(f"{url}/docs/_search", json=body, headers={"Authorization": "ApiKey test-key"})
         assert ok.status_code == 200 and ok.json()["hits"]["hits"]
     finally:
         stop.set()
@@ -61,7 +61,7 @@ def test_the_command_runs_until_interrupted(command: list[str]) -> None:
     try:
         assert process.stdout is not None
         url = process.stdout.readline().strip().removeprefix("XERJ_URL=")
-        assert httpx.get(f"{url}/_cat/indices?format=json").status_code == 200
+        assert httpx2.get(f"{url}/_cat/indices?format=json").status_code == 200
         process.send_signal(signal.SIGINT)
         assert process.wait(10) == 0
         assert process.stdout.read().endswith("stopped\n")

@@ -20,7 +20,7 @@ from xerj_tools._transport import Endpoint, TransportSettings
 # Each is imported where it is first needed: jsonschema when a call fails its fast check or a
 # tools file of your own is loaded, email.utils for a Retry-After date, orjson (the `fast` extra)
 # for the first answer, openai by no path here.
-LAZY = ("jsonschema", "email.utils", "openai", "httpx", "uuid", "tenacity", "orjson",
+LAZY = ("jsonschema", "email.utils", "openai", "httpx2", "uuid", "tenacity", "orjson",
         # the framework adapters' SDKs: only their own modules import them
         "google.genai", "google.adk", "pydantic_ai", "langchain", "langchain_core", "agents", "mcp")
 

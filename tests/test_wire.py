@@ -8,7 +8,7 @@ import random
 import tracemalloc
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from xerj_tools import HttpRequest
@@ -21,7 +21,7 @@ MATCH = {"match": {"body": "outage"}}
 
 
 def raw_search(xerj: XerjStandIn, body: dict[str, Any]) -> list[dict[str, Any]]:
-    response = httpx.post(f"{xerj.url}/docs/_search", json=body)
+    response = httpx2.post(f"{xerj.url}/docs/_search", json=body)
     assert response.status_code == 200, response.text
     return [h["_source"] for h in response.json()["hits"]["hits"]]
 
@@ -63,8 +63,8 @@ def test_a_hybrid_filters_the_hits_its_text_sub_queries_found_first(xerj: XerjSt
     semantic = {"semantic": {"field": "body", "query": "index snapshot restore"}}
     body = {"query": {"hybrid": {"queries": [{"query": MATCH}, {"query": semantic}]}}, "size": 10,
             "_source": {"excludes": ["body_vector"]}}
-    text_ids = {h["_id"] for h in httpx.post(f"{xerj.url}/docs/_search", json={"query": MATCH}).json()["hits"]["hits"]}
-    hits = httpx.post(f"{xerj.url}/docs/_search", json=body).json()["hits"]["hits"]
+    text_ids = {h["_id"] for h in httpx2.post(f"{xerj.url}/docs/_search", json={"query": MATCH}).json()["hits"]["hits"]}
+    hits = httpx2.post(f"{xerj.url}/docs/_search", json=body).json()["hits"]["hits"]
     assert {h["_id"] for h in hits} - text_ids, "the semantic arm must add hits of its own"
     for hit in hits:
         assert ("body_vector" in hit["_source"]) == (hit["_id"] not in text_ids)

@@ -135,7 +135,7 @@ import logging as _logging
 
 def _public(value: Any) -> Any:
     # Public classes and functions say where users import them from (`xerj_tools.ToolCall`,
-    # not `xerj_tools._calls.ToolCall`) in reprs, tracebacks, pickles and docs, as httpx does.
+    # not `xerj_tools._calls.ToolCall`) in reprs, tracebacks, pickles and docs, as httpx2 does.
     # TypedDicts keep their home module: typing resolves their string annotations there.
     if isinstance(value, type) and _is_typeddict(value):
         return value
@@ -147,7 +147,7 @@ def _public(value: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    # The dispatchers pull in httpx; offline validation (`xerj-tools validate`) never needs it.
+    # The dispatchers pull in httpx2; offline validation (`xerj-tools validate`) never needs it.
     if name == "Dispatcher":
         from ._dispatch import Dispatcher
 

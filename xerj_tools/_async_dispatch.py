@@ -1,4 +1,4 @@
-"""The asyncio dispatcher: the twin of `Dispatcher` on a pooled `httpx.AsyncClient`."""
+"""The asyncio dispatcher: the twin of `Dispatcher` on a pooled `httpx2.AsyncClient`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
-import httpx
+import httpx2
 
 from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
@@ -35,13 +35,13 @@ async def _asyncio_sleep(seconds: float) -> None:
 
 
 @documented(
-    "`httpx.AsyncClient`",
+    "`httpx2.AsyncClient`",
     "aclose()",
     "an async function that waits between attempts",
     "``asyncio.sleep``",
 )
 class AsyncDispatcher(BaseDispatcher):
-    """The asyncio twin of `Dispatcher`, on a pooled `httpx.AsyncClient`."""
+    """The asyncio twin of `Dispatcher`, on a pooled `httpx2.AsyncClient`."""
 
     def __init__(
         self,
@@ -50,7 +50,7 @@ class AsyncDispatcher(BaseDispatcher):
         url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         authorization: str | None = None,
-        client: httpx.AsyncClient | None = None,
+        client: httpx2.AsyncClient | None = None,
         handlers: Mapping[str, Handler] | None = None,
         tools: Sequence[Tool] = (),
         retry: RetryPolicy | None = None,
@@ -113,7 +113,11 @@ class AsyncDispatcher(BaseDispatcher):
         return (await self.run(call)).message
 
     def run_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
     ) -> Coroutine[Any, Any, list[ToolResult]]:
         """Run a turn's calls as concurrent tasks; results in call order. Identical calls
         (same tool, same arguments after repair) are sent once; each call id gets its answer.
@@ -122,14 +126,18 @@ class AsyncDispatcher(BaseDispatcher):
         into `transcript` when it is called, so that a task cancelled before it ever ran
         still leaves a valid transcript. Await what it returns.
         """
-        answers, started = self._open_turn(calls, transcript)
+        answers, started = self._open_turn(calls, transcript, assistant)
         return self._run_turn(answers, started)
 
     def dispatch_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
     ) -> Coroutine[Any, Any, list[ToolMessage]]:
         """Run a turn's calls concurrently; see `Dispatcher.dispatch_many` and `run_many`."""
-        answers, started = self._open_turn(calls, transcript)
+        answers, started = self._open_turn(calls, transcript, assistant)
         return self._messages(answers, started)
 
     async def _messages(self, answers: PendingAnswers, started: float) -> list[ToolMessage]:

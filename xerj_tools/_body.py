@@ -2,7 +2,7 @@
 and nested at most `MAX_DEPTH` levels.
 
 The engine is untrusted input. A compressed body is decoded here, with an output bound, because
-httpx decodes a whole network chunk at once (a 2 KB ``gzip, gzip`` body holds a gigabyte);
+httpx2 decodes a whole network chunk at once (a 2 KB ``gzip, gzip`` body holds a gigabyte);
 JSON that Python cannot decode (too deep) or that JSON cannot encode (NaN, ``1e999``) never
 reaches the code that shapes a tool message.
 """
@@ -14,10 +14,10 @@ import json
 import math
 import zlib
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
     from ._deadline import Deadline
 
@@ -161,23 +161,23 @@ def clean(value: _T, max_depth: int = MAX_DEPTH) -> _T:
     return root[0]  # type: ignore[no-any-return]
 
 
-def reader(response: httpx.Response, limit: int) -> BodyReader:
-    # A response built from bytes (a caller's `httpx.MockTransport`) was read, and decoded, by
-    # httpx when it was made; only a streamed one is read raw and decoded here.
+def reader(response: httpx2.Response, limit: int) -> BodyReader:
+    # A response built from bytes (a caller's `httpx2.MockTransport`) was read, and decoded, by
+    # httpx2 when it was made; only a streamed one is read raw and decoded here.
     if response.is_stream_consumed:
         return BodyReader(None, limit, raw=False)
     return BodyReader(response.headers.get("content-encoding"), limit)
 
 
-async def read_async(response: httpx.Response, body: BodyReader, deadline: Deadline) -> bool:
+async def read_async(response: httpx2.Response, body: BodyReader, deadline: Deadline) -> bool:
     """Feed `body` the raw chunks of `response`; False when the deadline passed first.
 
-    Stopping early (cap, bad coding, deadline) must not leave httpx's chain of async generators
+    Stopping early (cap, bad coding, deadline) must not leave httpx2's chain of async generators
     to the garbage collector, whose finalizers need a running loop (on 3.13 a closed loop turns
     them into errors): the response is closed, and the chain run to its end, which then comes
     at once.
     """
-    chunks = cast("AsyncGenerator[bytes, None]", response.aiter_raw())
+    chunks = response.aiter_raw()
     try:
         async for chunk in chunks:
             body.feed(chunk)
@@ -190,11 +190,12 @@ async def read_async(response: httpx.Response, body: BodyReader, deadline: Deadl
     return True
 
 
-async def _abandon(response: httpx.Response, chunks: AsyncGenerator[bytes, None]) -> None:
-    import httpx  # here: offline validation reads no body and imports no httpx
+async def _abandon(response: httpx2.Response, chunks: AsyncGenerator[bytes, None]) -> None:
+    from ._deadline import http_library  # here: offline validation imports no httpx2
 
+    lib = http_library(response)  # httpx2, or a caller's plain httpx client's
     await response.aclose()
-    with contextlib.suppress(StopAsyncIteration, httpx.HTTPError, httpx.StreamError):
+    with contextlib.suppress(StopAsyncIteration, lib.HTTPError, lib.StreamError):
         for _ in range(16):  # what h11 had buffered, then a read error from the closed socket
             await anext(chunks)
     await chunks.aclose()

@@ -213,8 +213,8 @@ class DispatchCore:
         except Exception as exc:
             return _raised(call.name, "handler", exc)
         if (segment := dot_segment(request.path)) is not None:
-            # Whatever handler built it: httpx would resolve the segment away and send the
-            # request elsewhere (see `dot_segment`), so it is refused before it reaches httpx.
+            # Whatever handler built it: httpx2 would resolve the segment away and send the
+            # request elsewhere (see `dot_segment`), so it is refused before it reaches httpx2.
             return ArgumentsError(
                 f"an argument became the path segment {segment!r}, which HTTP reads as a "
                 "relative path; nothing was sent. Use a real name"

@@ -7,15 +7,17 @@
 from __future__ import annotations
 
 import functools
+import logging
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
 from typing import Any
 
-import httpx
+import httpx2
 
 from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
@@ -35,10 +37,18 @@ from .tools import Handler, Tool
 
 __all__ = ["Dispatcher"]
 
+logger = logging.getLogger("xerj_tools")
 
-@documented("`httpx.Client`", "close()", "how to wait between attempts", "``time.sleep``")
+
+class _Call:
+    """A running call's token in `Dispatcher._calls` (a weak set: see `Dispatcher._enter`)."""
+
+    __slots__ = ("__weakref__",)
+
+
+@documented("`httpx2.Client`", "close()", "how to wait between attempts", "``time.sleep``")
 class Dispatcher(BaseDispatcher):
-    """Runs tool calls against XERJ with a pooled `httpx.Client`; thread-safe.
+    """Runs tool calls against XERJ with a pooled `httpx2.Client`; thread-safe.
 
     ``dispatch(call)`` takes a Chat Completions tool call, a Responses ``function_call`` item or
     an Anthropic ``tool_use`` block (SDK object or dict) and returns the answer in the same
@@ -54,7 +64,7 @@ class Dispatcher(BaseDispatcher):
         url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         authorization: str | None = None,
-        client: httpx.Client | None = None,
+        client: httpx2.Client | None = None,
         handlers: Mapping[str, Handler] | None = None,
         tools: Sequence[Tool] = (),
         retry: RetryPolicy | None = None,
@@ -91,27 +101,39 @@ class Dispatcher(BaseDispatcher):
         self._sleep = sleep
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
-        # Guards the lazily made thread pool, the closed flag and the count of running calls.
+        # Guards the lazily made thread pool, the closed flag and the set of running calls.
         self._lock = threading.Condition()
-        self._running = 0
+        self._calls: weakref.WeakSet[_Call] = weakref.WeakSet()
+
+    @property
+    def _running(self) -> int:
+        """How many calls (or turns) are running."""
+        return len(self._calls)
 
     def run(self, call: Any) -> ToolResult:
         """Run one call and return its `ToolResult` (message, payload, attempts, time)."""
-        self._enter()
+        token = self._enter()
         try:
             return self._complete(self.begin(call))
         finally:
-            self._leave()
+            self._leave(token)
 
-    def _enter(self) -> None:
+    def _enter(self) -> _Call:
+        """Count a call as running, safely against an interrupt (a KeyboardInterrupt can land
+        between any two lines): the count is a weak set of tokens, each held only by the frame
+        of the call it counts. Wherever an interrupt lands, in here, before the caller's `try`
+        or in `_leave` before the token is taken out, the token dies with the frames that the
+        interrupt unwinds, and the call is no longer counted."""
+        token = _Call()
         with self._lock:
             if self._closed:
                 raise ClosedError("this Dispatcher was closed; make a new one")
-            self._running += 1
+            self._calls.add(token)
+        return token
 
-    def _leave(self) -> None:
+    def _leave(self, token: _Call) -> None:
         with self._lock:
-            self._running -= 1
+            self._calls.discard(token)
             self._lock.notify_all()
 
     def _submit(
@@ -149,19 +171,23 @@ class Dispatcher(BaseDispatcher):
         return self.run(call).message
 
     def run_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
     ) -> list[ToolResult]:
         """Run a turn's calls concurrently on a bounded thread pool; results in call order.
 
         Identical calls (same tool, same arguments after repair) are sent once; each call id
         still gets its answer.
         """
-        self._enter()
+        token = self._enter()
         try:
-            answers, started = self._open_turn(calls, transcript)
+            answers, started = self._open_turn(calls, transcript, assistant)
             return self._answer_all(answers, self._run_turn(answers, started))
         finally:
-            self._leave()
+            self._leave(token)
 
     def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
         cancel = threading.Event()
@@ -198,7 +224,11 @@ class Dispatcher(BaseDispatcher):
         return self._assemble(begun, unique, copies, done)
 
     def dispatch_many(
-        self, calls: Iterable[Any], *, transcript: list[Any] | None = None
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
     ) -> list[ToolMessage]:
         """Run a turn's calls concurrently; one answer per call, in call order (Anthropic:
         ``tool_result`` blocks; `turn_messages` makes the one user message that carries them).
@@ -206,10 +236,14 @@ class Dispatcher(BaseDispatcher):
         With `transcript`, an answer to each call is added to it at once, as ``cancelled``,
         and replaced in place by the call's message when it is known: wherever the turn is
         interrupted, the calls that did not finish are answered ``cancelled`` and the
-        conversation stays valid. An item that is no tool call raises `InvalidToolCallError`
-        before anything is sent or added; after `close()`: `ClosedError`.
+        conversation stays valid. `assistant` is the model's turn that holds the calls: given,
+        it joins `transcript` in the same operation as those answers, so that an interrupt
+        landing anywhere, even before the call does anything, leaves no turn unanswered
+        (appended by hand beforehand, a turn interrupted that early would be). An item that is
+        no tool call raises `InvalidToolCallError` before anything is sent or added; after
+        `close()`: `ClosedError`.
         """
-        return [r.message for r in self.run_many(calls, transcript=transcript)]
+        return [r.message for r in self.run_many(calls, transcript=transcript, assistant=assistant)]
 
     def _send(
         self, request: HttpRequest, deadline: Deadline, cancel: threading.Event | None
@@ -220,6 +254,8 @@ class Dispatcher(BaseDispatcher):
             nonlocal attempts
             if cancel is not None and cancel.is_set():
                 return Failure("cancelled", "the turn was interrupted", self.url, sent=False)
+            if self._closed:  # closed while this call ran on, past close()'s wait
+                return Failure("cancelled", "the dispatcher was closed", self.url, sent=False)
             attempts += 1
             return self._transport.send(request, deadline)
 
@@ -260,21 +296,31 @@ class Dispatcher(BaseDispatcher):
         except StopIteration as stop:
             return stop.value, total
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Close the owned HTTP client and thread pool (a client you passed in stays open).
 
-        Calls already running finish first; any call after this raises `ClosedError`. Closing
-        twice is harmless.
+        Calls already running finish first, for at most `timeout` seconds (default: the
+        dispatcher's `deadline`, which no call outlasts); past it the dispatcher closes anyway,
+        logs how many calls were still running, and their next attempts end ``cancelled``. Any
+        call after this raises `ClosedError`. Closing twice is harmless.
         """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            while self._running:
-                self._lock.wait()
+            end = time.monotonic() + (self.deadline if timeout is None else timeout)
+            # Timed waits: a call whose interrupt took its token away notifies no one.
+            while self._calls and (left := end - time.monotonic()) > 0:
+                self._lock.wait(min(left, 0.1))
+            stuck = len(self._calls)
+            if stuck:
+                logger.warning(
+                    "Dispatcher.close(): %d call(s) still running after %g s; closing anyway",
+                    stuck, self.deadline if timeout is None else timeout,
+                )  # fmt: skip
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=not stuck, cancel_futures=bool(stuck))
         self._transport.close()
 
     def __enter__(self) -> Dispatcher:

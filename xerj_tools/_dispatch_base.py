@@ -12,7 +12,7 @@ from ._answers import PendingAnswers
 from ._budget import Budget
 from ._core import DispatchCore, Prepared, ToolResult, _raised
 from ._deadline import DEFAULT_DEADLINE
-from ._exceptions import ClosedError, ConfigurationError, ToolCallError
+from ._exceptions import ClosedError, ConfigurationError, InvalidToolCallError, ToolCallError
 from ._policy import Policy
 from ._registry import ToolRegistry, load_registry
 from ._retry import RetryPolicy
@@ -225,14 +225,34 @@ class BaseDispatcher:
         return self._core.refusal(call, _raised(call.name, "dispatcher", exc), started)
 
     def _open_turn(
-        self, calls: Iterable[Any], transcript: list[Any] | None
+        self, calls: Iterable[Any], transcript: list[Any] | None, assistant: Any = None
     ) -> tuple[PendingAnswers, float]:
         """Parse a turn's calls and put a ``cancelled`` answer to each into `transcript` at
-        once, to be replaced by the real ones (see `_answers`)."""
-        if self._closed:
-            raise ClosedError(f"this {type(self).__name__} was closed; make a new one")
-        started = self._core.clock()
-        return PendingAnswers(transcript, parse_turn(calls)), started
+        once, to be replaced by the real ones (see `_answers`).
+
+        An interrupt (KeyboardInterrupt, or anything but `InvalidToolCallError`) that lands
+        while the calls are parsed or their answers made, before they join `transcript`, still
+        leaves each call answered ``cancelled`` there: the caller's assistant turn, already in
+        `transcript`, is never left without its answers. `assistant` (the model's turn) joins
+        `transcript` with the answers, in one operation."""
+        if assistant is not None and transcript is None:
+            raise ConfigurationError("assistant= goes with transcript=: it joins the transcript")
+        before = () if assistant is None else (assistant,)
+        size = -1 if transcript is None else len(transcript)
+        try:
+            if transcript is not None:
+                calls = list(calls)  # read once: parsed again below if interrupted
+            if self._closed:
+                raise ClosedError(f"this {type(self).__name__} was closed; make a new one")
+            started = self._core.clock()
+            return PendingAnswers(transcript, parse_turn(calls), before=before), started
+        except (InvalidToolCallError, ClosedError):
+            raise  # the caller's mistake: nothing sent, nothing added (documented)
+        except BaseException:
+            # the answers' `extend` is one operation: if the transcript grew, it is done
+            if transcript is not None and len(transcript) == size and isinstance(calls, list):
+                PendingAnswers(transcript, parse_turn(calls), before=before)
+            raise
 
     def _plan(
         self, calls: Sequence[ToolCall], started: float

@@ -9,7 +9,7 @@ raw httpx fell from 523 to 222 calls/s going from 10 to 500 calls in flight on a
 A slot is taken per attempt, not per call: a call sitting out a retry's backoff holds none. The
 wait counts against the call's deadline and the client's pool timeout; a call that gets no slot
 in time ends as a `Failure` that says nothing was sent (``deadline``, or ``timeout`` like
-httpx's own pool timeout).
+httpx2's own pool timeout).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
-import httpx
+import httpx2
 
 from ._deadline import Deadline
 from ._exceptions import ConfigurationError
@@ -34,11 +34,11 @@ __all__ = ["AsyncGate", "Gate", "MaxInFlight", "pool_limit", "resolve_bound"]
 MaxInFlight = int | None | Literal["pool"]
 
 
-def pool_limit(client: httpx.Client | httpx.AsyncClient) -> int | None:
+def pool_limit(client: httpx2.Client | httpx2.AsyncClient) -> int | None:
     """The connection limit of a client's pool, or None when it cannot be read (a custom
-    transport such as `httpx.MockTransport`, mounts, or an httpx whose layout differs).
+    transport such as `httpx2.MockTransport`, mounts, or an httpx2 whose layout differs).
 
-    httpx keeps its `Limits` on the httpcore pool only (``ConnectionPool._max_connections``);
+    httpx2 keeps its `Limits` on the httpcore2 pool only (``ConnectionPool._max_connections``);
     an unlimited pool reads as ``sys.maxsize`` there and is None here."""
     if getattr(client, "_mounts", None):
         return None
@@ -50,7 +50,7 @@ def pool_limit(client: httpx.Client | httpx.AsyncClient) -> int | None:
 
 
 def resolve_bound(
-    max_in_flight: MaxInFlight, client: httpx.Client | httpx.AsyncClient | None, pool_size: int
+    max_in_flight: MaxInFlight, client: httpx2.Client | httpx2.AsyncClient | None, pool_size: int
 ) -> int | None:
     """``"pool"``: the owned client's `pool_size`, or the connection limit of the client passed
     in where it can be read (else no bound: its limits are the caller's business)."""

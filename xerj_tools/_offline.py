@@ -1,6 +1,6 @@
 """Offline validation: find every tool call in recorded model output and validate it, streaming.
 
-Nothing here touches the network stack: neither httpx, nor tenacity, nor openai is imported.
+Nothing here touches the network stack: neither httpx2, nor tenacity, nor openai is imported.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ requests, transcript, figures and loop guard, and the options it passes through 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -113,6 +114,7 @@ class AgentRun:
         create_options: dict[str, Any],
         max_calls_per_turn: int = MAX_CALLS_PER_TURN,
     ) -> None:
+        self.turn = 0
         self.shape = loop_shape(api)  # the wire shape: definitions, requests, replies
         if max_turns < 1 or max_repeats < 1 or max_calls_per_turn < 1:
             raise ConfigurationError(
@@ -140,6 +142,7 @@ class AgentRun:
 
     def begin(self, turn: int) -> None:
         """A turn starts: its span, when something traces."""
+        self.turn = turn
         self.trace = _trace_turns.turn(turn, self.model, self.shape.name)
 
     def request(self, stream: bool) -> dict[str, Any]:
@@ -239,6 +242,7 @@ class AgentRun:
         answered at once."""
         self.last_text = step.text or self.last_text
         self.usage += step.usage or TokenUsage()
+        unique_call_ids(step, self.turn)
         self.answers = PendingAnswers(self.transcript, step.calls, before=step.items)
         self.ready = {}
         events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
@@ -263,3 +267,36 @@ class AgentRun:
         if outcome == "max_turns" and self.on_max_turns == "raise":
             raise MaxTurnsExceeded(result)
         return RunFinished(result)
+
+
+def unique_call_ids(step: Step, turn: int) -> None:
+    """Give every call of a model turn an id of its own, in its calls and in the assistant turn
+    the transcript keeps (in place): answers are matched to calls by id, and the API refuses a
+    turn whose answers do not pair one to one with its calls. A missing or empty id becomes
+    ``xerj_<turn>_<position>``; an id already used in the turn becomes ``<id>_<position>``
+    (underscores added until it is free). Ids that are already unique are left as they are."""
+    taken = {call.call_id for call in step.calls}
+    seen: set[str] = set()
+    renamed: dict[int, str] = {}
+    for position, call in enumerate(step.calls):
+        new = call.call_id
+        if not new or new in seen:
+            new = f"{new}_{position}" if new else f"xerj_{turn}_{position}"
+            while new in taken or new in seen:
+                new += "_"
+            renamed[position] = new
+        seen.add(new)
+    if not renamed:
+        return
+    for position, new in renamed.items():
+        step.calls[position] = dataclasses.replace(step.calls[position], call_id=new)
+    wire: list[dict[str, Any]] = []  # the calls as the transcript keeps them, in order
+    for item in step.items:
+        if item.get("role") == "assistant":
+            wire += item.get("tool_calls") or []
+        elif item.get("type") == "function_call":
+            wire.append(item)
+    key = "call_id" if step.calls[0].api == "responses" else "id"
+    for position, new in renamed.items():
+        if position < len(wire):
+            wire[position][key] = new

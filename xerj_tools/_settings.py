@@ -1,4 +1,4 @@
-"""The settings of the httpx client xerj-tools owns: timeouts, pool size, TLS (built once)."""
+"""The settings of the httpx2 client xerj-tools owns: timeouts, pool size, TLS (built once)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import ssl
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 
 from ._exceptions import ConfigurationError
 
@@ -17,7 +17,7 @@ __all__ = ["TransportSettings"]
 
 @dataclass(frozen=True)
 class TransportSettings:
-    """Timeouts, TLS and pool size for the httpx client xerj-tools owns."""
+    """Timeouts, TLS and pool size for the httpx2 client xerj-tools owns."""
 
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
@@ -42,9 +42,9 @@ class TransportSettings:
         else:
             verify = self.verify
         return {
-            "timeout": httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
+            "timeout": httpx2.Timeout(self.read_timeout, connect=self.connect_timeout),
             "verify": verify,
-            "limits": httpx.Limits(
+            "limits": httpx2.Limits(
                 max_connections=self.pool_size, max_keepalive_connections=self.pool_size
             ),
         }
@@ -52,10 +52,10 @@ class TransportSettings:
 
 @functools.lru_cache(maxsize=4)
 def _default_tls(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """httpx's own context for ``verify=True``, built once per CA location (the arguments are
-    the ``SSL_CERT_FILE``/``SSL_CERT_DIR`` httpx reads; they key the cache): loading the CA
+    """httpx2's own context for ``verify=True``, built once per CA location (the arguments are
+    the ``SSL_CERT_FILE``/``SSL_CERT_DIR`` httpx2 reads; they key the cache): loading the CA
     bundle costs 50-150 ms of CPU, which each new client paid. A context is safe to share."""
-    return httpx.create_ssl_context()
+    return httpx2.create_ssl_context()
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,8 @@
-"""The transport: one attempt of an HTTP request to XERJ over httpx, sync or async.
+"""The transport: one attempt of an HTTP request to XERJ over httpx2, sync or async.
 
-httpx exceptions never leave this module: each attempt ends as a `Reply` or a `Failure`.
+HTTP exceptions never leave this module: each attempt ends as a `Reply` or a `Failure`. The
+client is the one xerj-tools owns (httpx2), or the caller's: an `httpx2` client, or a plain
+`httpx` one (same API; its exceptions and timeouts are its own library's, see `http_library`).
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from ._body import TooLarge, Undecodable, read_async, reader
-from ._deadline import Deadline, Running, guard, timeouts
+from ._deadline import Deadline, Running, guard, http_library, timeouts
 from ._exceptions import ConfigurationError
 from ._models import Failure, HttpRequest, Outcome, Reply
-from ._pool import AsyncClientKeeper
 from ._redact import Scrubber
 from ._settings import TransportSettings
 from ._tracing import attempt, node_rested
@@ -142,10 +143,10 @@ class Endpoint:
         return headers
 
     @functools.cached_property
-    def shared_headers(self) -> httpx.Headers:
-        """`headers()` built once for the transports (httpx copies them into each request);
-        an `httpx.Headers`, whose repr hides the credential."""
-        return httpx.Headers(self.headers())
+    def shared_headers(self) -> httpx2.Headers:
+        """`headers()` built once for the transports (httpx2 copies them into each request);
+        an `httpx2.Headers`, whose repr hides the credential."""
+        return httpx2.Headers(self.headers())
 
     def url(self, path: str, node: str | None = None) -> str:
         return (node or self.base_url) + path
@@ -200,6 +201,19 @@ class NodePool:
         node_rested(node, rest, failures, outcome)  # logged outside the lock
 
 
+logger = logging.getLogger("xerj_tools")
+
+
+def _check_client(client: object, library: Any) -> None:
+    if library is not httpx2:
+        logger.warning(
+            "%s is a plain httpx client: it works, but httpcore 1.x can strand a connection when a "
+            "call is cancelled (encode/httpcore#1093, #1115); pass an httpx2 client, or none, for "
+            "the cancellation guarantee (docs/configuration.md)",
+            type(client).__name__,
+        )
+
+
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
@@ -209,12 +223,12 @@ def encode_body(body: Mapping[str, Any] | None) -> bytes | None:
     return _ENCODER.encode(body).encode()
 
 
-def _failure(exc: httpx.HTTPError, node: str) -> Failure:
-    """The one place where httpx exceptions become values."""
+def _failure(exc: Exception, node: str, lib: Any = httpx2) -> Failure:
+    """The one place where HTTP exceptions (of `lib`, httpx2 or httpx) become values."""
     name = type(exc).__name__
-    if isinstance(exc, httpx.ConnectTimeout):
+    if isinstance(exc, lib.ConnectTimeout):
         return Failure("unreachable", "connect timed out", node, sent=False)
-    if isinstance(exc, httpx.ConnectError):
+    if isinstance(exc, lib.ConnectError):
         if (problem := _certificate_problem(exc)) is not None:
             # The node's certificate, or the CA it is checked against: the configuration, which
             # no retry changes. Said in the operator's log too, naming the certificate.
@@ -222,13 +236,13 @@ def _failure(exc: httpx.HTTPError, node: str) -> Failure:
             detail = f"the TLS certificate of the node was not accepted: {problem}"
             return Failure("tls", detail, node, sent=False)
         return Failure("unreachable", f"connection failed ({name})", node, sent=False)
-    if isinstance(exc, httpx.PoolTimeout):
+    if isinstance(exc, lib.PoolTimeout):
         return Failure("timeout", "no free connection in the pool in time", node, sent=False)
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, lib.TimeoutException):
         return Failure("timeout", f"no answer in time ({name})", node)
-    if isinstance(exc, httpx.DecodingError):
+    if isinstance(exc, lib.DecodingError):
         return Failure("protocol", f"the response could not be decoded ({name})", node)
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, lib.TransportError):
         return Failure("connection_lost", f"the connection broke ({name})", node)
     return Failure("protocol", f"HTTP error ({name})", node)
 
@@ -262,13 +276,14 @@ def _unreadable(exc: Undecodable, node: str) -> Failure:
 
 
 class SyncTransport:
-    """Sends one attempt with an `httpx.Client` (the caller's, or one owned and pooled)."""
+    """Sends one attempt with an `httpx2.Client` (the caller's, or one owned and pooled; a
+    caller's plain `httpx.Client` works too)."""
 
     def __init__(
         self,
         endpoint: Endpoint,
         settings: TransportSettings,
-        client: httpx.Client | None = None,
+        client: httpx2.Client | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.endpoint = endpoint
@@ -276,12 +291,13 @@ class SyncTransport:
         self.settings = settings
         self.scrub = endpoint.scrubber()
         self._owned = client is None
+        self._lib = httpx2 if client is None else http_library(client)
         if client is None:
             options = settings.httpx_options(tls=endpoint.tls)
             transport = guard(
-                httpx.HTTPTransport(verify=options["verify"], limits=options["limits"])
+                httpx2.HTTPTransport(verify=options["verify"], limits=options["limits"])
             )
-            client = httpx.Client(timeout=options["timeout"], transport=transport)
+            client = httpx2.Client(timeout=options["timeout"], transport=transport)
         self._client = client
 
     def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
@@ -317,8 +333,8 @@ class SyncTransport:
             return _too_large(limit, node)
         except Undecodable as exc:
             return _unreadable(exc, node)
-        except httpx.HTTPError as exc:
-            return _late(deadline, node) if deadline.expired else _failure(exc, node)
+        except self._lib.HTTPError as exc:
+            return _late(deadline, node) if deadline.expired else _failure(exc, node, self._lib)
 
     def close(self) -> None:
         if self._owned:
@@ -326,31 +342,34 @@ class SyncTransport:
 
 
 class AsyncTransport:
-    """Sends one attempt with an `httpx.AsyncClient` (the caller's, or one owned and pooled;
-    an owned client whose pool leaked a slot to a cancelled request is replaced, see `_pool`)."""
+    """Sends one attempt with an `httpx2.AsyncClient` (the caller's, or one owned and pooled; a
+    caller's plain `httpx.AsyncClient` works too, without the cancellation guarantee: see
+    `AsyncDispatcher._exchange` and docs/configuration.md)."""
 
     def __init__(
         self,
         endpoint: Endpoint,
         settings: TransportSettings,
-        client: httpx.AsyncClient | None = None,
+        client: Any = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.endpoint = endpoint
         self.nodes = NodePool(endpoint.base_urls, clock)
         self.settings = settings
         self.scrub = endpoint.scrubber()
-        self.clients = AsyncClientKeeper(client, self._new_client, settings.pool_size)
-
-    def _new_client(self) -> httpx.AsyncClient:
-        options = self.settings.httpx_options(tls=self.endpoint.tls)
-        transport = guard(
-            httpx.AsyncHTTPTransport(verify=options["verify"], limits=options["limits"])
-        )
-        return httpx.AsyncClient(timeout=options["timeout"], transport=transport)
+        self._owned = client is None
+        self._lib = httpx2 if client is None else http_library(client)
+        if client is None:
+            options = settings.httpx_options(tls=endpoint.tls)
+            transport = guard(
+                httpx2.AsyncHTTPTransport(verify=options["verify"], limits=options["limits"])
+            )
+            client = httpx2.AsyncClient(timeout=options["timeout"], transport=transport)
+        else:
+            _check_client(client, self._lib)
+        self.client: httpx2.AsyncClient = client
 
     async def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
-        await self.clients.tidy()
         node = self.nodes.pick()
         if deadline.expired:
             return _late(deadline, node, sent=False)
@@ -361,17 +380,15 @@ class AsyncTransport:
 
     async def _attempt(self, request: HttpRequest, node: str, deadline: Deadline) -> Outcome:
         limit = self.settings.max_response_bytes
-        lease = self.clients.lease()
-        pool_timeout = False
         try:
             with Running(deadline):
-                async with lease.client.stream(
+                async with self.client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
                     headers=self.endpoint.shared_headers,
                     params=dict(request.params) or None,
-                    timeout=timeouts(lease.client.timeout, deadline),
+                    timeout=timeouts(self.client.timeout, deadline),
                 ) as response:
                     body = reader(response, limit)
                     if not body.raw:
@@ -383,11 +400,9 @@ class AsyncTransport:
             return _too_large(limit, node)
         except Undecodable as exc:
             return _unreadable(exc, node)
-        except httpx.HTTPError as exc:
-            pool_timeout = isinstance(exc, httpx.PoolTimeout)
-            return _late(deadline, node) if deadline.expired else _failure(exc, node)
-        finally:
-            self.clients.release(lease, pool_timeout=pool_timeout)
+        except self._lib.HTTPError as exc:
+            return _late(deadline, node) if deadline.expired else _failure(exc, node, self._lib)
 
     async def aclose(self) -> None:
-        await self.clients.aclose()
+        if self._owned:
+            await self.client.aclose()

@@ -74,7 +74,8 @@ def chat_step(completion: Any) -> Step:
         function = get(tool_call, "function")
         name = get(function, "name", "") if function is not None else ""
         arguments = get(function, "arguments", "") if function is not None else ""
-        call_id = str(get(tool_call, "id", ""))
+        call_id = get(tool_call, "id")  # missing or not a string: "" (the loop names it)
+        call_id = call_id if isinstance(call_id, str) else ""
         calls.append(ToolCall(call_id, name or "", arguments, "chat"))
         wire.append(
             {
@@ -98,6 +99,7 @@ class ChatAssembler:
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     finish_reason: str = ""  # stays empty when the stream ends without a finish_reason
     usage: TokenUsage | None = None  # sent last, when asked for with stream_options
+    _last: int = 0  # the call the last tool-call delta fed
 
     def feed(self, chunk: Any) -> str | None:
         """Take one chunk; return its text delta, if any."""
@@ -108,9 +110,7 @@ class ChatAssembler:
         choice = choices[0]
         delta = get(choice, "delta")
         for part in (get(delta, "tool_calls") or []) if delta is not None else []:
-            slot = self.calls.setdefault(
-                int(get(part, "index", 0)), {"id": "", "name": "", "arguments": ""}
-            )
+            slot = self.calls.setdefault(self._index(part), {"id": "", "name": "", "arguments": ""})
             if get(part, "id"):
                 slot["id"] = str(get(part, "id"))
             function = get(part, "function")
@@ -124,6 +124,16 @@ class ChatAssembler:
             self.text.append(content)
             return str(content)
         return None
+
+    def _index(self, part: Any) -> int:
+        """The call a tool-call delta belongs to: its ``index``; without a usable one (null, not
+        a whole number), a delta with an ``id`` starts the next call and one without goes on
+        with the call the previous delta fed (the first call if none did)."""
+        index = get(part, "index")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            index = max(self.calls) + 1 if get(part, "id") and self.calls else self._last
+        self._last = index
+        return index
 
     def step(self) -> Step:
         message = {

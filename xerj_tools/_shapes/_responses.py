@@ -93,8 +93,9 @@ def responses_step(response: Any) -> Step:
     for item in get(response, "output") or []:
         kind = get(item, "type")
         if kind == "function_call":
+            call_id = get(item, "call_id")  # missing or not a string: "" (the loop names it)
             call = ToolCall(
-                str(get(item, "call_id")),
+                call_id if isinstance(call_id, str) else "",
                 str(get(item, "name") or ""),
                 get(item, "arguments"),
                 "responses",

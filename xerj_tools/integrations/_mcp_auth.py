@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 from mcp.server.auth.provider import AccessToken
 
 from .._exceptions import ConfigurationError
@@ -162,26 +162,26 @@ class CallerVerifier:
         assert self.oauth is not None
         self._fetched_at = time.monotonic()
         try:
-            async with httpx.AsyncClient(timeout=10.0, follow_redirects=False) as client:
+            async with httpx2.AsyncClient(timeout=10.0, follow_redirects=False) as client:
                 if self._jwks_uri is None:
                     self._jwks_uri = await _discover_jwks(client, self.oauth.issuer)
                 reply = await client.get(self._jwks_uri)
                 reply.raise_for_status()
                 keys = jwt.PyJWKSet.from_dict(reply.json())
-        except (httpx.HTTPError, ValueError, jwt.PyJWTError, ConfigurationError) as exc:
+        except (httpx2.HTTPError, ValueError, jwt.PyJWTError, ConfigurationError) as exc:
             logger.error("cannot read the OAuth issuer's keys: %s", type(exc).__name__)
             return
         self._keys = {k.key_id or "": k for k in keys.keys}
         logger.info("OAuth issuer keys read: %d", len(self._keys))
 
 
-async def _discover_jwks(client: httpx.AsyncClient, issuer: str) -> str:
+async def _discover_jwks(client: httpx2.AsyncClient, issuer: str) -> str:
     base = issuer.rstrip("/")
     for suffix in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
         try:
             reply = await client.get(base + suffix)
             if reply.status_code == 200 and isinstance(uri := reply.json().get("jwks_uri"), str):
                 return uri
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except (httpx2.HTTPError, ValueError, AttributeError):
             continue
     raise ConfigurationError(f"the issuer {issuer} publishes no jwks_uri; pass --oauth-jwks URL")

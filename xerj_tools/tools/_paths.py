@@ -27,7 +27,7 @@ _DOT_SEGMENTS = frozenset({".", ".."})
 def dot_segment(path: str) -> str | None:
     """The first segment of `path` that is ``.`` or ``..`` (also percent-encoded), or None.
 
-    httpx resolves such segments before sending (RFC 3986 dot-segment removal: ``/a/../b`` is
+    httpx2 resolves such segments before sending (RFC 3986 dot-segment removal: ``/a/../b`` is
     sent as ``/b``), and a server may decode ``%2e%2e`` into one: either way the request would
     reach another endpoint than the one built. No XERJ name is ``.`` or ``..``.
     """
@@ -40,7 +40,7 @@ def dot_segment(path: str) -> str | None:
 def segment(value: str, *, keep: str = "", path: str = "$") -> str:
     """`value` as one path segment. Everything but unreserved characters is percent-encoded, so
     no value can leave its segment (an index list keeps its commas and wildcards via `keep`).
-    `.` and `..` are unreserved, so they are refused here rather than let httpx resolve them."""
+    `.` and `..` are unreserved, so they are refused here rather than let httpx2 resolve them."""
     if value in _DOT_SEGMENTS:
         raise ArgumentsError(
             f"{value!r} cannot be a path segment",
