@@ -142,7 +142,7 @@ def test_fine_tuning_examples_are_validated_against_their_own_tools(tmp_path: Pa
         tmp_path / "train.jsonl",
         [
             example([LOOKUP], chat_call("lookup_order", {"order_id": "A-1"})),  # a tool of its own
-            example([LOOKUP], chat_call("lookup_order", {"order_id": 7})),  # its schema says string
+            example([LOOKUP], chat_call("lookup_order", {"order_id": [7]})),  # its schema says string
             example(
                 [NARROW_SEARCH], chat_call("xerj_search", {**SEARCH, "size": 10})
             ),  # not in its tools

@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import ssl
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,9 +24,10 @@ from ._body import TooLarge, Undecodable, read_async, reader
 from ._deadline import Deadline, Running, guard, http_library, timeouts
 from ._exceptions import ConfigurationError
 from ._models import Failure, HttpRequest, Outcome, Reply
+from ._nodes import NodePool
 from ._redact import Scrubber
 from ._settings import TransportSettings
-from ._tracing import attempt, node_rested
+from ._tracing import attempt
 
 __all__ = ["DEFAULT_URL", "Endpoint", "NodePool", "TransportSettings"]
 
@@ -150,55 +150,6 @@ class Endpoint:
 
     def url(self, path: str, node: str | None = None) -> str:
         return (node or self.base_url) + path
-
-
-class NodePool:
-    """Round-robin over a cluster's nodes, skipping a node that refused connections, timed out
-    or ran a call past its deadline until its cooldown ends (5 s, doubling with each failure in
-    a row, at most 60 s)."""
-
-    def __init__(
-        self,
-        nodes: Sequence[str],
-        clock: Callable[[], float] = time.monotonic,
-        cooldown: float = 5.0,
-        max_cooldown: float = 60.0,
-    ) -> None:
-        self._nodes = list(nodes)
-        self._clock, self._cooldown, self._max = clock, cooldown, max_cooldown
-        self._next = 0
-        self._dead_until: dict[str, float] = {}
-        self._failures: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def pick(self) -> str:
-        if len(self._nodes) == 1:
-            return self._nodes[0]  # one node: nothing to choose, and nothing to skip to
-        with self._lock:
-            now = self._clock()
-            for offset in range(len(self._nodes)):
-                node = self._nodes[(self._next + offset) % len(self._nodes)]
-                if self._dead_until.get(node, 0.0) <= now:
-                    self._next = (self._next + offset + 1) % len(self._nodes)
-                    return node
-            # every node is resting: try the one whose rest ends first
-            return min(self._nodes, key=lambda n: self._dead_until.get(n, 0.0))
-
-    def report(self, node: str, outcome: Outcome) -> None:
-        if len(self._nodes) == 1:
-            return
-        with self._lock:
-            if isinstance(outcome, Reply):
-                self._failures.pop(node, None)
-                self._dead_until.pop(node, None)
-                return
-            if outcome.kind not in ("unreachable", "timeout", "deadline"):
-                return
-            failures = self._failures.get(node, 0) + 1
-            self._failures[node] = failures
-            rest = min(self._max, self._cooldown * 2 ** (failures - 1))
-            self._dead_until[node] = self._clock() + rest
-        node_rested(node, rest, failures, outcome)  # logged outside the lock
 
 
 logger = logging.getLogger("xerj_tools")
