@@ -446,3 +446,25 @@ def test_an_object_that_is_no_json_is_left_to_validation() -> None:
     looped["self"] = looped
     assert Policy(max_argument_bytes=10).check_size(looped) is None
     assert Policy(max_argument_bytes=10).check_size({"index": "a-long-index-name"}) is not None
+
+
+def test_a_tool_names_its_rerank_and_plain_arguments() -> None:
+    # The policy acts on traits the Tool declares, not on argument names it guesses: a custom
+    # tool whose reranker argument has another name is held to `allow_rerank`, and an argument
+    # the tool says holds no query DSL is not read for index names.
+    from xerj_tools import Tool
+
+    build = lambda a: HttpRequest("POST", "/docs/_search", {})  # noqa: E731
+    second = Tool("second_stage", build, rerank_arg="second_stage_model")
+    refused = Policy(allow_rerank=False).apply(second, {"q": "x", "second_stage_model": {"window": 9}})
+    assert isinstance(refused, PolicyDenied) and refused.details == {"refused": "rerank"}
+    capped = Policy(max_rerank_window=5).apply(second, {"second_stage_model": {"window": 9}})
+    assert not isinstance(capped, PolicyDenied) and capped[0]["second_stage_model"] == {"window": 5}
+    # Left undeclared, an argument named `rerank` is the reranker's, as before.
+    plain = Tool("plain", build)
+    assert isinstance(Policy(allow_rerank=False).apply(plain, {"rerank": {}}), PolicyDenied)
+    assert not isinstance(Policy(allow_rerank=False).apply(plain, {"second_stage_model": {}}), PolicyDenied)
+    # A stored template that merely looks like a query naming a dot-index.
+    template = {"template": {"query": {"terms": {"x": {"index": ".secrets", "id": "1", "path": "x"}}}}}
+    assert isinstance(Policy().apply(Tool("store", build), template), PolicyDenied)
+    assert not isinstance(Policy().apply(Tool("store", build, plain_args=("template",)), template), PolicyDenied)

@@ -28,8 +28,6 @@ _WILDCARDS = "*?["
 _READ_ENDPOINTS = frozenset(
     {"_search", "_msearch", "_count", "_mget", "_recall", "_explain", "_field_caps", "_terms_enum"}
 )
-# Arguments that are not queries: the URL's own index, vectors, and what a memory stores.
-_NOT_QUERIES = frozenset({"index", "namespace", "text", "metadata", "id", "query_vector", "vector"})
 
 
 class PolicyDenied(ToolCallError):
@@ -135,8 +133,8 @@ class Policy:
                 return f"index {part!r} is not among the allowed indices ({', '.join(self.allow_indices)})"
         return None
 
-    def _body_refusal(self, args: Mapping[str, Any]) -> PolicyDenied | None:
-        for path, named in named_indices(args, _NOT_QUERIES):
+    def _body_refusal(self, args: Mapping[str, Any], plain: frozenset[str]) -> PolicyDenied | None:
+        for path, named in named_indices(args, plain):
             reason: str | None
             if named is WRAPPER:
                 reason = (
@@ -212,7 +210,11 @@ class Policy:
             for index in _names(args.get(key)):
                 if reason := self._index_refusal(index):
                     return PolicyDenied(reason, details={"refused": "index"})
-        if read_body and tool.queries and (refusal := self._body_refusal(args)) is not None:
+        if (
+            read_body
+            and tool.queries
+            and (refusal := self._body_refusal(args, tool.plain_arguments())) is not None
+        ):
             return refusal
         if tool.writes and self.read_only:
             return _read_only(tool.name)
@@ -220,7 +222,8 @@ class Policy:
             for namespace in _names(args.get(key)):
                 if (reason := self._namespace_refusal(namespace)) is not None:
                     return PolicyDenied(reason, details={"refused": "namespace"})
-        if args.get("rerank") is not None and not self.allow_rerank:
+        reranks = tool.rerank_argument(args)
+        if reranks is not None and not self.allow_rerank:
             return PolicyDenied(
                 "rerank is not allowed here: it sends document text off the node; search without it",
                 details={"refused": "rerank"},
@@ -235,10 +238,11 @@ class Policy:
                     )
                 args[key] = cap
                 notes.append(f"{key} lowered from {value} to {cap} by the operator's policy")
-        rerank = args.get("rerank")
+        rerank = args.get(reranks) if reranks is not None else None
         window = _whole(rerank.get("window", 30)) if isinstance(rerank, dict) else None
         if (
             isinstance(rerank, dict)
+            and reranks is not None
             and window is not None
             and self.max_rerank_window is not None
             and window > self.max_rerank_window
@@ -248,7 +252,7 @@ class Policy:
                     f"rerank.window {window} is above the limit of {self.max_rerank_window}",
                     details={"refused": "rerank.window"},
                 )
-            args["rerank"] = {**rerank, "window": self.max_rerank_window}
+            args[reranks] = {**rerank, "window": self.max_rerank_window}
             notes.append(
                 f"rerank.window lowered from {window} to {self.max_rerank_window} by the operator's policy"
             )

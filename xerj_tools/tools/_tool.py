@@ -96,6 +96,12 @@ def _namespace_like(key: str) -> bool:
     )
 
 
+# Top-level arguments that hold no query DSL, for a tool that does not list its own
+# (`Tool.plain_args`): the URL's own index, vectors, and what a memory stores.
+PLAIN_ARGUMENTS = frozenset(
+    {"index", "namespace", "text", "metadata", "id", "query_vector", "vector"}
+)
+
 _CAP_NAMES = {"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"}
 
 
@@ -149,6 +155,8 @@ class Tool:
     origin: Origin = "custom"
     title: str | None = None
     follow_up: FollowUp | None = None
+    rerank_arg: str | None = None
+    plain_args: tuple[str, ...] | None = None
     description: str | None = None
     parameters: Mapping[str, Any] | None = field(default=None, repr=False)
 
@@ -174,6 +182,17 @@ class Tool:
         if self.namespace_args is not None:
             return self.namespace_args
         return tuple(k for k in arguments if _namespace_like(k))
+
+    def rerank_argument(self, arguments: Mapping[str, Any]) -> str | None:
+        """The argument of this call that asks XERJ's reranker, if it holds one (the policy's
+        `allow_rerank` and `max_rerank_window` act on it)."""
+        key = self.rerank_arg if self.rerank_arg is not None else "rerank"
+        return key if arguments.get(key) is not None else None
+
+    def plain_arguments(self) -> frozenset[str]:
+        """The top-level arguments that hold no query DSL: the policy does not read them for
+        index names."""
+        return PLAIN_ARGUMENTS if self.plain_args is None else frozenset(self.plain_args)
 
     def cap_arguments(self, arguments: Mapping[str, Any]) -> Mapping[str, str]:
         return self.caps if self.caps is not None else inferred_caps(arguments)
