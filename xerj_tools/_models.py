@@ -26,6 +26,9 @@ class HttpRequest:
     `notes` are sentences the model should read with the result (an argument that was dropped).
     `kind` matters only for a plain handler's request: its reply is read as that kind's tool
     reads it (``"search"``, ``"memory_store"``, ``"memory_recall"``; ``"other"``: the JSON).
+    `vectors` are never sent: the fields known to hold embeddings (the field a kNN search ran
+    on; the dense_vector fields of the index's mapping, when the dispatcher has it cached),
+    which the model does not read unless its `source` names them (`_source_view`).
     """
 
     method: str
@@ -35,6 +38,7 @@ class HttpRequest:
     idempotent: bool = True
     notes: tuple[str, ...] = ()
     params: Mapping[str, str] = field(default_factory=dict)
+    vectors: tuple[str, ...] = ()
 
     @property
     def reranked(self) -> bool:
