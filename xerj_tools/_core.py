@@ -40,7 +40,9 @@ from ._exceptions import (
 )
 from ._format import dumps, engine_error, error_payload
 from ._json import fast_raw
-from ._listing import LISTING_TTL, IndexListing, list_indices
+from ._after import Flow, after_answer, with_known_vectors
+from ._listing import LISTING_TTL, IndexListing
+from ._mappings import MAPPING_TTL, MappingCache
 from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
@@ -119,9 +121,6 @@ class _RerankMemory:
         return f"this node refused rerank {age:.0f}s ago, so it was not asked again: {entry[1]}"
 
 
-Flow = Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A call that passed validation: its request, the repairs made, and its identity."""
@@ -184,6 +183,7 @@ class DispatchCore:
         self.rerank_fallback = rerank_fallback
         self.rerank_memory = _RerankMemory(rerank_memory_seconds, clock)
         self.listing = IndexListing(LISTING_TTL, clock)
+        self.mappings = MappingCache(MAPPING_TTL, clock)
         self.repair = repair
         self.budget = checked_budget(budget)
         self.budgets = {tool: checked_budget(value) for tool, value in (budgets or {}).items()}
@@ -253,7 +253,7 @@ class DispatchCore:
 
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
-        request = prepared.request
+        request = with_known_vectors(self, prepared, node)  # from a cached mapping only
         note: dict[str, Any] | None = None
         if request.reranked and (remembered := self.rerank_memory.recall(node)) is not None:
             if not self.rerank_fallback:
@@ -274,20 +274,7 @@ class DispatchCore:
             request = request.without_rerank()
             outcome, attempts = yield request
         payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
-        if payload.get("error", {}).get("code") == "index_not_found" and (
-            prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
-        ):
-            # The model guessed an index name: tell it which ones exist (those it may search).
-            names = yield from list_indices(self.listing, node)
-            if names := self._allowed_indices(names):
-                payload["error"]["indices"] = names
-                payload["error"]["hint"] = (
-                    "Use one of the indices listed in `indices`, or a pattern."
-                )
-        return payload
-
-    def _allowed_indices(self, names: list[str], limit: int = 50) -> list[str]:
-        return [n for n in names if self.policy.allows_index(n)][:limit]
+        return (yield from after_answer(self, prepared, request, outcome, payload, node))
 
     def payload_for(
         self,

@@ -28,7 +28,8 @@ class HttpRequest:
     reads it (``"search"``, ``"memory_store"``, ``"memory_recall"``; ``"other"``: the JSON).
     `vectors` are never sent: the fields known to hold embeddings (the field a kNN search ran
     on; the dense_vector fields of the index's mapping, when the dispatcher has it cached),
-    which the model does not read unless its `source` names them (`_source_view`).
+    which the model does not read unless its `source` names them (`_source_view`). `reading`
+    is never sent either: what the tool's reading needs of the arguments (a describe's `prefix`).
     """
 
     method: str
@@ -39,6 +40,7 @@ class HttpRequest:
     notes: tuple[str, ...] = ()
     params: Mapping[str, str] = field(default_factory=dict)
     vectors: tuple[str, ...] = ()
+    reading: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def reranked(self) -> bool:

@@ -17,6 +17,7 @@ from ._documents import get_document
 from ._engine import Index, new_engine_indices
 from ._listing import cat_indices, listed_indices, resolve_index
 from ._loopback import LoopbackServer
+from ._mapping import cat_indices_pattern, get_mapping
 from ._memory import (
     MEMORY_PREFIX,
     Memory,
@@ -239,10 +240,13 @@ class XerjStandIn:
         index: str,
         docs: Mapping[str, Mapping[str, Any]],
         semantic_fields: tuple[str, ...] = (),
+        mappings: Mapping[str, Any] | None = None,
     ) -> None:
-        """Add documents (id -> source) to an index, creating it if needed."""
+        """Add documents (id -> source) to an index, creating it if needed (with `mappings`, as
+        ``GET /{index}/_mapping`` will answer them; without, from its documents' types)."""
         with self._lock:
-            target = self.indices.setdefault(index, Index(index, semantic_fields=semantic_fields))
+            created = Index(index, semantic_fields=semantic_fields, mappings=dict(mappings or {}) or None)
+            target = self.indices.setdefault(index, created)
             for doc_id, source in docs.items():
                 target.add(doc_id, source)
 
@@ -297,7 +301,8 @@ class XerjStandIn:
         content_type = record.headers.get("content-type")
         with self._lock:
             status, payload = self._handle_route(name, segments, record, raw, content_type)
-        return status, payload, ({"Content-Type": _TEXT} if name == "cat" else {})
+        text = name == "cat" or (name == "cat_pattern" and status == 200)
+        return status, payload, ({"Content-Type": _TEXT} if text else {})
 
     def _handle_route(
         self,
@@ -331,6 +336,13 @@ class XerjStandIn:
             return get_document(self.indices, self.memories, segments[0], segments[2])
         if name == "cat":  # always text, whatever the query string says: see _listing.py
             return 200, cat_indices(listed_indices(self.indices, self.memories))
+        if name == "cat_pattern":
+            return cat_indices_pattern(listed_indices(self.indices, self.memories), segments[2])
+        if name == "mapping":
+            indices = dict(self.indices)
+            for ns, store in self.memories.items():
+                indices[MEMORY_PREFIX + ns] = memory_index(ns, store)
+            return get_mapping(indices, segments[0] if len(segments) == 2 else "_all")
         if name == "resolve":
             return 200, resolve_index(listed_indices(self.indices, self.memories), segments[2])
         return 200, {  # `GET /`: responses.rs EsInfoResponse (fixed ES version)
@@ -352,6 +364,10 @@ def _route(segments: list[str]) -> tuple[str, tuple[str, ...]] | None:
         return "info", ("GET",)  # router.rs:210
     if segments == ["_cat", "indices"]:
         return "cat", ("GET",)  # router.rs:216
+    if n == 3 and segments[:2] == ["_cat", "indices"]:
+        return "cat_pattern", ("GET",)  # router.rs:217-220
+    if segments == ["_mapping"] or (n == 2 and segments[1] == "_mapping" and segments[0] != ""):
+        return "mapping", ("GET",)  # router.rs:248, 250-253; the stand-in serves the GET only
     if n == 3 and segments[:2] == ["_resolve", "index"]:
         return "resolve", ("GET",)  # router.rs:353
     if n == 2 and segments[0] == "_memory":

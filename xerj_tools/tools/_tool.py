@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._exceptions import EngineError
 from .._format import engine_error, unusable
-from .._models import HttpRequest, Reply
+from .._models import HttpRequest, Outcome, Reply
 from .._problems import Check
 from ._checks import unknown_keys
 
+if TYPE_CHECKING:
+    from .._policy import Policy
+
 __all__ = [
-    "FitStrategy", "Handler", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral", "read_json",
+    "After", "FitStrategy", "Handler", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral",
+    "read_json",
 ]  # fmt: skip
 
 Handler = Callable[[Mapping[str, Any]], HttpRequest]
@@ -39,6 +43,13 @@ class Received:
     rerank: Mapping[str, Any] | None = None  # the dispatcher's note when it dropped rerank
     attempts: int = 1
 
+
+After = Callable[
+    [dict[str, Any], "Policy"], Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
+]
+"""A tool's step after its answer was read: yields follow-up reads (each answered with
+``(outcome, attempts)``; never retried, not counted as the call's attempts) and returns the
+payload, the operator's policy applied to what it lists."""
 
 Reader = Callable[[Received], dict[str, Any]]
 """Turns an answered reply into the payload the model reads; raises `EngineError` (code
@@ -117,6 +128,8 @@ class Tool:
     - `path`: the URL template for tracing (``/{index}/_search``); `too_large`: what the model
       can ask for instead when the answer is too large; `answered`: whether a reply is a result
       to read (default: a 2xx status) rather than an error. `title`: a human title (MCP).
+    - `after`: run on an answered payload before the model reads it (`After`): follow-up reads
+      and the policy applied to what the answer lists; None (most tools): nothing.
     """
 
     name: str
@@ -137,6 +150,7 @@ class Tool:
     answered: Callable[[Reply], bool] = is_2xx
     origin: Origin = "custom"
     title: str | None = None
+    after: After | None = None
 
     def index_arguments(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The arguments of this call that the policy holds to its index rules."""
