@@ -30,7 +30,7 @@ def test_the_listing_has_names_counts_and_never_a_denied_index(runner: Runner, x
     xerj.clear()
     payload = runner.payload("xerj_list_indices", {})
     assert payload == {"ok": True, "count": 2, "indices": [{"name": "docs", "docs": 8}, {"name": "tickets", "docs": 6}]}
-    assert paths(xerj) == ["GET /_cat/indices", "GET /_resolve/index/*"]
+    assert paths(xerj) == ["GET /_cat/indices/*", "GET /_resolve/index/*"]
 
 
 def test_a_policy_that_denies_an_index_hides_it_and_refuses_to_describe_it(make_runner: Any, xerj: XerjStandIn) -> None:
@@ -197,7 +197,7 @@ def test_a_scripted_model_lists_describes_then_queries_a_field_it_learned(xerj: 
     with ScriptedModel(script) as model, openai_client(model.base_url) as client, Dispatcher(url=xerj.url) as d:
         result = run_agent(client, model="scripted", messages=[{"role": "user", "content": "?"}], dispatcher=d)
     assert result.outcome == "completed" and result.output_text == "done"
-    assert [e for e in paths(xerj) if "_resolve" not in e] == ["GET /_cat/indices", "GET /docs/_mapping", "POST /docs/_search"]
+    assert [e for e in paths(xerj) if "_resolve" not in e] == ["GET /_cat/indices/*", "GET /docs/_mapping", "POST /docs/_search"]
     assert xerj.requests[-1].body["aggs"] == {"by": {"terms": {"field": "kind"}}}
     answer = json.loads(result.transcript[-2]["content"])
     assert answer["ok"] is True and answer["aggregations"]["by"]["buckets"]

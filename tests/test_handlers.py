@@ -149,8 +149,10 @@ CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any]]] = [
 def test_exact_request_on_the_wire(runner: Runner, xerj: XerjStandIn, tool: str, arguments: dict[str, Any],
                                    method: str, path: str, body: dict[str, Any]) -> None:
     payload = runner.payload(tool, arguments)
-    assert len(xerj.requests) == 1
-    sent = xerj.requests[0]
+    # an empty kNN answer is followed by a read of the mapping, for a field hint (`_after`)
+    own = [r for r in xerj.requests if not (tool != "xerj_describe_index" and r.path.endswith("/_mapping"))]
+    assert len(own) == 1
+    sent = own[0]
     assert (sent.method, sent.path, sent.body) == (method, path, body)
     assert sent.headers["content-type"] == "application/json"
     assert payload["ok"] is True, payload

@@ -82,7 +82,8 @@ def after_answer(
         return payload
     if payload.get("ok") and tool.after is not None:
         return (yield from tool.after(payload, core.policy))
-    empty = payload.get("ok") is True and payload.get("hits") == [] and not prepared.page_from
+    # no match at all: a total of 0 (`size: 0` asks for counts, not for hits)
+    empty = payload.get("ok") is True and payload.get("hits") == [] and payload.get("total") == 0
     reason = str(error.get("reason") or "") if error is not None else ""
     refused = error is not None and error.get("code") == "bad_request" and "field" in reason
     index = _searched_index(request)

@@ -11,11 +11,12 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from ._after import Flow, after_answer, with_known_vectors
 from ._body_indices import may_name_indices
 from ._budget import (
     DEFAULT_BUDGET,
@@ -40,7 +41,6 @@ from ._exceptions import (
 )
 from ._format import dumps, engine_error, error_payload
 from ._json import fast_raw
-from ._after import Flow, after_answer, with_known_vectors
 from ._listing import LISTING_TTL, IndexListing
 from ._mappings import MAPPING_TTL, MappingCache
 from ._models import HttpRequest, Outcome, Reply

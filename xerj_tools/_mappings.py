@@ -88,7 +88,14 @@ def fields_of(data: Any) -> dict[str, dict[str, Field]]:
 def vector_paths(per_index: Mapping[str, Mapping[str, Field]]) -> tuple[str, ...]:
     """The dense_vector fields of every index."""
     return tuple(
-        sorted({p for fields in per_index.values() for p, f in fields.items() if f["type"] == "dense_vector"})
+        sorted(
+            {
+                p
+                for fields in per_index.values()
+                for p, f in fields.items()
+                if f["type"] == "dense_vector"
+            }
+        )
     )
 
 
@@ -117,14 +124,20 @@ class MappingCache:
             self._entries[(cluster, index)] = (self._clock(), per_index)
 
 
-def learned(request: HttpRequest, outcome: Outcome) -> tuple[str, dict[str, dict[str, Field]]] | None:
+def learned(
+    request: HttpRequest, outcome: Outcome
+) -> tuple[str, dict[str, dict[str, Field]]] | None:
     """The index expression and fields a ``GET /{index}/_mapping`` answer holds, or None."""
     from urllib.parse import unquote
 
     parts = request.path.strip("/").split("/")
     if request.method != "GET" or len(parts) != 2 or parts[1] != "_mapping":
         return None
-    if not isinstance(outcome, Reply) or outcome.status != 200 or not isinstance(outcome.data, dict):
+    if (
+        not isinstance(outcome, Reply)
+        or outcome.status != 200
+        or not isinstance(outcome.data, dict)
+    ):
         return None
     return unquote(parts[0]), fields_of(outcome.data)
 
@@ -172,7 +185,9 @@ def _known(name: str, fields: Mapping[str, Field]) -> bool:
     return name.endswith(".keyword") and name[: -len(".keyword")] in fields
 
 
-def field_hint(body: Mapping[str, Any], per_index: Mapping[str, Mapping[str, Field]], limit: int = 40) -> str | None:
+def field_hint(
+    body: Mapping[str, Any], per_index: Mapping[str, Mapping[str, Field]], limit: int = 40
+) -> str | None:
     """A sentence naming the fields that exist, when the request names one the mapping lacks or
     runs kNN (semantic) on a field that is not a dense_vector (semantic_text); else None."""
     fields: dict[str, Field] = {}
@@ -181,22 +196,31 @@ def field_hint(body: Mapping[str, Any], per_index: Mapping[str, Mapping[str, Fie
             fields.setdefault(path, field)
     if not fields:
         return None
-    query: list[Any] = [body.get("query"), {"knn": body["knn"]} if isinstance(body.get("knn"), Mapping) else None]
+    query: list[Any] = [
+        body.get("query"),
+        {"knn": body["knn"]} if isinstance(body.get("knn"), Mapping) else None,
+    ]
     wrong: list[str] = []
     for clause, name in named_fields(query):
-        field = fields.get(name)
+        known = fields.get(name)
         if not _known(name, fields):
             wrong.append(f"no field {name!r}")
-        elif clause == "knn" and field is not None and field["type"] != "dense_vector":
-            wrong.append(f"{name!r} is {field['type']}, not dense_vector")
-        elif clause == "semantic" and field is not None and field["type"] != "semantic_text":
-            wrong.append(f"{name!r} is {field['type']}, not semantic_text")
+        elif clause == "knn" and known is not None and known["type"] != "dense_vector":
+            wrong.append(f"{name!r} is {known['type']}, not dense_vector")
+        elif clause == "semantic" and known is not None and known["type"] != "semantic_text":
+            wrong.append(f"{name!r} is {known['type']}, not semantic_text")
     if not wrong:
         return None
-    vectors = [f"{p} ({f.get('dims', '?')} dims)" for p, f in fields.items() if f["type"] == "dense_vector"]
+    vectors = [
+        f"{p} ({f.get('dims', '?')} dims)" for p, f in fields.items() if f["type"] == "dense_vector"
+    ]
     semantic = [p for p, f in fields.items() if f["type"] == "semantic_text"]
     listed = [f"{p}: {f['type']}" for p, f in sorted(fields.items())[:limit]]
-    more = f" and {len(fields) - limit} more (xerj_describe_index lists them)" if len(fields) > limit else ""
+    more = (
+        f" and {len(fields) - limit} more (xerj_describe_index lists them)"
+        if len(fields) > limit
+        else ""
+    )
     text = f"{'; '.join(dict.fromkeys(wrong))}. The index has: {', '.join(listed)}{more}."
     if any("dense_vector" in w for w in wrong):
         text += f" Vector fields: {', '.join(vectors) or 'none'}."

@@ -75,7 +75,9 @@ class SourceView:
         flat = self._flat
         named = frozenset(self.includes)
         if flat is None:  # a dotted pattern: paths are globbed per segment
-            return omit_embeddings(_filter(source, self.includes, self.excludes), named, self.vectors)
+            return omit_embeddings(
+                _filter(source, self.includes, self.excludes), named, self.vectors
+            )
         _, in_exact, in_prefixes, out_exact, out_prefixes = flat
         if not (out_exact or out_prefixes) and in_exact.issuperset(source):
             return dict(source)  # every field named exactly (XERJ applied the filter): all stay

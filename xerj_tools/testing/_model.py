@@ -33,7 +33,9 @@ class Turn:
     """
 
     text: str | None = None
-    tool_calls: Sequence[tuple[str, Any]] | Callable[[Mapping[str, Any]], Sequence[tuple[str, Any]]] = ()
+    tool_calls: (
+        Sequence[tuple[str, Any]] | Callable[[Mapping[str, Any]], Sequence[tuple[str, Any]]]
+    ) = ()
     finish_reason: str | None = None
     delay: float = 0.0
 

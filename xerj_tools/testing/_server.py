@@ -245,7 +245,9 @@ class XerjStandIn:
         """Add documents (id -> source) to an index, creating it if needed (with `mappings`, as
         ``GET /{index}/_mapping`` will answer them; without, from its documents' types)."""
         with self._lock:
-            created = Index(index, semantic_fields=semantic_fields, mappings=dict(mappings or {}) or None)
+            created = Index(
+                index, semantic_fields=semantic_fields, mappings=dict(mappings or {}) or None
+            )
             target = self.indices.setdefault(index, created)
             for doc_id, source in docs.items():
                 target.add(doc_id, source)

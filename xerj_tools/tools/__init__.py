@@ -35,9 +35,20 @@ __all__ = [
 ]
 
 XERJ_TOOLS: Mapping[str, Tool] = MappingProxyType(
-    {t.name: t for t in (
-        SEARCH, SEMANTIC, VECTOR, HYBRID, STORE, RECALL, GET_DOCUMENT, LIST_INDICES, DESCRIBE_INDEX,
-    )}
+    {
+        t.name: t
+        for t in (
+            SEARCH,
+            SEMANTIC,
+            VECTOR,
+            HYBRID,
+            STORE,
+            RECALL,
+            GET_DOCUMENT,
+            LIST_INDICES,
+            DESCRIBE_INDEX,
+        )
+    }
 )
 """The library's own tools by name (read-only)."""
 

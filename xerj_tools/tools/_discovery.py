@@ -43,7 +43,13 @@ def globbable(part: str) -> bool:
     """Whether XERJ globs (or matches exactly) this one name of an index expression."""
     if part in ("*", "_all") or "*" not in part:
         return True
-    return "*" not in part[:-1] if part.endswith("*") else "*" not in part[1:] if part.startswith("*") else False
+    return (
+        "*" not in part[:-1]
+        if part.endswith("*")
+        else "*" not in part[1:]
+        if part.startswith("*")
+        else False
+    )
 
 
 def _match(pattern: str, name: str) -> bool:
@@ -75,9 +81,8 @@ def _list_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
 
 
 def list_indices(args: Mapping[str, Any]) -> HttpRequest:
-    pattern = args.get("pattern")
-    if not pattern or pattern in ("*", "_all"):
-        return HttpRequest("GET", "/_cat/indices")
+    # Always the pattern route: `*` lists every index there as `/_cat/indices` does (es_compat.rs:437).
+    pattern = args.get("pattern") or "*"
     return HttpRequest("GET", f"/_cat/indices/{segment(pattern, keep=',*', path='$.pattern')}")
 
 
@@ -86,12 +91,17 @@ def _read_listing(received: Received) -> dict[str, Any]:
     if isinstance(reply.data, (dict, list)):
         raise invalid(reply, "the text table of `_cat/indices`")
     rows = []
-    for line in reply.body.decode("utf-8", "replace").splitlines():
+    lines = reply.body.decode("utf-8", "replace").splitlines()
+    for line in lines:
         columns = line.split()
         # health status index uuid pri rep docs.count docs.deleted store.size … (es_compat.rs:459-468)
         if len(columns) >= 7 and columns[0] in ("green", "yellow", "red"):
             docs = int(columns[6]) if columns[6].isdigit() else None
             rows.append({"name": columns[2], "docs": docs})
+    if not rows and any(line.strip() for line in lines):
+        # XERJ answers an empty body when nothing matches (es_compat.rs:471-476): text that
+        # holds no row is something in between (a proxy's page), not an empty listing
+        raise invalid(reply, "the text table of `_cat/indices`")
     return {"ok": True, "indices": rows}
 
 
@@ -118,15 +128,21 @@ def _after_listing(payload: dict[str, Any], policy: Policy) -> Any:
     out: dict[str, Any] = {"ok": True, "count": len(rows), "indices": []}
     for row in sorted(rows, key=lambda r: r["name"])[:MAX_INDICES]:
         entry = dict(row)
-        if aliases and (names := [a for a in aliases.get(row["name"], ()) if policy.allows_index(a)]):
+        if aliases and (
+            names := [a for a in aliases.get(row["name"], ()) if policy.allows_index(a)]
+        ):
             entry["aliases"] = sorted(names)
         out["indices"].append(entry)
     notes = []
     if len(rows) > MAX_INDICES:
         out["truncated"] = {"shown": MAX_INDICES, "of": len(rows)}
-        notes.append(f"the first {MAX_INDICES} of {len(rows)} by name; pass `pattern` (e.g. 'logs-*') to see others")
+        notes.append(
+            f"the first {MAX_INDICES} of {len(rows)} by name; pass `pattern` (e.g. 'logs-*') to see others"
+        )
     if rows and aliases is None:
-        notes.append("the aliases could not be read (GET /_resolve/index/* failed); names and counts are complete")
+        notes.append(
+            "the aliases could not be read (GET /_resolve/index/* failed); names and counts are complete"
+        )
     if notes:
         out["notes"] = notes
     return out
@@ -146,7 +162,7 @@ LIST_INDICES = Tool(
     caps={},
     writes=False,
     queries=False,
-    path="/_cat/indices",
+    path="/_cat/indices/{pattern}",
     too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'.",
     origin="first-party",
     after=_after_listing_typed,
@@ -158,7 +174,10 @@ def _describe_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := index_problem(index)) is not None:
         yield problem
     elif isinstance(index, str) and (index == "_all" or any(c in index for c in ",*")):
-        yield Problem("$.index", "must name one index (or alias): no pattern, list or _all; xerj_list_indices lists them")
+        yield Problem(
+            "$.index",
+            "must name one index (or alias): no pattern, list or _all; xerj_list_indices lists them",
+        )
     prefix = args.get("prefix")
     if isinstance(prefix, str) and len(prefix) > 255:
         yield Problem("$.prefix", f"is too long ({len(prefix)} characters)")
@@ -220,7 +239,8 @@ def _read_mapping(received: Received) -> dict[str, Any]:
             fields.setdefault(path, field)
     prefix, start = request.reading.get("prefix", ""), request.reading.get("from", 0)
     wanted = sorted(p for p in fields if p.startswith(prefix))
-    shown, size = [], 0
+    shown: list[str] = []
+    size = 0
     for path in wanted[start:]:
         size += len(path) + 12
         if size > MAX_FIELD_CHARS and shown:
