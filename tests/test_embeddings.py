@@ -97,3 +97,35 @@ def test_long_arrays_are_found_at_any_depth_and_short_ones_kept() -> None:
     assert SourceView(vectors=frozenset({"figures"})).omit(source)["figures"] == f"<{LONG_ARRAY} numbers omitted>"
     plain = {"a": 1, "b": [1, 2]}
     assert omit_embeddings(plain) is plain
+
+
+def test_a_large_answer_is_read_holding_one_hits_embedding_at_a_time() -> None:
+    import tracemalloc
+
+    from xerj_tools._hits import FAST_BODY, decode_search
+    from xerj_tools._models import Reply
+
+    hits = [{"_index": "p", "_id": str(i), "_score": 1.0, "_source": {"n": i, "embedding": _vector(i)}}
+            for i in range(100)]
+    body = json.dumps({"hits": {"total": {"value": 100}, "hits": hits}}).encode()
+    assert len(body) > FAST_BODY  # decoded by `json`, each hit shaped as it is parsed
+    del hits
+    tracemalloc.start()
+    try:
+        data = decode_search(Reply(200, {}, body), SourceView())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(h["_source"]["embedding"] == MARK for h in data["hits"]["hits"])
+    # the body decoded to text once (json.loads), then one hit's floats at a time (~60 KB);
+    # 100 x 1536 floats held at once would add ~5 MB
+    assert peak < len(body) + 1_500_000, (peak, len(body))
+
+
+def test_a_hybrid_search_shows_every_hit_without_the_embedding(runner: Runner) -> None:
+    queries = [{"query": {"match": {"name": "product"}}},
+               {"query": {"knn": {"field": "embedding", "query_vector": _vector(4), "k": 5}}}]
+    payload = runner.payload("xerj_hybrid_search", {"index": "products", "queries": queries, "size": 5})
+    assert payload["ok"] and len(payload["hits"]) == 5 and "truncated" not in payload
+    # excluded on the wire where XERJ applies `_source` (its text sub-query), marked where not
+    assert all(h["_source"].get("embedding", MARK) == MARK and h["_source"]["name"] for h in payload["hits"])
