@@ -104,9 +104,10 @@ def test_a_missing_index_is_index_not_found_with_the_indices_that_exist(runner: 
     assert payload["error"]["code"] == "index_not_found" and payload["error"]["indices"] == ["docs", "tickets"]
 
 
-@pytest.mark.parametrize("index", ["d*", "docs,tickets", "_all"])
-def test_a_description_names_one_index(runner: Runner, xerj: XerjStandIn, index: str) -> None:
-    assert runner.payload("xerj_describe_index", {"index": index})["error"]["code"] == "invalid_arguments"
+@pytest.mark.parametrize("arguments", [{"index": "d*"}, {"index": "docs,tickets"}, {"index": "_all"},
+                                       {"index": "docs", "from": -1}])
+def test_a_description_names_one_index(runner: Runner, xerj: XerjStandIn, arguments: dict[str, Any]) -> None:
+    assert runner.payload("xerj_describe_index", arguments)["error"]["code"] == "invalid_arguments"
     assert xerj.requests == []
 
 

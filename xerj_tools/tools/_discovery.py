@@ -178,6 +178,9 @@ def _describe_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
             "$.index",
             "must name one index (or alias): no pattern, list or _all; xerj_list_indices lists them",
         )
+    start = args.get("from")
+    if isinstance(start, (int, float)) and not isinstance(start, bool) and start < 0:
+        yield Problem("$.from", f"must be 0 or more, got {start}")
     prefix = args.get("prefix")
     if isinstance(prefix, str) and len(prefix) > 255:
         yield Problem("$.prefix", f"is too long ({len(prefix)} characters)")
