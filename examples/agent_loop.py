@@ -1,9 +1,14 @@
-"""The agent loop: a model searches XERJ in parallel, fixes its own mistake, and answers.
+"""The agent loop: a model orients itself (lists the indices, describes one), searches XERJ in
+parallel on the field it learned, and answers.
 
 Run: python examples/agent_loop.py   (stand-ins unless OPENAI_API_KEY / XERJ_URL are set)
 """
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from _services import services, show
 
@@ -12,15 +17,32 @@ from xerj_tools.testing import Turn
 
 QUESTION = "Why did checkout break this year, and how many checkout tickets are still open?"
 
-# What the scripted model says when no OPENAI_API_KEY is set: realistic calls, one broken.
-SCRIPT = [
-    Turn(tool_calls=[
+
+def _tool_answers(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The tool messages the model was sent so far (Chat Completions or Responses input)."""
+    items = [*body.get("messages", []), *(body.get("input") or [])]
+    texts = [i.get("content") if i.get("role") == "tool" else i.get("output") for i in items if isinstance(i, dict)]
+    return [json.loads(t) for t in texts if isinstance(t, str) and t.startswith("{")]
+
+
+def search_what_was_learned(body: Mapping[str, Any]) -> Sequence[tuple[str, Any]]:
+    """The second turn: query the semantic_text field the description named (not a guess)."""
+    described = next(a for a in _tool_answers(body) if "search_with" in a)
+    field = described["search_with"]["xerj_semantic_search"][0]
+    return [
         ("xerj_hybrid_search", {"index": "docs", "size": 3, "queries": [
-            {"query": {"match": {"body": "checkout outage errors"}}},
-            {"query": {"semantic": {"field": "body", "query": "why did checkout break"}}}]}),
+            {"query": {"match": {field: "checkout outage errors"}}},
+            {"query": {"semantic": {"field": field, "query": "why did checkout break"}}}]}),
         ("xerj_search", '{"index": "tickets", "query": {"bool": {"filter": [{"term": {"service": "checkout"}}, '
                         '{"term": {"status": "open"}}]}, "size": 0}'),
-    ]),
+    ]
+
+
+# What the scripted model says when no OPENAI_API_KEY is set: it orients itself first, then
+# queries the field it learned; realistic calls, one broken.
+SCRIPT = [
+    Turn(tool_calls=[("xerj_list_indices", {}), ("xerj_describe_index", {"index": "docs"})]),
+    Turn(tool_calls=search_what_was_learned),
     Turn(tool_calls=[
         ("xerj_search", {"index": "tickets", "size": 5, "source": ["title", "priority"],
                          "query": {"bool": {"filter": [{"term": {"service": "checkout"}},

@@ -84,7 +84,7 @@ class Target:
     def create_index(self) -> None:
         if self.stand_in is not None:
             semantic = tuple(f for f, m in MAPPINGS.items() if m["type"] == "semantic_text")
-            self.stand_in.add_documents(INDEX, DOCS, semantic_fields=semantic)
+            self.stand_in.add_documents(INDEX, DOCS, semantic_fields=semantic, mappings={"properties": MAPPINGS})
             return
         answer = self.client.put(f"/{INDEX}", json={"mappings": {"properties": MAPPINGS}})
         assert answer.is_success, answer.text
@@ -632,3 +632,58 @@ def test_get_document_through_an_alias_over_two_indices(target: Target) -> None:
         assert get_document(target, json.dumps({"index": alias, "id": "d1"}))["found"] is True
     finally:
         target.client.delete(f"/{second}")
+
+
+# ── Discovery: `_cat/indices/{pattern}` and `_mapping` (xerj_list_indices, xerj_describe_index) ──
+
+
+def test_discovery_cat_indices_narrowed_by_a_pattern(target: Target) -> None:
+    """es_compat.rs:403-488: the `_cat/indices` text rows, narrowed; column 3 the name, 7 the count."""
+    answer = target.client.get(f"/_cat/indices/{PREFIX}-*")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
+    assert [(row.split()[2], row.split()[6]) for row in answer.text.splitlines()] == [(INDEX, "4")]
+
+
+def test_discovery_cat_indices_of_a_missing_name_is_a_404_and_of_no_match_empty(target: Target) -> None:
+    """es_compat.rs:418-427: a concrete name matching nothing is index_not_found, a wildcard an empty 200."""
+    assert error(target.client.get(f"/_cat/indices/{PREFIX}-missing"), 404)["type"] == "index_not_found_exception"
+    answer = target.client.get(f"/_cat/indices/{PREFIX}-none-*")
+    assert (answer.status_code, answer.text) == (200, "")
+
+
+def test_discovery_mapping_as_the_index_was_created(target: Target) -> None:
+    """es_compat.rs:1458-1497: the stored mapping, under the index's name."""
+    answer = target.client.get(f"/{INDEX}/_mapping")
+    assert answer.status_code == 200, answer.text
+    properties = answer.json()[INDEX]["mappings"]["properties"]
+    assert (properties["vec"]["type"], properties["vec"]["dims"]) == ("dense_vector", 3)
+    assert properties["body"]["type"] == "semantic_text" and properties["service"]["type"] == "keyword"
+
+
+def test_discovery_mapping_of_a_missing_name_is_empty_and_of_no_match_a_404(target: Target) -> None:
+    """es_compat.rs:1462-1473, 14131-14162: an exact name is kept then skipped (200 `{}`); a
+    wildcard that selects nothing is index_not_found."""
+    answer = target.client.get(f"/{PREFIX}-missing/_mapping")
+    assert (answer.status_code, answer.json()) == (200, {})
+    assert error(target.client.get(f"/{PREFIX}-none-*/_mapping"), 404)["type"] == "index_not_found_exception"
+
+
+def test_discovery_tools_over_the_dispatcher(target: Target) -> None:
+    """The two tools end to end: what the model reads of this index."""
+    from xerj_tools import Dispatcher
+
+    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_API_KEY", "").strip() or None
+    with Dispatcher(url=str(target.client.base_url), api_key=key) as dispatcher:
+        def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            message = dispatcher.dispatch({"id": "c", "type": "function",
+                                           "function": {"name": name, "arguments": json.dumps(arguments)}})
+            return dict(json.loads(message["content"]))  # type: ignore[typeddict-item]
+
+        listing = call("xerj_list_indices", {"pattern": f"{PREFIX}-*"})
+        assert listing["indices"] == [{"name": INDEX, "docs": 4}], listing
+        described = call("xerj_describe_index", {"index": INDEX})
+        assert described["search_with"] == {"xerj_semantic_search": ["body"], "xerj_vector_search": {"vec": 3}}
+        assert described["fields"]["keyword"] == ["service"] and "title" in described["fields"]["text"]
+        # the described vector field is left out of what a search reads, though it has 3 numbers
+        hit = call("xerj_search", {"index": INDEX, "query": {"ids": {"values": ["d1"]}}})["hits"][0]
+        assert hit["_source"]["vec"] == "<3 numbers omitted>"

@@ -184,12 +184,23 @@ EVERY_TOOL = [
 ]
 
 
+# Where a tool reads a fault's answer otherwise, as XERJ means it: `{}` is XERJ's own answer to
+# `GET /missing/_mapping` (es_compat.rs:1469-1473 keeps the name, then skips it).
+EXPECTED = {("xerj_describe_index", "an empty JSON object (200)"): "index_not_found"}
+
+
+def follow_up(tool: str, path: str) -> bool:
+    return path.startswith("/_resolve/") or (tool != "xerj_describe_index" and path.endswith("/_mapping"))
+
+
 @pytest.mark.parametrize("case", EVERY_TOOL, ids=str)
 @pytest.mark.parametrize("tool", REGISTRY.names)
 def test_every_tool_meets_the_faults(tool: str, case: Case, mode: str, sleeps: SleepRecorder,
                                      xerj: XerjStandIn) -> None:
     result = run_one(chat_call(tool, example_arguments(REGISTRY, tool)), case, mode, sleeps, xerj)
-    assert result.code == case.code, result.payload
-    assert result.attempts == case.attempts and len(xerj.requests) == case.attempts
+    assert result.code == EXPECTED.get((tool, case.name), case.code), result.payload
+    # the call's own requests; a listing or mapping read after the answer is no attempt
+    own = [r for r in xerj.requests if not follow_up(tool, r.path)]
+    assert result.attempts == case.attempts and len(own) == case.attempts
     if case.code == "response_too_large":
         assert XERJ_TOOLS[tool].too_large is not None and result.payload["error"]["hint"]

@@ -81,7 +81,9 @@ def test_the_resolution_keeps_the_rest_of_the_list_and_reuses_the_listing(
         "xerj_vector_search", {"index": "logs-c*1", "field": "v", "query_vector": [0.1]}
     )
     assert first["ok"] and first["total"] > 0 and second["ok"]
-    assert _paths(logs) == ["/_resolve/index/*", "/docs,tickets/_search", "/logs-c-prod-1/_search"]
+    # (an empty kNN answer may be followed by a read of the mapping, for a field hint: `_after`)
+    sent = [p for p in _paths(logs) if not p.endswith("/_mapping")]
+    assert sent == ["/_resolve/index/*", "/docs,tickets/_search", "/logs-c-prod-1/_search"]
 
 
 def test_a_pattern_xerj_globs_goes_as_it_is(runner: Runner, logs: XerjStandIn) -> None:

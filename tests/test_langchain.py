@@ -105,7 +105,8 @@ def test_create_agent_answers_every_call_once_and_sends_the_pair_once(mode: str,
     assert [r.path for r in xerj.requests] == ["/docs/_search"]
     # the model's second request carried the envelope, not create_agent's fixed text
     assert bound[0] == ["xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search",
-                       "xerj_memory_store", "xerj_memory_recall", "xerj_get_document"]
+                       "xerj_memory_store", "xerj_memory_recall", "xerj_get_document", "xerj_list_indices",
+                       "xerj_describe_index"]
     assert "could not be executed" not in json.dumps([m.content for m in seen[1]])
 
 

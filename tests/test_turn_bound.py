@@ -67,6 +67,12 @@ def run(
     return result, messages
 
 
+def searches(xerj: XerjStandIn) -> list[Any]:
+    # The calls' own requests; an empty answer may be followed by a read of the mapping (a field
+    # hint, `_after`), which is not a call.
+    return [r for r in xerj.requests if r.path.endswith("/_search")]
+
+
 @pytest.mark.parametrize("flavour", ["sync", "async"])
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_calls_past_the_bound_are_answered_not_run(
@@ -80,7 +86,7 @@ def test_calls_past_the_bound_are_answered_not_run(
     assert all(a["ok"] for a in got[:16])
     assert [a["error"]["code"] for a in got[16:]] == ["too_many_calls"] * 4
     assert got[16]["error"]["retryable"] is True and "first 16" in got[16]["error"]["reason"]
-    assert len(xerj.requests) == 16  # the four past the bound never reached XERJ
+    assert len(searches(xerj)) == 16  # the four past the bound never reached XERJ
 
 
 def test_the_bound_is_a_keyword(xerj: XerjStandIn) -> None:
@@ -91,13 +97,13 @@ def test_the_bound_is_a_keyword(xerj: XerjStandIn) -> None:
         None,
         *["too_many_calls"] * 3,
     ]
-    assert len(xerj.requests) == 2 and result.tool_stats["xerj_search"].calls == 5
+    assert len(searches(xerj)) == 2 and result.tool_stats["xerj_search"].calls == 5
 
 
 def test_a_turn_within_the_bound_runs_every_call(xerj: XerjStandIn) -> None:
     script = [Turn(tool_calls=distinct_calls(16)), Turn(text="done")]
     _, messages = run(xerj, script, "sync")
-    assert all(a["ok"] for a in answers(messages)) and len(xerj.requests) == 16
+    assert all(a["ok"] for a in answers(messages)) and len(searches(xerj)) == 16
 
 
 def test_the_bound_must_be_positive(xerj: XerjStandIn) -> None:

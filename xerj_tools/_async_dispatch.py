@@ -11,9 +11,10 @@ from typing import Any
 
 import httpx2
 
+from ._after import Flow
 from ._answers import PendingAnswers
 from ._budget import DEFAULT_BUDGET, Budget
-from ._core import Flow, ToolResult
+from ._core import ToolResult
 from ._deadline import DEFAULT_DEADLINE, Deadline
 from ._dispatch_base import BaseDispatcher, Begun, documented
 from ._exceptions import ClosedError, ToolCallError

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from ._after import Flow, after_answer, with_known_vectors
 from ._body_indices import may_name_indices
 from ._budget import (
     DEFAULT_BUDGET,
@@ -40,7 +41,8 @@ from ._exceptions import (
 from ._format import dumps, engine_error, error_payload, sendable
 from ._index_guard import checked_answer, resolved_request
 from ._json import fast_raw
-from ._listing import LISTING_TTL, IndexListing, Listing, read_listing
+from ._listing import LISTING_TTL, IndexListing
+from ._mappings import MAPPING_TTL, MappingCache
 from ._models import HttpRequest, Outcome, Reply
 from ._policy import Policy, PolicyDenied
 from ._registry import ToolRegistry
@@ -92,9 +94,6 @@ def _raised(tool: str, part: str, exc: Exception) -> ToolCallError:
         part, tool, type(exc).__name__, where.filename, where.lineno,
     )  # fmt: skip
     return ToolCallError(f"the {part} raised {type(exc).__name__}", code="handler_error")
-
-
-Flow = Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -163,6 +162,7 @@ class DispatchCore:
         self.rerank_fallback = rerank_fallback
         self.rerank_memory = RerankMemory(rerank_memory_seconds, clock)
         self.listing = IndexListing(LISTING_TTL, clock)
+        self.mappings = MappingCache(MAPPING_TTL, clock)
         self.repair = repair
         self.budget = checked_budget(budget)
         self.budgets = {tool: checked_budget(value) for tool, value in (budgets or {}).items()}
@@ -244,6 +244,7 @@ class DispatchCore:
             if isinstance(ready, ToolCallError):
                 return error_payload(ready)
             request = ready
+        request = with_known_vectors(self, prepared, request, node)  # a cached mapping only
         note: dict[str, Any] | None = None
         provider = rerank_provider(request)
         if request.reranked and (remembered := self.rerank_memory.recall(node, provider)):
@@ -272,24 +273,7 @@ class DispatchCore:
             payload = yield from checked_answer(
                 self.listing, self.policy, prepared.tool, prepared.arguments, payload, node
             )
-        if indexed and payload.get("error", {}).get("code") == "index_not_found":
-            # The model guessed an index name: tell it which ones exist (those it may search).
-            listing = yield from read_listing(self.listing, node)
-            if listing is not None and (names := self._allowed_indices(listing)):
-                payload["error"]["indices"] = names
-                payload["error"]["hint"] = (
-                    "Use one of the indices listed in `indices`, or a pattern."
-                )
-        return payload
-
-    def _allowed_indices(self, listing: Listing, limit: int = 50) -> list[str]:
-        """The names the model may search: an alias only when every index behind it is allowed."""
-        allowed = self.policy.allows_index
-        return [
-            n
-            for n in listing.names
-            if allowed(n) and all(allowed(t) for t in listing.aliases.get(n, ()))
-        ][:limit]
+        return (yield from after_answer(self, prepared, request, outcome, payload, node))
 
     def payload_for(
         self,

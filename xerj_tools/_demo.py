@@ -22,7 +22,15 @@ def demo_turns(index: str = "docs") -> list[tuple[str, list[dict[str, Any]]]]:
     """Tool calls as a model emits them (arguments are JSON strings), mistakes included."""
     return [
         (
-            "The model looks for the cause of a checkout incident, counts open tickets and saves a note.",
+            "The model orients itself first: which indices it may use, and the fields of one.",
+            [
+                _call("call_0a", "xerj_list_indices", {}),
+                _call("call_0b", "xerj_describe_index", {"index": index}),
+            ],
+        ),
+        (
+            "Having learned that `body` is semantic_text, the model looks for the cause of a "
+            "checkout incident in it, counts open tickets and saves a note.",
             [
                 _call(
                     "call_1",
@@ -126,6 +134,10 @@ def _summary(payload: dict[str, Any]) -> str:
     if "rerank" in payload:
         parts.append(f"rerank.applied={payload['rerank'].get('applied')}")
     text = " ".join(parts)
+    for row in payload.get("indices", [])[:5]:
+        text += f"\n     · {row['name']}  {row.get('docs')} docs"
+    for group, fields in (payload.get("fields") or {}).items():
+        text += f"\n     · {group}: {', '.join(fields)}"
     for hit in payload.get("hits", [])[:3]:
         title = hit.get("_source", {}).get("title") if "_source" in hit else hit.get("text")
         text += f"\n     · {hit.get('_id', hit.get('id'))}  {title}"

@@ -9,16 +9,18 @@ from typing import Any
 
 from ._json import fast_loads
 from ._models import Reply
-from ._source_view import VECTOR_SUFFIXES, SourceView, _is_vector
+from ._source_view import SourceView
 
 __all__ = ["decode_search", "hit", "shard_reasons"]
 
 
 def _shape_source(obj: dict[str, Any], view: SourceView) -> None:
     # XERJ keeps a semantic field's embedding inside _source as `<field>_vector` (and
-    # `<field>_vector_chunks`; engine/crates/xerj-engine/src/index.rs:5077) and skips the
-    # _source filter on kNN and semantic paths (index.rs:6690-6726, 6786, 9930): the view
-    # applies the model's includes/excludes again and drops every embedding it did not name.
+    # `<field>_vector_chunks`; engine/crates/xerj-engine/src/index.rs:5077), returns the whole
+    # `_source` on kNN and semantic paths (index.rs:6690-6726, 6786, 9930), and a dense_vector
+    # field may have any name (`embedding`, `vec`: docs/examples/vector-search-knn/knn_demo.py:98,
+    # hybrid-search/hybrid_search.py:59): the view applies the model's includes/excludes again
+    # and leaves out every embedding it did not name (`_source_view.omit_embeddings`).
     source = obj.get("_source")
     if not isinstance(source, dict):
         return
@@ -27,10 +29,7 @@ def _shape_source(obj: dict[str, Any], view: SourceView) -> None:
     elif view.includes or view.excludes:
         obj["_source"] = view.apply(source)
     else:
-        # `view.apply` without a filter, in place (the decoder's own dict): only embeddings go
-        for key in [k for k in source if k.endswith(VECTOR_SUFFIXES)]:
-            if _is_vector(source[key]):
-                del source[key]
+        obj["_source"] = view.omit(source)
 
 
 def _hit_hook(view: SourceView) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -47,11 +46,11 @@ def _hit_hook(view: SourceView) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
         return shape
 
+    omit = view.omit
+
     def drop(obj: dict[str, Any]) -> dict[str, Any]:
         if "_id" in obj and type(source := obj.get("_source")) is dict:
-            for key in [k for k in source if k.endswith(VECTOR_SUFFIXES)]:
-                if _is_vector(source[key]):
-                    del source[key]
+            obj["_source"] = omit(source)
         return obj
 
     return drop

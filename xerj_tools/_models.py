@@ -26,6 +26,10 @@ class HttpRequest:
     `notes` are sentences the model should read with the result (an argument that was dropped).
     `kind` matters only for a plain handler's request: its reply is read as that kind's tool
     reads it (``"search"``, ``"memory_store"``, ``"memory_recall"``; ``"other"``: the JSON).
+    `vectors` are never sent: the fields known to hold embeddings (the field a kNN search ran
+    on; the dense_vector fields of the index's mapping, when the dispatcher has it cached),
+    which the model does not read unless its `source` names them (`_source_view`). `reading`
+    is never sent either: what the tool's reading needs of the arguments (a describe's `prefix`).
     """
 
     method: str
@@ -38,6 +42,8 @@ class HttpRequest:
     # The path with the model's names as ``{placeholders}`` (the tool's `path`): the span's
     # ``url.template``. Set by the dispatcher from the tool that built the request.
     template: str | None = None
+    vectors: tuple[str, ...] = ()
+    reading: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def reranked(self) -> bool:

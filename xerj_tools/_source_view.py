@@ -6,8 +6,18 @@ only `apply_source_filter` call (engine/crates/xerj-engine/src/index.rs:6690-672
 return ahead of 9930, at e6e8e6a), and a hybrid's vector sub-queries do the same (index.rs:5364).
 So the request's `_source` is applied here to every hit, again: where XERJ already applied it
 this changes nothing (the filter is idempotent), where it did not the model still gets what it
-asked for. Embeddings (`<field>_vector`, `<field>_vector_chunks` holding numbers) are dropped
-unless `source` names them exactly: a pattern such as `body*` does not bring 384 floats back.
+asked for.
+
+Embeddings are recognised by what they are, not by their name, and left out unless `source`
+names them exactly (a pattern such as `emb*` does not bring 1536 floats back):
+
+- XERJ's own companions of a semantic_text field, `<field>_vector` and `<field>_vector_chunks`
+  holding numbers, are dropped without a trace (the field itself is there, as its text);
+- a field the request knows holds embeddings (`HttpRequest.vectors`: the field a kNN search
+  ran on, and the dense_vector fields of the index's mapping when the dispatcher has it cached)
+  is replaced by a marker, ``"embedding": "<1536 numbers omitted>"``, whatever its length;
+- any other array of more than `LONG_ARRAY` numbers (or a list of such arrays), at any depth of
+  `_source` down to `_NEST` levels, is replaced by the same marker.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from typing import Any
 
 from ._models import HttpRequest
 
-__all__ = ["VECTOR_SUFFIXES", "SourceView", "source_view"]
+__all__ = ["LONG_ARRAY", "VECTOR_SUFFIXES", "SourceView", "omit_embeddings", "source_view"]
 
 # XERJ keeps each semantic_text field's embedding inside `_source` as `<field>_vector`, and a
 # document longer than one chunk also its passage embeddings as `<field>_vector_chunks`
@@ -31,6 +41,15 @@ __all__ = ["VECTOR_SUFFIXES", "SourceView", "source_view"]
 # exact fields, where a search names them (`tools._search._vector_fields`), and those that still
 # arrive are dropped while the answer is decoded (here, and `_hits.decode_search`).
 VECTOR_SUFFIXES = ("_vector", "_vector_chunks")
+
+LONG_ARRAY = 64
+"""An array of more than this many numbers is read as an embedding and left out. 64 is above
+any list of figures a document usually holds by hand (ratings, coordinates, a week of counts)
+and below every embedding model's size (the smallest in common use have 128 or 256 dims; XERJ's
+own local embedder 384, docs/examples 4 with a mapping that says so, which `vectors` covers)."""
+
+_NEST = 8  # levels of objects inside `_source` searched for long arrays of numbers
+_DROP = object()
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -50,28 +69,31 @@ class SourceView:
     keep: bool = True  # False: `_source: false`, no `_source` at all
     includes: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
+    vectors: frozenset[str] = frozenset()  # fields known to hold embeddings (`HttpRequest.vectors`)
 
     def apply(self, source: Mapping[str, Any]) -> dict[str, Any]:
         flat = self._flat
+        named = frozenset(self.includes)
         if flat is None:  # a dotted pattern: paths are globbed per segment
-            source = _filter(source, self.includes, self.excludes)
-            named = frozenset(self.includes)
-            return {
-                k: v for k, v in source.items()
-                if k in named or not (k.endswith(VECTOR_SUFFIXES) and _is_vector(v))
-            }  # fmt: skip
-        flat_named, in_exact, in_prefixes, out_exact, out_prefixes = flat
+            return omit_embeddings(
+                _filter(source, self.includes, self.excludes), named, self.vectors
+            )
+        _, in_exact, in_prefixes, out_exact, out_prefixes = flat
         if not (out_exact or out_prefixes) and in_exact.issuperset(source):
             return dict(source)  # every field named exactly (XERJ applied the filter): all stay
         everything = not self.includes
         # One pass, each key tested with C-level set and prefix look-ups (`_field_matches` per
         # pattern, as `_filter` does, cost a hit of 10 fields ~100 Python calls).
-        return {
+        kept = {
             k: v for k, v in source.items()
             if (everything or k in in_exact or k.startswith(in_prefixes))
             and not (k in out_exact or k.startswith(out_prefixes))
-            and (k in flat_named or not (k.endswith(VECTOR_SUFFIXES) and _is_vector(v)))
         }  # fmt: skip
+        return omit_embeddings(kept, named, self.vectors)
+
+    def omit(self, source: dict[str, Any]) -> dict[str, Any]:
+        """`source` without its embeddings (no filter): the same dict when it holds none."""
+        return omit_embeddings(source, frozenset(self.includes), self.vectors)
 
     @functools.cached_property
     def _flat(self) -> _Flat | None:
@@ -89,25 +111,99 @@ class SourceView:
 
 def source_view(request: HttpRequest) -> SourceView:
     spec = (request.body or {}).get("_source")
+    vectors = frozenset(request.vectors)
     if type(spec) is list and all(type(s) is str for s in spec):
-        return _named(tuple(spec))  # the usual `source: [fields]`, read once per field list
+        return _named(tuple(spec), vectors)  # the usual `source: [fields]`, read once per list
     if spec is False or spec == "false":
         return SourceView(keep=False)
     if isinstance(spec, str) and spec != "true":
-        return SourceView(includes=tuple(s.strip() for s in spec.split(",")))
+        return SourceView(includes=tuple(s.strip() for s in spec.split(",")), vectors=vectors)
     if isinstance(spec, list):
-        return SourceView(includes=_strings(spec))
+        return SourceView(includes=_strings(spec), vectors=vectors)
     if isinstance(spec, Mapping):
         return SourceView(
             includes=_strings(spec.get("includes", spec.get("include"))),
             excludes=_strings(spec.get("excludes", spec.get("exclude"))),
+            vectors=vectors,
         )
-    return SourceView()
+    return SourceView(vectors=vectors)
 
 
 @functools.lru_cache(maxsize=256)
-def _named(fields: tuple[str, ...]) -> SourceView:
-    return SourceView(includes=fields)
+def _named(fields: tuple[str, ...], vectors: frozenset[str]) -> SourceView:
+    return SourceView(includes=fields, vectors=vectors)
+
+
+def _number(value: Any) -> bool:
+    return type(value) is float or type(value) is int
+
+
+def _numbers(value: list[Any]) -> bool:
+    # the first and last items: checking all 1536 of every hit would cost more than it tells
+    return _number(value[0]) and _number(value[-1])
+
+
+def _marker(key: str, value: list[Any], known: bool) -> Any:
+    """What replaces the list `value`: a marker, `_DROP`, or `value` itself."""
+    if key.endswith(VECTOR_SUFFIXES) and _is_vector(value):
+        return _DROP  # XERJ's semantic_text companion: the field itself is there, as its text
+    first = value[0]
+    if type(first) is list and first and _numbers(first) and (known or len(first) > LONG_ARRAY):
+        return f"<{len(value)} vectors of {len(first)} numbers omitted>"
+    if _numbers(value) and (known or len(value) > LONG_ARRAY):
+        return f"<{len(value)} numbers omitted>"
+    return value
+
+
+def omit_embeddings(
+    source: dict[str, Any],
+    named: frozenset[str] = frozenset(),
+    vectors: frozenset[str] = frozenset(),
+    prefix: str = "",
+    depth: int = 0,
+) -> dict[str, Any]:
+    """`source` with its embeddings left out (see the module's docstring), unless `named` holds
+    their path exactly. The same dict when nothing is left out; a copy otherwise (never changed
+    in place: a reply's decoded JSON may be read again)."""
+    out: dict[str, Any] | None = None
+    for key, value in source.items():
+        kind = type(value)
+        if kind is list:
+            if not value:
+                continue
+            path = prefix + key
+            if path in named:
+                continue
+            if type(value[0]) is dict:
+                if depth >= _NEST:
+                    continue
+                new: Any = [
+                    omit_embeddings(v, named, vectors, path + ".", depth + 1)
+                    if type(v) is dict else v
+                    for v in value
+                ]  # fmt: skip
+                if all(a is b for a, b in zip(new, value, strict=True)):
+                    continue
+            else:
+                new = _marker(key, value, path in vectors)
+                if new is value:
+                    continue
+        elif kind is dict and depth < _NEST:
+            path = prefix + key
+            if path in named:
+                continue
+            new = omit_embeddings(value, named, vectors, path + ".", depth + 1)
+            if new is value:
+                continue
+        else:
+            continue
+        if out is None:
+            out = dict(source)
+        if new is _DROP:
+            del out[key]
+        else:
+            out[key] = new
+    return source if out is None else out
 
 
 def _is_vector(value: Any) -> bool:

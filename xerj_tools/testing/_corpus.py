@@ -6,6 +6,20 @@ from typing import Any
 
 SEMANTIC_FIELDS: dict[str, tuple[str, ...]] = {"docs": ("body",)}
 
+# `docs` was created with a mapping (its `body` is semantic_text, which only a mapping declares:
+# es_compat.rs:12132-12160); `tickets` without one, so its mapping is the dynamic schema's.
+MAPPINGS: dict[str, dict[str, Any]] = {
+    "docs": {
+        "properties": {
+            "title": {"type": "text", "fields": {"keyword": {"type": "keyword"}}},
+            "service": {"type": "keyword"},
+            "kind": {"type": "keyword"},
+            "year": {"type": "long"},
+            "body": {"type": "semantic_text"},
+        }
+    }
+}
+
 CORPUS: dict[str, list[dict[str, Any]]] = {
     "docs": [
         {

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._corpus import CORPUS, SEMANTIC_FIELDS
+from ._corpus import CORPUS, MAPPINGS, SEMANTIC_FIELDS
 
 Result = tuple[int, dict[str, Any]]
 DIMS = 384
@@ -138,6 +138,7 @@ class Index:
     name: str
     docs: dict[str, dict[str, Any]] = field(default_factory=dict)
     semantic_fields: tuple[str, ...] = ()
+    mappings: dict[str, Any] | None = None  # as created (`GET /{index}/_mapping` answers it)
 
     def add(self, doc_id: str, source: Mapping[str, Any]) -> None:
         stored = dict(source)
@@ -352,6 +353,7 @@ def new_engine_indices() -> dict[str, Index]:
                 for doc_id, source in index.docs.items()
             },
             index.semantic_fields,
+            MAPPINGS.get(name),
         )
         for name, index in _embedded_corpus().items()
     }

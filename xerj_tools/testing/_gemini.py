@@ -16,7 +16,7 @@ import itertools
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -141,10 +141,14 @@ class ScriptedGemini:
             if problem is not None:
                 self.refused.append(problem)
                 return None
-            return self._turns.pop(0) if self._turns else None
+            turn = self._turns.pop(0) if self._turns else None
+        if turn is not None and callable(turn.tool_calls):  # a script acting on what it learned
+            turn = replace(turn, tool_calls=tuple(turn.tool_calls(body)))
+        return turn
 
     def _reply(self, turn: Turn) -> dict[str, Any]:
         parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
+        assert not callable(turn.tool_calls), "resolved when the turn was taken"
         for name, arguments in turn.tool_calls:
             call: dict[str, Any] = {"name": name, "args": arguments}
             if self.ids:

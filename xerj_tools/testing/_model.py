@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -26,17 +26,22 @@ class Turn:
     """One assistant turn: some text, tool calls ``(name, arguments)``, or both.
 
     `arguments` may be a dict (sent as JSON) or a raw string (sent as is, even if broken).
+    `tool_calls` may also be a function of the request body (the conversation so far), called
+    when the turn is taken: a script that acts on what its tools answered (a field it learned).
     `finish_reason` overrides the natural one (``"tool_calls"`` or ``"stop"``), e.g. ``"length"``.
     `delay` holds the answer back that many seconds (to test cancellation mid-request).
     """
 
     text: str | None = None
-    tool_calls: Sequence[tuple[str, Any]] = ()
+    tool_calls: (
+        Sequence[tuple[str, Any]] | Callable[[Mapping[str, Any]], Sequence[tuple[str, Any]]]
+    ) = ()
     finish_reason: str | None = None
     delay: float = 0.0
 
     def raw_calls(self, ids: Iterator[int]) -> list[tuple[str, str, str]]:
         out = []
+        assert not callable(self.tool_calls), "resolved when the turn was taken"
         for name, arguments in self.tool_calls:
             raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
             out.append((f"call_{next(ids)}", name, raw))
@@ -303,7 +308,10 @@ class ScriptedModel:
         with self._lock:
             self.requests.append({"path": path, **body})
             self.headers.append(headers)
-            return self._turns.pop(0) if self._turns else None
+            turn = self._turns.pop(0) if self._turns else None
+        if turn is not None and callable(turn.tool_calls):
+            turn = replace(turn, tool_calls=tuple(turn.tool_calls(body)))
+        return turn
 
     def __enter__(self) -> ScriptedModel:
         self._server.start("scripted-model")

@@ -8,15 +8,15 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from ._documents import get_document
 from ._engine import Index, new_engine_indices
 from ._listing import cat_indices, listed_indices, resolve_index
 from ._loopback import LoopbackServer
+from ._mapping import cat_indices_pattern, get_mapping
 from ._memory import (
     MEMORY_PREFIX,
     Memory,
@@ -26,48 +26,11 @@ from ._memory import (
     memory_recall,
     memory_store,
 )
+from ._requests import Fault, RecordedRequest
 from ._searcher import RerankMode, closed_index, search_request
 from ._wire import BodyError, optional_json
 
 __all__ = ["Fault", "RecordedRequest", "XerjStandIn"]
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """A request as the stand-in received it. `path` is the raw (still percent-encoded) path."""
-
-    method: str
-    path: str
-    query: Mapping[str, str]
-    headers: Mapping[str, str] = field(repr=False)
-    body: Any
-
-    @property
-    def segments(self) -> list[str]:
-        """The decoded path segments, split on the raw '/' only."""
-        return [unquote(s) for s in self.path.strip("/").split("/")]
-
-
-@dataclass(frozen=True)
-class Fault:
-    """What to do instead of (or around) a normal answer, for one request.
-
-    - `status` (+ `body`, `headers`, `content_type`): answer with this instead.
-    - `delay`: wait this many seconds before sending anything (slow headers).
-    - `drop="before"`: close the connection without an answer and without handling the request;
-      `drop="after"`: handle the request (a memory is stored), then close without an answer.
-    - `truncate`: send the headers and only this many bytes of the body, then close.
-    - `match`: apply only to requests whose path contains this text.
-    """
-
-    status: int | None = None
-    body: bytes | str | Mapping[str, Any] | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    content_type: str = "application/json"
-    delay: float = 0.0
-    drop: Literal["before", "after"] | None = None
-    truncate: int | None = None
-    match: str | None = None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -240,10 +203,15 @@ class XerjStandIn:
         index: str,
         docs: Mapping[str, Mapping[str, Any]],
         semantic_fields: tuple[str, ...] = (),
+        mappings: Mapping[str, Any] | None = None,
     ) -> None:
-        """Add documents (id -> source) to an index, creating it if needed."""
+        """Add documents (id -> source) to an index, creating it if needed (with `mappings`, as
+        ``GET /{index}/_mapping`` will answer them; without, from its documents' types)."""
         with self._lock:
-            target = self.indices.setdefault(index, Index(index, semantic_fields=semantic_fields))
+            created = Index(
+                index, semantic_fields=semantic_fields, mappings=dict(mappings or {}) or None
+            )
+            target = self.indices.setdefault(index, created)
             for doc_id, source in docs.items():
                 target.add(doc_id, source)
 
@@ -309,7 +277,8 @@ class XerjStandIn:
         content_type = record.headers.get("content-type")
         with self._lock:
             status, payload = self._handle_route(name, segments, record, raw, content_type)
-        return status, payload, ({"Content-Type": _TEXT} if name == "cat" else {})
+        text = name == "cat" or (name == "cat_pattern" and status == 200)
+        return status, payload, ({"Content-Type": _TEXT} if text else {})
 
     def _handle_route(
         self,
@@ -348,6 +317,13 @@ class XerjStandIn:
             return get_document(self.indices, self.memories, segments[0], segments[2])
         if name == "cat":  # always text, whatever the query string says: see _listing.py
             return 200, cat_indices(listed_indices(self.indices, self.memories))
+        if name == "cat_pattern":
+            return cat_indices_pattern(listed_indices(self.indices, self.memories), segments[2])
+        if name == "mapping":
+            indices = dict(self.indices)
+            for ns, store in self.memories.items():
+                indices[MEMORY_PREFIX + ns] = memory_index(ns, store)
+            return get_mapping(indices, segments[0] if len(segments) == 2 else "_all")
         if name == "resolve":
             return 200, resolve_index(listed_indices(self.indices, self.memories), segments[2])
         return 200, {  # `GET /`: responses.rs EsInfoResponse (fixed ES version)
@@ -369,6 +345,10 @@ def _route(segments: list[str]) -> tuple[str, tuple[str, ...]] | None:
         return "info", ("GET",)  # router.rs:210
     if segments == ["_cat", "indices"]:
         return "cat", ("GET",)  # router.rs:216
+    if n == 3 and segments[:2] == ["_cat", "indices"]:
+        return "cat_pattern", ("GET",)  # router.rs:217-220
+    if segments == ["_mapping"] or (n == 2 and segments[1] == "_mapping" and segments[0] != ""):
+        return "mapping", ("GET",)  # router.rs:248, 250-253; the stand-in serves the GET only
     if n == 3 and segments[:2] == ["_resolve", "index"]:
         return "resolve", ("GET",)  # router.rs:353
     if n == 2 and segments[0] == "_memory":

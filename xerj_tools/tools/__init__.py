@@ -13,6 +13,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from .._models import HttpRequest
+from ._discovery import DESCRIBE_INDEX, LIST_INDICES
 from ._document import GET_DOCUMENT
 from ._memory import RECALL, STORE
 from ._search import HYBRID, SEARCH, SEMANTIC, VECTOR
@@ -33,7 +34,20 @@ __all__ = [
 ]
 
 XERJ_TOOLS: Mapping[str, Tool] = MappingProxyType(
-    {t.name: t for t in (SEARCH, SEMANTIC, VECTOR, HYBRID, STORE, RECALL, GET_DOCUMENT)}
+    {
+        t.name: t
+        for t in (
+            SEARCH,
+            SEMANTIC,
+            VECTOR,
+            HYBRID,
+            STORE,
+            RECALL,
+            GET_DOCUMENT,
+            LIST_INDICES,
+            DESCRIBE_INDEX,
+        )
+    }
 )
 """The library's own tools by name (read-only)."""
 

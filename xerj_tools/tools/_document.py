@@ -70,7 +70,8 @@ def read_document(received: Received) -> dict[str, Any]:
     if not data["found"]:
         out["notes"] = [f"no document with id {data['_id']!r} in index {data.get('_index')!r}"]
     elif isinstance(source := data.get("_source"), dict):
-        out["_source"] = SourceView().apply(source)  # embeddings dropped, as for hits
+        # embeddings left out, as for hits (those the cached mapping declares among them)
+        out["_source"] = SourceView(vectors=frozenset(received.request.vectors)).omit(source)
     return out
 
 

@@ -63,7 +63,8 @@ def search(args: Mapping[str, Any]) -> HttpRequest:
         body["_source"] = source
     if args.get("rerank") is not None:
         body["rerank"] = args["rerank"]
-    return HttpRequest("POST", _search_path(args["index"]), body)
+    vectors = tuple(sorted(_vector_fields(body["query"], set())))
+    return HttpRequest("POST", _search_path(args["index"]), body, vectors=vectors)
 
 
 def semantic_search(args: Mapping[str, Any]) -> HttpRequest:
@@ -72,7 +73,8 @@ def semantic_search(args: Mapping[str, Any]) -> HttpRequest:
     copy_args(args, clause, "k", "filter")
     body: dict[str, Any] = {"query": {"semantic": clause}}
     copy_args(args, body, "size")  # no `_source`: XERJ applies none on this path (see above)
-    return HttpRequest("POST", _search_path(args["index"]), body)
+    vectors = (f"{args['field']}_vector", f"{args['field']}_vector_chunks")
+    return HttpRequest("POST", _search_path(args["index"]), body, vectors=vectors)
 
 
 def vector_search(args: Mapping[str, Any]) -> HttpRequest:
@@ -81,7 +83,10 @@ def vector_search(args: Mapping[str, Any]) -> HttpRequest:
     copy_args(args, knn, "k", "num_candidates", "filter")
     body: dict[str, Any] = {"knn": knn}
     copy_args(args, body, "size")  # no `_source`: XERJ applies none on this path (see above)
-    return HttpRequest("POST", _search_path(args["index"]), body)
+    # XERJ returns each hit's whole `_source` here, the searched embedding included, whatever
+    # the field's name (`embedding`, `vec`: docs/examples/vector-search-knn/knn_demo.py:98,
+    # hybrid-search/hybrid_search.py:59): the reading leaves it out (`_source_view`).
+    return HttpRequest("POST", _search_path(args["index"]), body, vectors=(args["field"],))
 
 
 def hybrid_search(args: Mapping[str, Any]) -> HttpRequest:
@@ -100,7 +105,8 @@ def hybrid_search(args: Mapping[str, Any]) -> HttpRequest:
         body["_source"] = source
     if args.get("rerank") is not None:
         body["rerank"] = args["rerank"]
-    return HttpRequest("POST", _search_path(args["index"]), body)
+    vectors = tuple(sorted(_vector_fields(body["query"], set())))
+    return HttpRequest("POST", _search_path(args["index"]), body, vectors=vectors)
 
 
 def _total(hits: Mapping[str, Any], out: dict[str, Any]) -> None:
@@ -262,8 +268,8 @@ def _too_large_vectors(request: HttpRequest) -> str:
     k = clause.get("k") or clause.get("num_candidates") or 10
     return (
         f"Ask for fewer hits: call again with a smaller size or k (size was {size}, k {k}; "
-        f"{fewer}). On this search XERJ returns every hit's whole document, its embeddings "
-        "included, so fewer hits is the way to a smaller answer."
+        f"{fewer}). On this search XERJ returns every hit's whole document (its embeddings "
+        "are left out of what you read), so fewer hits is the way to a smaller answer."
     )
 
 

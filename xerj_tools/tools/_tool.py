@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from .._budget import Fit
 from .._exceptions import EngineError
@@ -14,7 +14,8 @@ from .._problems import Check
 from ._checks import unknown_keys
 
 __all__ = [
-    "FollowUp", "Handler", "Origin", "Received", "Tool", "copy_args", "inferred_caps", "integral",
+    "After", "FollowUp", "Handler", "IndexPolicy", "Origin", "Received", "Tool", "copy_args", "inferred_caps",
+    "integral",
     "read_json",
 ]  # fmt: skip
 
@@ -37,6 +38,19 @@ class Received:
     rerank: Mapping[str, Any] | None = None  # the dispatcher's note when it dropped rerank
     attempts: int = 1
 
+
+class IndexPolicy(Protocol):
+    """What a tool's `after` step asks of the operator's policy (a `Policy` is one)."""
+
+    def allows_index(self, name: str) -> bool: ...
+
+
+After = Callable[
+    [dict[str, Any], IndexPolicy], Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
+]
+"""A tool's step after its answer was read: yields follow-up reads (each answered with
+``(outcome, attempts)``; never retried, not counted as the call's attempts) and returns the
+payload, the operator's policy applied to what it lists."""
 
 Reader = Callable[[Received], dict[str, Any]]
 """Turns an answered reply into the payload the model reads; raises `EngineError` (code
@@ -134,6 +148,8 @@ class Tool:
       can ask for instead when the answer is too large; `answered`: whether a reply is a result
       to read (default: a 2xx status) rather than an error. `title`: a human title (MCP).
       `follow_up`: more requests after a successful answer (`FollowUp`).
+    - `after`: run on an answered payload before the model reads it (`After`): follow-up reads
+      and the policy applied to what the answer lists; None (most tools): nothing.
     """
 
     name: str
@@ -155,6 +171,7 @@ class Tool:
     origin: Origin = "custom"
     title: str | None = None
     follow_up: FollowUp | None = None
+    after: After | None = None
     rerank_arg: str | None = None
     plain_args: tuple[str, ...] | None = None
     description: str | None = None

@@ -1,0 +1,101 @@
+"""The stand-in's ``GET /{index}/_mapping`` and ``GET /_cat/indices/{pattern}``.
+
+Both follow XERJ 1.0.0-rc.4 (engine/crates/xerj-api/src at e6e8e6a); see ``CONTRACT.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ._engine import Index
+from ._listing import cat_indices
+from ._searcher import index_not_found
+
+__all__ = ["cat_indices_pattern", "derived_properties", "get_mapping"]
+
+
+def _glob(pattern: str, name: str) -> bool:
+    # es_compat.rs:16552-16563 `glob_match_simple`
+    if pattern == "*":
+        return True
+    if pattern.endswith("*"):
+        return name.startswith(pattern[:-1])
+    if pattern.startswith("*"):
+        return name.endswith(pattern[1:])
+    return pattern == name
+
+
+def _selected(names: list[str], spec: str) -> list[str]:
+    # es_compat.rs:14131-14162 `resolve_index_selector`: `_all`/`*` every index, a part with a
+    # `*` globbed, an exact name kept whether or not it exists ("the caller decides").
+    out: list[str] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        if part in ("_all", "*") or "*" in part:
+            found = [n for n in names if part in ("_all", "*") or _glob(part, n)]
+        else:
+            found = [part]
+        out += [n for n in found if n not in out]
+    return out
+
+
+def _type_of(value: Any) -> str:
+    # xerj-engine index.rs:18298-18316 `infer_field_type` (the dynamic schema of an index
+    # created without a mapping): a string is text, an array its first non-null item's type
+    # (so an embedding is `double`), null text.
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "long"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        first = next((v for v in value if v is not None), None)
+        return _type_of(first) if first is not None else "text"
+    return "text"
+
+
+def derived_properties(index: Index) -> dict[str, Any]:
+    """es_compat.rs:12247-12266 `schema_to_es_properties`: one `type` per top-level field,
+    the first document that has the field deciding (index.rs:10470-10485 maps new keys only)."""
+    out: dict[str, Any] = {}
+    for source in index.docs.values():
+        for key, value in source.items():
+            out.setdefault(key, {"type": _type_of(value)})
+    return out
+
+
+def get_mapping(indices: Mapping[str, Index], spec: str) -> tuple[int, Any]:
+    """es_compat.rs:1458-1497: 404 when the selector selects nothing; each selected index that
+    exists answers its stored mapping, else its derived one; a missing exact name is skipped
+    (so ``GET /missing/_mapping`` is 200 ``{}``)."""
+    targets = _selected(sorted(indices), spec)
+    if not targets:
+        return 404, index_not_found(spec)
+    out: dict[str, Any] = {}
+    for name in targets:
+        index = indices.get(name)
+        if index is None:
+            continue
+        mappings = index.mappings or {"properties": derived_properties(index)}
+        out[name] = {"mappings": mappings}
+    return 200, out
+
+
+def cat_indices_pattern(listed: Mapping[str, tuple[int, int]], pattern: str) -> tuple[int, Any]:
+    """es_compat.rs:410-441: a concrete name that is no index is 404 index_not_found; the
+    rest (``_all``, ``*``, globs, names) narrows the listing; no match is an empty 200."""
+    parts = [p.strip() for p in pattern.split(",") if p.strip()]
+    for part in parts:
+        wildcard = part in ("_all", "*") or "*" in part
+        if not wildcard and part not in listed:
+            return 404, index_not_found(part)
+    chosen = {
+        name: row for name, row in listed.items()
+        if any(p in ("_all", "*") or name == p or _glob(p, name) for p in parts)
+    }  # fmt: skip
+    return 200, cat_indices(chosen)

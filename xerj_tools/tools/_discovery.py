@@ -1,0 +1,295 @@
+"""`xerj_list_indices` and `xerj_describe_index`: the model sees the data before it queries.
+First-party tools; their definitions follow the publishers' in ``tools.json``.
+
+- `xerj_list_indices`: ``GET /_cat/indices`` (or ``/_cat/indices/{pattern}``; router.rs:216-220,
+  es_compat.rs:393-488 at e6e8e6a), text rows ``green open <name> <uuid> 1 0 <docs.count> 0
+  <size> <size> <size>`` (es_compat.rs:459-468), then ``GET /_resolve/index/*`` for the aliases
+  (router.rs:353, es_compat.rs:15816-15863: ``aliases: [{name, indices}]``, from memory). A
+  concrete name that is no index is 404 ``index_not_found_exception``, a pattern matching
+  nothing an empty 200 (es_compat.rs:418-427). The policy is applied to every name listed.
+- `xerj_describe_index`: ``GET /{index}/_mapping`` (router.rs:251-252, es_compat.rs:1458-1497;
+  see `xerj_tools._mappings`): the fields grouped the way a query is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._exceptions import EngineError
+from .._format import engine_error, invalid, unusable
+from .._listing import RESOLVE_ALL
+from .._mappings import Field, fields_of
+from .._models import HttpRequest, Reply
+from .._problems import Problem
+from ._paths import index_problem, segment
+from ._tool import IndexPolicy, Received, Tool
+
+if TYPE_CHECKING:
+    from ._tool import After
+
+__all__ = ["DESCRIBE_INDEX", "LIST_INDICES", "globbable"]
+
+MAX_INDICES = 150  # indices listed in one answer; `pattern` narrows the rest
+MAX_FIELD_CHARS = 5_000  # characters of field paths in one description; `from`/`prefix` page on
+_RULE = (
+    "XERJ globs only `*`, `prefix*` and `*suffix` (es_compat.rs:16552-16563 glob_match_simple); "
+    "a `*` anywhere else is compared literally"
+)
+
+
+def globbable(part: str) -> bool:
+    """Whether XERJ globs (or matches exactly) this one name of an index expression."""
+    if part in ("*", "_all") or "*" not in part:
+        return True
+    return (
+        "*" not in part[:-1]
+        if part.endswith("*")
+        else "*" not in part[1:]
+        if part.startswith("*")
+        else False
+    )
+
+
+def _match(pattern: str, name: str) -> bool:
+    # es_compat.rs:16552-16563 `glob_match_simple`
+    if pattern in ("*", "_all"):
+        return True
+    if pattern.endswith("*"):
+        return name.startswith(pattern[:-1])
+    if pattern.startswith("*"):
+        return name.endswith(pattern[1:])
+    return pattern == name
+
+
+def _list_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
+    pattern = args.get("pattern")
+    if not isinstance(pattern, str):
+        return
+    if (problem := index_problem(pattern, "$.pattern")) is not None:
+        yield problem
+        return
+    for part in pattern.split(","):
+        if not globbable(part):
+            prefix = part.split("*")[0]
+            yield Problem(
+                "$.pattern",
+                f"{part!r} cannot be globbed: {_RULE}. List with {prefix + '*' if prefix else '*'!r} "
+                "and pick the names, then search those names (or a pattern of that form)",
+            )
+
+
+def list_indices(args: Mapping[str, Any]) -> HttpRequest:
+    # Always the pattern route: `*` lists every index there as `/_cat/indices` does (es_compat.rs:437).
+    pattern = args.get("pattern") or "*"
+    return HttpRequest("GET", f"/_cat/indices/{segment(pattern, keep=',*', path='$.pattern')}")
+
+
+def _read_listing(received: Received) -> dict[str, Any]:
+    reply = received.reply
+    if isinstance(reply.data, (dict, list)):
+        raise invalid(reply, "the text table of `_cat/indices`")
+    rows = []
+    lines = reply.body.decode("utf-8", "replace").splitlines()
+    for line in lines:
+        columns = line.split()
+        # health status index uuid pri rep docs.count docs.deleted store.size … (es_compat.rs:459-468)
+        if len(columns) >= 7 and columns[0] in ("green", "yellow", "red"):
+            docs = int(columns[6]) if columns[6].isdigit() else None
+            rows.append({"name": columns[2], "docs": docs})
+    if not rows and any(line.strip() for line in lines):
+        # XERJ answers an empty body when nothing matches (es_compat.rs:471-476): text that
+        # holds no row is something in between (a proxy's page), not an empty listing
+        raise invalid(reply, "the text table of `_cat/indices`")
+    return {"ok": True, "indices": rows}
+
+
+def _aliases(outcome: Any) -> dict[str, list[str]] | None:
+    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
+    if not isinstance(data, dict) or not isinstance(data.get("aliases"), list):
+        return None
+    out: dict[str, list[str]] = {}
+    for alias in data["aliases"]:
+        if isinstance(alias, dict) and isinstance(name := alias.get("name"), str):
+            for index in alias.get("indices") or ():
+                if isinstance(index, str):
+                    out.setdefault(index, []).append(name)
+    return out
+
+
+def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
+    """The aliases (one follow-up read), then only what the policy allows, then the cap."""
+    rows = [r for r in payload["indices"] if policy.allows_index(r["name"])]
+    aliases = None
+    if rows:
+        outcome, _ = yield RESOLVE_ALL
+        aliases = _aliases(outcome)
+    out: dict[str, Any] = {"ok": True, "count": len(rows), "indices": []}
+    for row in sorted(rows, key=lambda r: r["name"])[:MAX_INDICES]:
+        entry = dict(row)
+        if aliases and (
+            names := [a for a in aliases.get(row["name"], ()) if policy.allows_index(a)]
+        ):
+            entry["aliases"] = sorted(names)
+        out["indices"].append(entry)
+    notes = []
+    if len(rows) > MAX_INDICES:
+        out["truncated"] = {"shown": MAX_INDICES, "of": len(rows)}
+        notes.append(
+            f"the first {MAX_INDICES} of {len(rows)} by name; pass `pattern` (e.g. 'logs-*') to see others"
+        )
+    if rows and aliases is None:
+        notes.append(
+            "the aliases could not be read (GET /_resolve/index/* failed); names and counts are complete"
+        )
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+_after_listing_typed: After = _after_listing
+
+LIST_INDICES = Tool(
+    "xerj_list_indices",
+    list_indices,
+    title="List the indices",
+    read=_read_listing,
+    checks=(_list_problems,),
+    fit="json",
+    index_args=(),  # each listed name is held to the policy instead (`after`)
+    namespace_args=(),
+    caps={},
+    writes=False,
+    queries=False,
+    path="/_cat/indices/{pattern}",
+    too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'.",
+    origin="first-party",
+    after=_after_listing_typed,
+)
+
+
+def _describe_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
+    index = args.get("index")
+    if (problem := index_problem(index)) is not None:
+        yield problem
+    elif isinstance(index, str) and (index == "_all" or any(c in index for c in ",*")):
+        yield Problem(
+            "$.index",
+            "must name one index (or alias): no pattern, list or _all; xerj_list_indices lists them",
+        )
+    start = args.get("from")
+    if isinstance(start, (int, float)) and not isinstance(start, bool) and start < 0:
+        yield Problem("$.from", f"must be 0 or more, got {start}")
+    prefix = args.get("prefix")
+    if isinstance(prefix, str) and len(prefix) > 255:
+        yield Problem("$.prefix", f"is too long ({len(prefix)} characters)")
+
+
+def describe_index(args: Mapping[str, Any]) -> HttpRequest:
+    index = segment(args["index"], path="$.index")
+    reading = {"prefix": args.get("prefix") or "", "from": int(args.get("from") or 0)}
+    return HttpRequest("GET", f"/{index}/_mapping", reading=reading)
+
+
+_NUMERIC = frozenset(
+    "long integer short byte double float half_float scaled_float unsigned_long".split()
+)
+_GROUP = {
+    "text": "text", "match_only_text": "text", "keyword": "keyword", "constant_keyword": "keyword",
+    "wildcard": "keyword", "date": "date", "date_nanos": "date", "boolean": "boolean",
+    "dense_vector": "vector", "semantic_text": "semantic_text", "nested": "nested", "object": "object",
+}  # fmt: skip
+_HOW = (
+    "text: match / match_phrase (analysed: not for term); keyword: term / terms, aggs, sort; "
+    "numeric and date: range, sort, aggs; object members by dotted path; nested: a `nested` "
+    "query on its path; vector: xerj_vector_search (query_vector of `dims` numbers); "
+    "semantic_text: xerj_semantic_search, and semantic sub-queries of xerj_hybrid_search"
+)
+
+
+def _group(fields: Mapping[str, Field]) -> dict[str, Any]:
+    groups: dict[str, Any] = {}
+    for path, field in fields.items():
+        kind = field["type"]
+        group = "numeric" if kind in _NUMERIC else _GROUP.get(kind, "other")
+        if group == "vector":
+            groups.setdefault(group, {})[path] = {"dims": field.get("dims")}
+        elif group in ("numeric", "other"):
+            groups.setdefault(group, {})[path] = kind
+        else:
+            groups.setdefault(group, []).append(path)
+    return groups
+
+
+def _read_mapping(received: Received) -> dict[str, Any]:
+    reply, request = received.reply, received.request
+    data = reply.data
+    if not isinstance(data, dict) or unusable(reply, data) is not None:
+        raise engine_error(reply, request)
+    name = request.path.strip("/").split("/")[0]
+    per_index = fields_of(data)
+    if not per_index:
+        # es_compat.rs:1469-1473: an exact name that is no index is kept, then skipped: 200 {}
+        from urllib.parse import unquote
+
+        raise EngineError(
+            f"no index or alias named {unquote(name)!r}", code="index_not_found", status=404,
+        )  # fmt: skip
+    fields: dict[str, Field] = {}
+    for per in per_index.values():
+        for path, field in per.items():
+            fields.setdefault(path, field)
+    prefix, start = request.reading.get("prefix", ""), request.reading.get("from", 0)
+    wanted = sorted(p for p in fields if p.startswith(prefix))
+    shown: list[str] = []
+    size = 0
+    for path in wanted[start:]:
+        size += len(path) + 12
+        if size > MAX_FIELD_CHARS and shown:
+            break
+        shown.append(path)
+    out: dict[str, Any] = {"ok": True, "index": sorted(per_index), "field_count": len(fields)}
+    out["fields"] = _group({p: fields[p] for p in shown})
+    semantic = sorted(p for p, f in fields.items() if f["type"] == "semantic_text")
+    vectors = {p: f.get("dims") for p, f in sorted(fields.items()) if f["type"] == "dense_vector"}
+    out["search_with"] = {
+        "xerj_semantic_search": semantic[:20],
+        "xerj_vector_search": dict(list(vectors.items())[:20]),
+    }
+    out["how"] = _HOW
+    if start + len(shown) < len(wanted) or start > 0 or prefix:
+        tops: dict[str, int] = {}
+        for path in wanted:
+            head = path.split(".")[0]
+            tops[head] = tops.get(head, 0) + 1
+        out["truncated"] = {
+            "shown": len(shown), "from": start, "of": len(wanted),
+            "prefix": prefix or None,
+        }  # fmt: skip
+        if start + len(shown) < len(wanted):
+            out["next"] = {"from": start + len(shown), **({"prefix": prefix} if prefix else {})}
+            out["notes"] = [
+                "call again with `next` for the rest, or with `prefix` set to one of the "
+                "objects in `objects` (their field counts)"
+            ]
+            out["objects"] = {k: v for k, v in sorted(tops.items(), key=lambda kv: -kv[1]) if v > 1}
+            out["objects"] = dict(list(out["objects"].items())[:30])
+    return out
+
+
+DESCRIBE_INDEX = Tool(
+    "xerj_describe_index",
+    describe_index,
+    title="Describe an index's fields",
+    read=_read_mapping,
+    checks=(_describe_problems,),
+    fit="json",
+    index_args=("index",),
+    namespace_args=(),
+    caps={},
+    writes=False,
+    queries=False,
+    path="/{index}/_mapping",
+    too_large=lambda _: "Describe fewer fields: pass `prefix` (an object's path) or `from`.",
+    origin="first-party",
+)
