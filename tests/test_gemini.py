@@ -25,7 +25,7 @@ from xerj_tools.tools import HANDLERS
 pytestmark = pytest.mark.usefixtures("loopback_only")  # nothing may reach a vendor's servers
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
-genai_missing = importlib.util.find_spec("google.genai") is None
+genai_missing = importlib.util.find_spec("google") is None or importlib.util.find_spec("google.genai") is None
 needs_genai = pytest.mark.skipif(
     genai_missing, reason="google-genai is not installed: pip install 'xerj-tools[gemini]'"
 )
