@@ -475,3 +475,32 @@ def test_the_instructions_name_every_tool_the_server_lists(tmp_path: Path) -> No
     assert "count_docs: Count the documents of one index. Every result" in text
     read_only = asyncio.run(instructions(Policy(read_only=True)))
     assert "xerj_memory_store" not in read_only and "xerj_memory_recall" in read_only
+
+
+@needs_sdk
+def test_an_mcp_client_orients_then_queries_a_field_it_learned(server: Connected, xerj: XerjStandIn) -> None:
+    # A model over MCP lists the indices, describes one, then aggregates on a keyword field it
+    # read from the description (not one the script knew): issue 21's orientation, end to end.
+    error, listing = server.call("xerj_list_indices", {})
+    assert error is False and [i["name"] for i in listing["indices"]] == ["docs", "tickets"]
+    index = listing["indices"][0]["name"]
+    error, described = server.call("xerj_describe_index", {"index": index})
+    assert error is False and described["search_with"]["xerj_semantic_search"] == ["body"]
+    field = described["fields"]["keyword"][0]
+    error, counted = server.call("xerj_search", {"index": index, "query": {"match_all": {}}, "size": 0,
+                                                 "aggs": {"by": {"terms": {"field": field}}}})
+    assert error is False and counted["total"] == listing["indices"][0]["docs"]
+    assert sum(b["doc_count"] for b in counted["aggregations"]["by"]["buckets"]) == counted["total"]
+    assert ("POST", f"/{index}/_search") in [(r.method, r.path) for r in xerj.requests]
+
+
+@needs_sdk
+def test_a_policy_file_hides_an_index_from_the_listing_and_refuses_describing_it(
+    guarded: Connected, xerj: XerjStandIn
+) -> None:
+    error, listing = guarded.call("xerj_list_indices", {})
+    assert error is False and [i["name"] for i in listing["indices"]] == ["docs"]
+    assert listing["count"] == 1 and "tickets" not in json.dumps(listing)
+    error, refused = guarded.call("xerj_describe_index", {"index": "tickets"})
+    assert error is True and refused["error"]["code"] == "policy_denied"
+    assert not any("tickets" in r.path for r in xerj.requests)
