@@ -4,7 +4,6 @@ start-up warning of a remote bind, and the bound on one stdio message."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,13 +16,11 @@ import pytest
 
 from xerj_tools.testing import XerjStandIn
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None, reason="the MCP SDK is not installed"
-)
+pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
-from mcp_team_support import until  # noqa: E402
+from mcp_team_support import until
 
-from xerj_tools.integrations._mcp_callers import hash_token  # noqa: E402
+from xerj_tools.integrations._mcp_callers import hash_token
 
 
 @pytest.fixture(scope="module")

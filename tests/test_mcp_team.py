@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import io
 import json
 import logging
@@ -24,13 +23,11 @@ import pytest
 from xerj_tools._cli import main
 from xerj_tools.testing import Fault, XerjStandIn
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mcp") is None, reason="the MCP SDK is not installed"
-)
+pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
-from mcp_team_support import Issuer, Running, connect, text_of, until  # noqa: E402
+from mcp_team_support import Issuer, Running, connect, text_of, until
 
-from xerj_tools.integrations._mcp_callers import hash_token  # noqa: E402
+from xerj_tools.integrations._mcp_callers import hash_token
 
 TOKEN_A, TOKEN_B, TOKEN_C = "xt_tenant-a-secret-1", "xt_tenant-b-secret-2", "xt_tenant-c-secret-3"
 INIT = {

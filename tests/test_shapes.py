@@ -69,7 +69,7 @@ def _anthropic(call_id: str, arguments: Any) -> tuple[Any, Any]:
 
 
 def _gemini(call_id: str, arguments: Any) -> tuple[Any, Any]:
-    from google.genai import types
+    types = pytest.importorskip("google.genai.types", reason="google-genai is not installed")
 
     wire = {"functionCall": {"id": call_id, "name": "xerj_search", "args": arguments}}
     return wire, types.Part.model_validate(wire)
