@@ -221,6 +221,13 @@ BODY_INDICES = [
     ("xerj_hybrid_search", {"index": "docs", "queries": [{"query": {"match": {"body": "x"}}}, {"query": LOOKUP}]},
      "$.queries[1].query.terms.user.index"),
     ("xerj_memory_recall", {"namespace": "agent", "query": "x", "filter": LOOKUP}, "$.filter.terms.user.index"),
+    # not read by XERJ today (keys are case-sensitive, a lookup is an object): checked all the same
+    ("xerj_search", {"index": "docs", "query": {"terms": {"user": {"INDEX": ".secrets", "id": "1", "path": "p"}}}},
+     "$.query.terms.user.INDEX"),
+    ("xerj_search", {"index": "docs", "query": {"percolate": {"field": "q", "Index": ".secrets", "id": "1"}}},
+     "$.query.percolate.Index"),
+    ("xerj_search", {"index": "docs", "query": {"match_all": {}}, "aggs": {"t": {"terms": {"field": "tag", "index": ".secrets"}}}},
+     "$.aggs.t.terms.index"),
 ]
 
 

@@ -87,3 +87,51 @@ def test_an_interrupt_never_leaves_the_turn_unanswered(xerj: XerjStandIn, by_han
 def test_assistant_goes_with_a_transcript(xerj: XerjStandIn) -> None:
     with Dispatcher(url=xerj.url) as dispatcher, pytest.raises(ConfigurationError):
         dispatcher.dispatch_many(CALLS, assistant=TURN)
+
+
+def test_by_hand_only_the_entry_lines_can_leave_the_turn_unanswered(xerj: XerjStandIn) -> None:
+    """Every line of the dispatcher swept until the answers are placed, the turn added by hand:
+    the only points that leave it unanswered are those no code can cover, the line each entry
+    runs before its `try` (`dispatch_many`, `run_many`, `_open_turn`'s `size` and `try`).
+    Counting the turn as running (`_enter`) used to come first, and an interrupt there, or on
+    `_open_turn`'s argument checks, left it unanswered too."""
+    transcript: list[Any] = []
+    landed: list[tuple[str, int]] = []
+    placed_at: list[int] = []
+
+    def sweep(stop_at: int | None) -> None:
+        seen, lines = 0, {}
+
+        def trace(frame: FrameType, event: str, arg: Any) -> Any:
+            nonlocal seen
+            if not any(f in frame.f_code.co_filename for f in EVERY):
+                return None
+            if event == "line":
+                seen += 1
+                lines[frame] = lines.get(frame, 0) + 1
+                if not placed_at and len(transcript) > 2:
+                    placed_at.append(seen)
+                if seen == stop_at:
+                    landed.append((frame.f_code.co_name, lines[frame]))
+                    raise KeyboardInterrupt
+            return trace
+
+        transcript[:] = [{"role": "user", "content": "q"}, TURN]
+        sys.settrace(trace)
+        try:
+            dispatcher.dispatch_many(CALLS, transcript=transcript)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.settrace(None)
+
+    with Dispatcher(url=xerj.url, max_workers=1) as dispatcher:
+        sweep(None)
+        assert valid(transcript, True) and placed_at
+        entries = {("dispatch_many", 1), ("run_many", 1), ("_open_turn", 1), ("_open_turn", 2)}
+        bad = set()
+        for k in range(1, placed_at[0] + 1):
+            sweep(k)
+            if not valid(transcript, True):
+                bad.add(landed[-1])
+    assert bad <= entries, sorted(bad - entries)

@@ -18,7 +18,10 @@ own. What XERJ does with each, at e6e8e6a:
   cannot be checked here without decoding it, so it is refused outright.
 
 Every one of them is checked against the policy, honoured today or not, so that a later XERJ
-that honours more of them does not widen what a model can read.
+that honours more of them does not widen what a model can read. In the same spirit, a key is
+matched whatever its case (XERJ reads ``"index"`` only: es_compat.rs:3274), and a ``terms``
+object whose ``"index"`` is one string, which XERJ reads as no lookup (es_compat.rs:3263-3285;
+a ``terms`` aggregation has no such option either), is checked as naming that index.
 """
 
 from __future__ import annotations
@@ -41,6 +44,13 @@ _CLAUSES = frozenset(
 )
 
 
+def _keyed(spec: Mapping[Any, Any], name: str) -> Iterator[tuple[str, Any]]:
+    """(key, value) for each key of `spec` that reads `name` whatever its case."""
+    for key, value in spec.items():
+        if isinstance(key, str) and key.casefold() == name:
+            yield key, value
+
+
 def _entries(value: Any, key: str) -> Iterator[tuple[list[str | int], Any]]:
     """``{"_index": …}`` entries under `key`, given as one object or a list of them."""
     if isinstance(value, Mapping):
@@ -58,38 +68,47 @@ def _named_here(key: str, value: Any) -> Iterator[tuple[list[str | int], Any]]:
         return
     if key == "terms":
         for field, spec in value.items():
-            if isinstance(spec, Mapping) and "index" in spec:
-                yield [field, "index"], spec["index"]
+            if isinstance(spec, Mapping):
+                for name, named in _keyed(spec, "index"):
+                    yield [field, name], named
+            elif isinstance(spec, str) and isinstance(field, str) and field.casefold() == "index":
+                yield [field], spec
     elif key == "more_like_this":
         for side in ("like", "unlike"):
             for path, entry in _entries(value.get(side), side):
-                if isinstance(entry, Mapping) and "_index" in entry:
-                    yield [*path, "_index"], entry["_index"]
+                if isinstance(entry, Mapping):
+                    for name, named in _keyed(entry, "_index"):
+                        yield [*path, name], named
     elif key == "percolate":
-        if "index" in value:
-            yield ["index"], value["index"]
+        for name, named in _keyed(value, "index"):
+            yield [name], named
     elif key in ("geo_shape", "shape"):
         for field, spec in value.items():
             shape = spec.get("indexed_shape") if isinstance(spec, Mapping) else None
-            if isinstance(shape, Mapping) and "index" in shape:
-                yield [field, "indexed_shape", "index"], shape["index"]
+            if isinstance(shape, Mapping):
+                for name, named in _keyed(shape, "index"):
+                    yield [field, "indexed_shape", name], named
     elif key == "pinned":
         for path, entry in _entries(value.get("docs"), "docs"):
-            if isinstance(entry, Mapping) and "_index" in entry:
-                yield [*path, "_index"], entry["_index"]
+            if isinstance(entry, Mapping):
+                for name, named in _keyed(entry, "_index"):
+                    yield [*path, name], named
 
 
 def may_name_indices(raw: object, arguments: Mapping[str, Any]) -> bool:
     """False only when `raw`, the JSON text `arguments` were decoded from, cannot name an index
     in its body. Every clause above names one under a key ``"index"`` or ``"_index"``, or is a
-    ``"wrapper"``; so the text needs one of those beyond the URL's own ``"index"``. A backslash
-    always counts: an escape could spell a key, and a JSON string that a repair decodes has its
-    quotes escaped."""
+    ``"wrapper"`` (in any case, as `_named_here` reads them); so the text needs one of those
+    beyond the URL's own ``"index"``. A backslash always counts: an escape could spell a key,
+    and a JSON string that a repair decodes has its quotes escaped."""
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", "replace")
-    if not isinstance(raw, str) or "\\" in raw or '"_index"' in raw or '"wrapper"' in raw:
+    if not isinstance(raw, str) or "\\" in raw:
         return True
-    return raw.count('"index"') > ("index" in arguments)
+    text = raw.casefold()
+    if '"_index"' in text or '"wrapper"' in text:
+        return True
+    return text.count('"index"') > ("index" in arguments)
 
 
 def _path(entry: _Entry, *below: str | int) -> str:

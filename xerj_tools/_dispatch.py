@@ -183,9 +183,11 @@ class Dispatcher(BaseDispatcher):
         Identical calls (same tool, same arguments after repair) are sent once; each call id
         still gets its answer.
         """
+        # The answers are in `transcript` before the turn is counted as running: an interrupt
+        # landing in `_enter` finds every call answered ``cancelled`` (issue 25, N17).
+        answers, started = self._open_turn(calls, transcript, assistant)
         token = self._enter()
         try:
-            answers, started = self._open_turn(calls, transcript, assistant)
             return self._answer_all(answers, self._run_turn(answers, started))
         finally:
             self._leave(token)

@@ -235,22 +235,25 @@ class BaseDispatcher:
         leaves each call answered ``cancelled`` there: the caller's assistant turn, already in
         `transcript`, is never left without its answers. `assistant` (the model's turn) joins
         `transcript` with the answers, in one operation."""
-        if assistant is not None and transcript is None:
-            raise ConfigurationError("assistant= goes with transcript=: it joins the transcript")
-        before = () if assistant is None else (assistant,)
         size = -1 if transcript is None else len(transcript)
-        try:
+        try:  # an interrupt can land outside it on `size` or on `try` only (N17)
+            if assistant is not None and transcript is None:
+                raise ConfigurationError(
+                    "assistant= goes with transcript=: it joins the transcript"
+                )
+            before = () if assistant is None else (assistant,)
             if transcript is not None:
                 calls = list(calls)  # read once: parsed again below if interrupted
             if self._closed:
                 raise ClosedError(f"this {type(self).__name__} was closed; make a new one")
             started = self._core.clock()
             return PendingAnswers(transcript, parse_turn(calls), before=before), started
-        except (InvalidToolCallError, ClosedError):
+        except (InvalidToolCallError, ClosedError, ConfigurationError):
             raise  # the caller's mistake: nothing sent, nothing added (documented)
         except BaseException:
             # the answers' `extend` is one operation: if the transcript grew, it is done
             if transcript is not None and len(transcript) == size and isinstance(calls, list):
+                before = () if assistant is None else (assistant,)
                 PendingAnswers(transcript, parse_turn(calls), before=before)
             raise
 
