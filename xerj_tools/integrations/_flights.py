@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,9 +32,17 @@ class _Flight:
 
 
 class CallRunner:
-    """Runs one call through the dispatcher; identical calls in flight share one request."""
+    """Runs one call through the dispatcher; identical calls in flight share one request.
 
-    def __init__(self, dispatcher: AsyncDispatcher | Dispatcher) -> None:
+    With `per_turn` (a scope is one turn of the model, as a LangGraph step is), an identical call
+    of the same turn that starts after the first one finished gets its answer too, as
+    ``dispatch_many`` does for a whole turn, however the framework schedules the turn's calls;
+    the answers of the last `KEPT_TURNS` turns are kept for that. Without it (a scope is a whole
+    run, where a later turn may ask again on purpose), only calls in flight together share."""
+
+    KEPT_TURNS = 64
+
+    def __init__(self, dispatcher: AsyncDispatcher | Dispatcher, *, per_turn: bool = False) -> None:
         from .._async_dispatch import AsyncDispatcher
 
         self._dispatcher = dispatcher
@@ -41,6 +50,29 @@ class CallRunner:
         self._flights: dict[tuple[Hashable, str], _Flight] = {}
         self._lock = threading.Lock()
         self._threads: dict[tuple[Hashable, str], concurrent.futures.Future[ToolResult]] = {}
+        self._per_turn = per_turn
+        self._finished: OrderedDict[Hashable, dict[str, ToolResult]] = OrderedDict()
+
+    def _keep(self, key: tuple[Hashable, str], result: ToolResult) -> None:
+        """A finished answer, for an identical call of the same turn that starts later."""
+        if not self._per_turn:
+            return
+        scope, call_key = key
+        with self._lock:
+            self._finished.setdefault(scope, {})[call_key] = result
+            self._finished.move_to_end(scope)
+            while len(self._finished) > self.KEPT_TURNS:
+                self._finished.popitem(last=False)
+
+    def _kept(self, key: tuple[Hashable, str]) -> ToolResult | None:
+        with self._lock:
+            return self._finished.get(key[0], {}).get(key[1])
+
+    def _answer(self, call: ToolCall, result: ToolResult, started: float) -> ToolResult:
+        if result.call.call_id == call.call_id:
+            return result
+        copy: ToolResult = self._dispatcher.copy_of(call, result, started)
+        return copy
 
     @property
     def native(self) -> bool:
@@ -56,6 +88,8 @@ class CallRunner:
             refused: ToolResult = dispatcher.complete(begun)
             return refused
         key = (scope, begun.key)
+        if (kept := self._kept(key)) is not None:
+            return self._answer(call, kept, begun.started)
         with self._lock:
             future = self._threads.get(key)
             first = future is None
@@ -64,6 +98,7 @@ class CallRunner:
         if first:
             try:
                 result: ToolResult = dispatcher.complete(begun)
+                self._keep(key, result)
                 future.set_result(result)
             except BaseException as exc:
                 future.set_exception(exc)
@@ -96,6 +131,8 @@ class CallRunner:
             )
             return refused
         key = (scope, begun.key)
+        if (kept := self._kept(key)) is not None:
+            return self._answer(call, kept, begun.started)
         flight = self._flights.get(key)
         if flight is None:
             new = flight = _Flight(asyncio.ensure_future(self._send(begun)))
@@ -116,5 +153,8 @@ class CallRunner:
         return copy
 
     def _land(self, key: tuple[Hashable, str], flight: _Flight) -> None:
+        task = flight.task
+        if task.done() and not task.cancelled() and task.exception() is None:
+            self._keep(key, task.result())
         if self._flights.get(key) is flight:
             del self._flights[key]

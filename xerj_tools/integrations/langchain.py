@@ -142,7 +142,7 @@ def xerj_tools(
     unknown = [n for n in chosen if n not in registry]
     if unknown:
         raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
-    runner = CallRunner(dispatcher)
+    runner = CallRunner(dispatcher, per_turn=True)  # a scope is one LangGraph step
     return [
         XerjTool(
             name=name,
