@@ -11,7 +11,9 @@ import functools
 import json
 import signal
 import ssl
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -183,3 +185,28 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
         return connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+def interrupted(job: Callable[[], None], files: tuple[str, ...], stop_at: int | None) -> int:
+    """Run `job`, raising KeyboardInterrupt at line event `stop_at` of `files` (as a signal
+    would land there); the number of line events seen."""
+    seen = 0
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal seen
+        if not any(f in frame.f_code.co_filename for f in files):
+            return None
+        if event == "line":
+            seen += 1
+            if seen == stop_at:
+                raise KeyboardInterrupt
+        return trace
+
+    sys.settrace(trace)
+    try:
+        job()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    return seen

@@ -5,10 +5,8 @@ counted, and `close()` never waits longer than its bound."""
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -16,36 +14,13 @@ import pytest
 from xerj_tools import Dispatcher, RetryPolicy
 from xerj_tools.testing import XerjStandIn
 
-from conftest import chat_call
+from conftest import chat_call, interrupted
 from rawserver import RawServer
+
+DISPATCH = ("xerj_tools/_dispatch.py",)  # the sync dispatcher's own lines
 
 CALLS = [chat_call("xerj_search", {"index": "docs", "query": {"match": {"body": f"w{i}"}}}, f"c{i}")
          for i in range(2)]  # fmt: skip
-
-
-def _lines_of_dispatch(job: Any, stop_at: int | None) -> int:
-    """Run `job` with a line counter on xerj_tools/_dispatch.py; raise KeyboardInterrupt at
-    line event `stop_at` (as a signal would land there). Returns the events counted."""
-    seen = 0
-
-    def trace(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal seen
-        if not frame.f_code.co_filename.endswith("xerj_tools/_dispatch.py"):
-            return None
-        if event == "line":
-            seen += 1
-            if seen == stop_at:
-                raise KeyboardInterrupt
-        return trace
-
-    sys.settrace(trace)
-    try:
-        job()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sys.settrace(None)
-    return seen
 
 
 @pytest.mark.parametrize("many", [False, True], ids=["run", "dispatch_many"])
@@ -58,10 +33,10 @@ def test_an_interrupt_on_any_line_leaves_no_call_counted(xerj: XerjStandIn, many
         else:
             dispatcher.run(CALLS[0])
 
-    total = _lines_of_dispatch(job, None)
+    total = interrupted(job, DISPATCH, None)
     stuck = []
     for k in range(1, total + 1):
-        _lines_of_dispatch(job, k)
+        interrupted(job, DISPATCH, k)
         if dispatcher._running:
             stuck.append(k)
     assert stuck == []

@@ -5,7 +5,6 @@ assistant turn without its answers; with `assistant=` it never does wherever it 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -14,38 +13,13 @@ import pytest
 from xerj_tools import ConfigurationError, Dispatcher
 from xerj_tools.testing import XerjStandIn
 
-from conftest import chat_call
+from conftest import chat_call, interrupted
 
 CALLS = [chat_call("xerj_search", {"index": "docs", "query": {"match": {"body": "w"}}}, "c0"),
          chat_call("xerj_search", {"index": "nope", "query": {"match_all": {}}}, "c1")]  # fmt: skip
 TURN = {"role": "assistant", "content": None, "tool_calls": CALLS}
 OPENING = ("xerj_tools/_answers.py", "xerj_tools/_shapes/")  # parsing, and the placeholders
 EVERY = ("xerj_tools/_dispatch.py", "xerj_tools/_dispatch_base.py", *OPENING)
-
-
-def interrupted(job: Callable[[], None], files: tuple[str, ...], stop_at: int | None) -> int:
-    """Run `job`, raising KeyboardInterrupt at line event `stop_at` of `files` (as a signal
-    would land there); the number of line events seen."""
-    seen = 0
-
-    def trace(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal seen
-        if not any(f in frame.f_code.co_filename for f in files):
-            return None
-        if event == "line":
-            seen += 1
-            if seen == stop_at:
-                raise KeyboardInterrupt
-        return trace
-
-    sys.settrace(trace)
-    try:
-        job()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sys.settrace(None)
-    return seen
 
 
 def valid(transcript: list[Any], turn_expected: bool) -> bool:
