@@ -109,11 +109,14 @@ def validate_arguments(
     *,
     repair: bool = False,
     fast: Callable[[Any], bool] | None = None,
+    yes: Callable[[Any], bool] | None = None,
 ) -> ValidationResult:
     """Decode `raw` and check it against `validator` and `checks`, collecting every problem.
 
     `validator` returns the tool's compiled validator; it is called only when `fast` is None or
-    says no, so that a valid call never needs jsonschema (nor its import).
+    says no, so that a valid call never needs jsonschema (nor its import). `yes` returns True
+    only when `checks` find nothing (`Tool.yes_for`): where `fast` and it both say yes, the
+    checks do not run.
 
     With `repair`, a call that fails is first repaired where the schema allows exactly one
     reading (see `xerj_tools._repair`); the repairs are listed in the result either way.
@@ -138,6 +141,8 @@ def validate_arguments(
     if suspect and (problem := bounds_problem(value, decoded=text)):
         return ValidationResult(False, None, (problem,))
     schema_ok = fast(value) if fast is not None else None
+    if schema_ok and yes is not None and yes(value):
+        return ValidationResult(True, value)
     if schema_ok is False and repair:
         problems = []  # explained below only if no repair applies: a repaired call never is
     else:

@@ -27,6 +27,7 @@ from .._format import engine_error, invalid, unusable
 from .._models import HttpRequest, Outcome, Reply
 from .._problems import Problem
 from .._source_view import SourceView
+from ._fastyes import document_yes
 from ._paths import document_id_problem, index_problem, segment
 from ._tool import Received, Tool
 
@@ -152,6 +153,7 @@ GET_DOCUMENT = Tool(
     title="Get a document by id",
     read=read_document,
     checks=(_problems,),
+    fast_yes=document_yes,
     fit="document",
     index_args=("index",),
     namespace_args=(),

@@ -88,6 +88,10 @@ def copy_args(args: Mapping[str, Any], body: dict[str, Any], *keys: str) -> None
             body[key] = integral(args[key])
 
 
+def _always(args: Mapping[str, Any]) -> bool:
+    return True
+
+
 def is_2xx(reply: Reply) -> bool:
     return 200 <= reply.status < 300
 
@@ -156,6 +160,7 @@ class Tool:
     build: Handler
     read: Reader = read_json
     checks: tuple[Check, ...] = ()
+    fast_yes: Callable[[Mapping[str, Any]], bool] | None = field(default=None, repr=False)
     fit: Fit = "json"  # the fitting strategy (`xerj_tools._budget.Fit`)
     paging: str | None = None
     index_args: tuple[str, ...] | None = None
@@ -226,6 +231,21 @@ class Tool:
         ):
             return self.checks
         return (unknown_keys(tuple(properties), self.hints), *self.checks)
+
+    def yes_for(self, parameters: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool] | None:
+        """A quick "the checks of `checks_for(parameters)` find nothing" (unknown arguments
+        included), or None when this tool has checks and no `fast_yes`."""
+        checks = self.checks_for(parameters)
+        if not checks:
+            return _always
+        if self.checks and self.fast_yes is None:
+            return None
+        own = self.fast_yes if self.checks else _always
+        assert own is not None
+        if len(checks) == len(self.checks):  # no unknown-argument check
+            return own
+        known = frozenset(parameters["properties"])
+        return lambda args: args.keys() <= known and own(args)
 
     def answer(self, received: Received) -> dict[str, Any]:
         """The payload for an answered reply: `read`, then the request's notes."""
