@@ -45,11 +45,27 @@ _RERANK_INTS = (
 _RERANK_TEXTS = (("model", 128), ("query", 4000), ("instructions", 2000))
 
 
+# Names already found good (a few distinct names come again and again), bounded.
+_GOOD_INDICES: set[str] = set()
+_GOOD_NAMESPACES: set[str] = set()
+
+
 def _index_ok(value: Any) -> bool:
     # index_problem: a non-string is the schema's business; a name of <= 256 has a cached verdict
     if type(value) is not str:
         return not isinstance(value, str)
-    return len(value) <= 256 and _index_problem_of(value, "$.index") is None
+    if value in _GOOD_INDICES:
+        return True
+    if len(value) > 256 or _index_problem_of(value, "$.index") is not None:
+        return False
+    _remember(_GOOD_INDICES, value)
+    return True
+
+
+def _remember(names: set[str], name: str) -> None:
+    if len(names) >= 4096:
+        names.clear()
+    names.add(name)
 
 
 def _int_in(args: Mapping[str, Any], key: str, lo: int, hi: int) -> bool:
@@ -124,17 +140,32 @@ def _rerank_ok(args: Mapping[str, Any], rerank: dict[str, Any], needs_query: boo
 
 def search_yes(args: Mapping[str, Any]) -> bool:
     """search_problems finds nothing."""
-    if not _index_ok(args.get("index")) or _window_of(args) is None:
+    if not _index_ok(args.get("index")):
+        return False
+    size = args.get("size", 10)
+    start = args.get("from", 0)
+    if (
+        type(size) is not int
+        or type(start) is not int
+        or not (0 <= size <= _WINDOW and 0 <= start <= _WINDOW)
+        or start + size > _WINDOW
+    ):
         return False
     query = args.get("query")
-    if not _clause_ok(query):
+    if isinstance(query, dict) and len(query) > 1:
         return False
     source = args.get("source")
-    if isinstance(source, list) and (not source or not all(type(f) is str and f for f in source)):
-        return False
+    if isinstance(source, list):
+        if not source:
+            return False
+        for field in source:
+            if type(field) is not str or not field:
+                return False
     sort = args.get("sort")
-    if isinstance(sort, list) and not all(isinstance(s, (str, dict)) for s in sort):
-        return False
+    if isinstance(sort, list):
+        for entry in sort:
+            if not isinstance(entry, (str, dict)):
+                return False
     tth = args.get("track_total_hits")
     if isinstance(tth, int) and tth < -1:
         return False
@@ -201,7 +232,12 @@ def hybrid_yes(args: Mapping[str, Any]) -> bool:
 def _namespace_ok(value: Any) -> bool:
     if type(value) is not str:
         return not isinstance(value, str)
-    return len(value) <= 256 and _namespace_problem_of(value, "$.namespace") is None
+    if value in _GOOD_NAMESPACES:
+        return True
+    if len(value) > 256 or _namespace_problem_of(value, "$.namespace") is not None:
+        return False
+    _remember(_GOOD_NAMESPACES, value)
+    return True
 
 
 def _unit(args: Mapping[str, Any], key: str) -> bool:

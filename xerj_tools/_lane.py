@@ -1,0 +1,221 @@
+"""The valid lane of offline validation (issue 24): a JSONL line holding one plain, valid Chat
+Completions tool call is counted in a few microseconds, without the objects of the full path.
+
+Per line (bytes), `Lane.valid` decodes the record with orjson, recognises the Chat tool-call
+record ``{"type": "function", "function": {"name", "arguments"}}`` (no ``custom_id``, no
+``messages``: never a Batch output line nor a fine-tuning example), decodes the arguments, and
+asks the tool's compiled schema check (jsonschema-rs, compiled at once) and its quick yes for the
+prose limits (`Tool.fast_yes`; the checks themselves where it says no or there is none). It says
+True only when the full path (`_offline.line_calls` + `validate_calls`) would count one valid
+call with nothing to report; anything else goes to that path, line by line, which writes the
+report it always wrote. So the lane changes the speed, never the report (tests/test_lane.py
+compares both, with `ENABLED` off, on mixed files and on a file of hostile lines).
+
+What sends a line to the full path, each for the guarantee it keeps:
+- more than `RECORD_DEPTH` brackets in the line, or than `MAX_ARGUMENT_DEPTH` in the arguments
+  (`_bounds`' depth limits; a count, decided in C, bounds the depth);
+- a UTF-8 BOM, text orjson refuses (not JSON, NaN, a number past a double, a lone surrogate
+  escape, bytes that are not UTF-8), arguments that are blank or not a JSON object;
+- a run of 19 digits or a 3-digit exponent anywhere in the line (`_json`'s 19-digit integers
+  and `_bounds.may_overflow`), arguments longer than 4,096 characters (the full path walks
+  those), a line with a ``\\u`` escape whose arguments may hold a surrogate;
+- a record of another shape, a tool the registry lacks, or a call any check says no to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, BinaryIO
+
+from ._bounds import MAX_ARGUMENT_DEPTH
+from ._offline import RECORD_DEPTH, CallReport, FoundCall, ValidationSummary, line_calls, validate_calls
+from ._registry import ToolRegistry
+
+__all__ = ["ENABLED", "Lane", "lane_lines", "validate_lines"]
+
+ENABLED = True
+"""Internal switch: False sends every line to the full path (the tests compare the two)."""
+
+Yes = Callable[[Any], bool]
+
+# The arguments seen through a mask: digits and signs to 0, `{` and `[` to `{`, anything else a
+# space. Then one count bounds their depth, and a run of 19 zeros is a long integer (orjson reads
+# one past 64 bits as a float where `json` keeps an int: `_json._long_digits`, which this covers;
+# a run joined across a sign only sends the line to the full path).
+_MASK = bytes(
+    48 if 48 <= i <= 57 or i in (43, 45) else 123 if i in (91, 123) else 32 for i in range(256)
+)
+_LONG = b"0" * 19
+_MAX_SHORT = 4096  # `_validation`: longer arguments are walked for their numbers and text
+# A record of only these keys (and a function of only name and arguments) is two levels deep:
+# no bracket count needed for `RECORD_DEPTH`.
+_RECORD_KEYS = frozenset({"id", "type", "function", "index"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
+class Lane:
+    """The lane's verdict on lines, for one registry: `valid(line)`."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        from ._json import _load
+
+        self._orjson = _load() or None
+        self.tools: dict[str, tuple[Yes, Yes | None, tuple[Any, ...]]] = {}
+        for spec in registry:
+            schema = _schema_yes(spec.fast_check)
+            if schema is not None:
+                self.tools[spec.name] = (schema, spec.fast_yes, tuple(spec.checks))
+
+    def valid(self, line: bytes) -> bool:
+        """True only when `line` is one Chat tool call that the full path counts valid with
+        nothing to report."""
+        orjson = self._orjson
+        if orjson is None:
+            return False
+        try:
+            # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes that
+            # are not UTF-8: each goes to the full path, which says it as it always did.
+            record = orjson.loads(line)
+        except ValueError:
+            return False
+        if type(record) is not dict or record.get("type") != "function":
+            return False
+        function = record.get("function")
+        if type(function) is not dict:
+            return False
+        if not (
+            record.keys() <= _RECORD_KEYS
+            and function.keys() <= _FUNCTION_KEYS
+            and type(record.get("id")) in _FLAT
+            and type(record.get("index")) in _FLAT
+        ) and (
+            "custom_id" in record
+            or "messages" in record
+            or line.count(b"{") + line.count(b"[") > RECORD_DEPTH
+        ):
+            return False  # a Batch output line, a fine-tuning example, or maybe too deep
+        name, arguments = function.get("name"), function.get("arguments")
+        if type(name) is not str or type(arguments) is not str or len(arguments) > _MAX_SHORT:
+            return False
+        entry = self.tools.get(name)
+        if entry is None:
+            return False
+        try:
+            raw = arguments.encode()  # a lone surrogate cannot be encoded: the full path says so
+        except UnicodeEncodeError:
+            return False
+        masked = raw.translate(_MASK)
+        if masked.count(b"{") > MAX_ARGUMENT_DEPTH or _LONG in masked:
+            return False
+        schema, yes, checks = entry
+        try:
+            value = orjson.loads(raw)  # a BOM or a surrogate escape is refused here too
+            if type(value) is not dict or not schema(value):
+                return False
+        except Exception:  # not JSON, or a value the compiled check cannot read
+            return False
+        if yes is not None and yes(value):
+            return True
+        for check in checks:  # no quick yes, or it said no: the checks decide
+            for _ in check(value):
+                return False
+        return True
+
+
+def _schema_yes(fast: Any) -> Yes | None:
+    """The compiled schema check, without its counting: jsonschema-rs's own `is_valid` where
+    installed (`Lane.valid` sends a value it cannot read to the full path), else the closure."""
+    if fast is None:
+        return None
+    if hasattr(fast, "compile_now"):
+        fast.compile_now()
+        is_valid = getattr(fast, "is_valid", None)
+        return is_valid if is_valid is not None else fast.check  # type: ignore[no-any-return]
+    return fast  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------- lines and the loop
+
+_NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def lane_lines(stream: BinaryIO, start: int = 1) -> Iterator[tuple[int, bytes]]:
+    """The lines of a binary stream numbered as text mode numbers them (universal newlines: a
+    lone ``\\r`` ends a line too), from `start`."""
+    number = start - 1
+    for raw in stream:
+        if b"\r" in raw and not (raw.endswith(b"\r\n") and raw.count(b"\r") == 1):
+            for part in _NEWLINE.findall(raw):
+                number += 1
+                yield number, part
+            continue
+        number += 1
+        yield number, raw
+
+
+def validate_lines(
+    registry: ToolRegistry,
+    lines: Iterable[tuple[int, Any]],
+    *,
+    repair: bool = True,
+    progress: Callable[[int], None] | None = None,
+    on_report: Callable[[CallReport], None] | None = None,
+) -> ValidationSummary:
+    """`validate_calls(registry, jsonl_calls(lines))`, with each line the lane says yes to
+    counted valid at once. Lines are bytes (the lane's), text, decoded records or None."""
+    summary = ValidationSummary()
+    valid = Lane(registry).valid if ENABLED else None
+    index = lane = 0
+    for number, line in lines:
+        if valid is not None:
+            raw = line
+            if type(line) is str:
+                try:
+                    raw = line.encode()
+                except UnicodeEncodeError:
+                    raw = None
+            if type(raw) is bytes and valid(raw):
+                index += 1
+                lane += 1
+                if progress is not None and (summary.calls + lane) % 10_000 == 0:
+                    progress(summary.calls + lane)
+                continue
+        found: list[Any] = []
+        for item in line_calls(number, line):
+            if isinstance(item, FoundCall):
+                index += 1
+                item = FoundCall(
+                    item.name, item.arguments, item.call_id, number, index, item.api, item.registry
+                )
+            found.append(item)
+        if found:
+            summary.calls += lane
+            summary.valid += lane
+            lane = 0
+            validate_calls(
+                registry, found, repair=repair, progress=progress, on_report=on_report,
+                summary=summary,
+            )  # fmt: skip
+    summary.calls += lane
+    summary.valid += lane
+    return summary
+
+
+def starts_jsonl(stream: BinaryIO) -> bool:
+    """Whether a seekable binary input is JSON Lines, as `read_calls` decides it (its first
+    non-blank line is a JSON value); the stream is left at its start. False also where the head
+    is not UTF-8: the text path then says so as it always did."""
+    from ._offline import is_jsonl
+
+    try:
+        for _, line in lane_lines(stream):
+            text = line.decode("utf-8")
+            if text.strip():
+                return is_jsonl(text)
+        return True  # empty: no line, no call, as the text path reads it
+    except UnicodeDecodeError:
+        return False
+    finally:
+        stream.seek(0)
