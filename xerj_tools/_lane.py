@@ -28,8 +28,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, BinaryIO
 
-from ._bounds import MAX_ARGUMENT_DEPTH
 from ._offline import RECORD_DEPTH, CallReport, FoundCall, ValidationSummary, line_calls, validate_calls
+from ._fastcheck import Predicate
+from ._quick import quick_object
 from ._registry import ToolRegistry
 
 __all__ = ["ENABLED", "Lane", "lane_lines", "validate_lines"]
@@ -37,17 +38,7 @@ __all__ = ["ENABLED", "Lane", "lane_lines", "validate_lines"]
 ENABLED = True
 """Internal switch: False sends every line to the full path (the tests compare the two)."""
 
-Yes = Callable[[Any], bool]
 
-# The arguments seen through a mask: digits and signs to 0, `{` and `[` to `{`, anything else a
-# space. Then one count bounds their depth, and a run of 19 zeros is a long integer (orjson reads
-# one past 64 bits as a float where `json` keeps an int: `_json._long_digits`, which this covers;
-# a run joined across a sign only sends the line to the full path).
-_MASK = bytes(
-    48 if 48 <= i <= 57 or i in (43, 45) else 123 if i in (91, 123) else 32 for i in range(256)
-)
-_LONG = b"0" * 19
-_MAX_SHORT = 4096  # `_validation`: longer arguments are walked for their numbers and text
 # A record of only these keys (and a function of only name and arguments) is two levels deep:
 # no bracket count needed for `RECORD_DEPTH`.
 _RECORD_KEYS = frozenset({"id", "type", "function", "index"})
@@ -62,7 +53,7 @@ class Lane:
         from ._json import _load
 
         self._orjson = _load() or None
-        self.tools: dict[str, tuple[Yes, Yes | None, tuple[Any, ...]]] = {}
+        self.tools: dict[str, tuple[Predicate, Predicate | None, tuple[Any, ...]]] = {}
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
@@ -97,24 +88,19 @@ class Lane:
         ):
             return False  # a Batch output line, a fine-tuning example, or maybe too deep
         name, arguments = function.get("name"), function.get("arguments")
-        if type(name) is not str or type(arguments) is not str or len(arguments) > _MAX_SHORT:
+        if type(name) is not str or type(arguments) is not str:
             return False
         entry = self.tools.get(name)
         if entry is None:
             return False
-        try:
-            raw = arguments.encode()  # a lone surrogate cannot be encoded: the full path says so
-        except UnicodeEncodeError:
-            return False
-        masked = raw.translate(_MASK)
-        if masked.count(b"{") > MAX_ARGUMENT_DEPTH or _LONG in masked:
-            return False
         schema, yes, checks = entry
+        value = quick_object(arguments)  # None: the full decode has something to say
+        if value is None:
+            return False
         try:
-            value = orjson.loads(raw)  # a BOM or a surrogate escape is refused here too
-            if type(value) is not dict or not schema(value):
+            if not schema(value):
                 return False
-        except Exception:  # not JSON, or a value the compiled check cannot read
+        except Exception:  # a value the compiled check cannot read
             return False
         if yes is not None and yes(value):
             return True
@@ -124,7 +110,7 @@ class Lane:
         return True
 
 
-def _schema_yes(fast: Any) -> Yes | None:
+def _schema_yes(fast: Any) -> Predicate | None:
     """The compiled schema check, without its counting: jsonschema-rs's own `is_valid` where
     installed (`Lane.valid` sends a value it cannot read to the full path), else the closure."""
     if fast is None:

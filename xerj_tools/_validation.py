@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._bounds import TooDeep, loads, may_hold_surrogate, may_overflow, value_problem
 from ._problems import Check, Problem, ValidationResult, json_path, json_type
+from ._quick import quick_object
 from ._repair import repair_arguments
 
 if TYPE_CHECKING:  # jsonschema is imported when a call first fails its fast check
@@ -121,7 +122,9 @@ def validate_arguments(
     With `repair`, a call that fails is first repaired where the schema allows exactly one
     reading (see `xerj_tools._repair`); the repairs are listed in the result either way.
     """
-    value, problem = decode_arguments(raw)
+    # Text with nothing for the bounds to find decodes at once (`_quick`), else in full.
+    quick = quick_object(raw) if type(raw) is str else None
+    value, problem = (quick, None) if quick is not None else decode_arguments(raw)
     if problem is not None:
         return ValidationResult(False, None, (problem,), decode_error=True)
     if not isinstance(value, dict):
@@ -137,7 +140,7 @@ def validate_arguments(
     # is cheaper than the walk.
     text = isinstance(raw, (str, bytes))
     short = raw if isinstance(raw, str) and len(raw) <= 4096 else None
-    suspect = short is None or may_overflow(short) or may_hold_surrogate(short)
+    suspect = quick is None and (short is None or may_overflow(short) or may_hold_surrogate(short))
     if suspect and (problem := bounds_problem(value, decoded=text)):
         return ValidationResult(False, None, (problem,))
     schema_ok = fast(value) if fast is not None else None

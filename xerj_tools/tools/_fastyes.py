@@ -75,13 +75,19 @@ def _int_in(args: Mapping[str, Any], key: str, lo: int, hi: int) -> bool:
 
 
 def _clause_ok(value: Any) -> bool:
-    return not (isinstance(value, dict) and len(value) > 1)
+    if value is None:
+        return True
+    if type(value) is dict:
+        return len(value) <= 1
+    return not isinstance(value, dict) or len(value) <= 1
 
 
 def _text_ok(args: Mapping[str, Any], key: str) -> bool:
     """Not a blank string (_non_empty_string)."""
     value = args.get(key)
-    return not isinstance(value, str) or bool(value.strip())
+    if type(value) is str:
+        return value != "" and not value.isspace()  # str.strip strips what isspace names
+    return value is None or not isinstance(value, str) or bool(value.strip())
 
 
 def _vector_ok(value: Any) -> bool:
