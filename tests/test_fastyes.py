@@ -160,3 +160,43 @@ def test_a_tool_without_a_quick_yes_runs_its_checks() -> None:
     assert replaced["xerj_search"].fast_yes is None
     assert not replaced.validate("xerj_search", '{"index": "docs", "query": {}}').ok
     assert XERJ_TOOLS["xerj_list_indices"].fast_yes is None  # its checks run every time
+
+
+def _integral_reference(value: Any, schema: Any) -> Any:
+    """`integral_numbers` as it was before its per-schema plan: every key visited."""
+    from collections.abc import Mapping
+
+    from xerj_tools._validation import _integer_only
+
+    if type(value) is float:
+        return int(value) if value.is_integer() and _integer_only(schema) else value
+    if not isinstance(schema, Mapping):
+        return value
+    if isinstance(value, dict) and isinstance(properties := schema.get("properties"), Mapping):
+        changed = {}
+        for key, item in value.items():
+            sub = properties.get(key)
+            if isinstance(sub, Mapping) and (type(item) is float or "properties" in sub or "items" in sub):
+                new = _integral_reference(item, sub)
+                if new is not item:
+                    changed[key] = new
+        return {**value, **changed} if changed else value
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping) and (
+        _integer_only(items) or "properties" in items or "items" in items
+    ):
+        new_items = [_integral_reference(item, items) for item in value]
+        return new_items if any(a is not b for a, b in zip(new_items, value)) else value
+    return value
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments())
+def test_integral_numbers_by_plan_match_the_full_walk(case: tuple[str, dict[str, Any]]) -> None:
+    from xerj_tools._validation import integral_numbers
+
+    name, args = case
+    schema = REGISTRY[name].schema
+    got, want = integral_numbers(args, schema), _integral_reference(args, schema)
+    assert got == want and (got is args) == (want is args)
+    assert [type(v) for v in got.values()] == [type(v) for v in want.values()]

@@ -197,16 +197,15 @@ def integral_numbers(value: Any, schema: Any) -> Any:
         return int(value) if value.is_integer() and _integer_only(schema) else value
     if not isinstance(schema, Mapping):
         return value
-    if isinstance(value, dict) and isinstance(properties := schema.get("properties"), Mapping):
+    if isinstance(value, dict) and isinstance(schema.get("properties"), Mapping):
         changed: dict[str, Any] = {}
-        for key, item in value.items():
-            sub = properties.get(key)
-            if isinstance(sub, Mapping) and (
-                type(item) is float or ("properties" in sub or "items" in sub)
-            ):
-                new = integral_numbers(item, sub)
-                if new is not item:
-                    changed[key] = new
+        for key, sub, nested in _plan(schema):  # only the keys where a number can change
+            if key in value:
+                item = value[key]
+                if nested or type(item) is float:
+                    new = integral_numbers(item, sub)
+                    if new is not item:
+                        changed[key] = new
         return {**value, **changed} if changed else value
     items = schema.get("items")
     if (
@@ -219,3 +218,23 @@ def integral_numbers(value: Any, schema: Any) -> Any:
             new_items if any(a is not b for a, b in zip(new_items, value, strict=True)) else value
         )
     return value
+
+
+# Per object schema: its properties where an integral float can be made an int (typed integer
+# only) or that nest (properties or items), each (key, schema, nests); built once per schema.
+_PLANS: dict[int, tuple[Mapping[str, Any], tuple[tuple[str, Mapping[str, Any], bool], ...]]] = {}
+
+
+def _plan(schema: Mapping[str, Any]) -> tuple[tuple[str, Mapping[str, Any], bool], ...]:
+    found = _PLANS.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    plan = tuple(
+        (key, sub, "properties" in sub or "items" in sub)
+        for key, sub in schema["properties"].items()
+        if isinstance(sub, Mapping) and ("properties" in sub or "items" in sub or _integer_only(sub))
+    )
+    if len(_PLANS) >= 1024:
+        _PLANS.clear()
+    _PLANS[id(schema)] = (schema, plan)  # the schema is kept: its id is not reused meanwhile
+    return plan
