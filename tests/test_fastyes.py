@@ -23,7 +23,7 @@ from xerj_tools import load_registry
 from xerj_tools.tools import XERJ_TOOLS, Tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import calls  # noqa: E402
+import calls
 
 REGISTRY = load_registry()
 NAMES = [spec.name for spec in REGISTRY]
@@ -39,9 +39,13 @@ LISTS = [[], [0.1, 0.2], [math.nan], [math.inf, 1.0], [1, "a"], ["title"], [""],
 CLAUSES = [{}, {"match": {"body": "tea"}}, {"semantic": {"body": {"query": "q"}}},
            {"term": {"a": 1}}, {"match": {}, "size": 3}, {"bool": {"must": []}}]  # fmt: skip
 leaf = st.sampled_from([None, *NUMBERS, *TEXTS])
-rerank = st.dictionaries(st.sampled_from(_RERANK), st.one_of(leaf, st.sampled_from(LISTS)), max_size=5)
+rerank = st.dictionaries(
+    st.sampled_from(_RERANK), st.one_of(leaf, st.sampled_from(LISTS)), max_size=5
+)
 sub_query = st.dictionaries(
-    st.sampled_from(["query", "weight", "boost"]), st.one_of(leaf, st.sampled_from(CLAUSES)), max_size=3
+    st.sampled_from(["query", "weight", "boost"]),
+    st.one_of(leaf, st.sampled_from(CLAUSES)),
+    max_size=3,
 )
 value = st.one_of(
     leaf,
@@ -117,10 +121,16 @@ def test_a_quick_yes_means_the_checks_find_nothing(case: tuple[str, dict[str, An
         ("xerj_vector_search", {"index": "d", "field": "f", "query_vector": []}),
         ("xerj_vector_search", {"index": "d", "field": "f", "query_vector": [1.0], "k": 10_001}),
         ("xerj_hybrid_search", {"index": "d", "queries": [{"query": {}, "boost": 2}]}),
-        ("xerj_hybrid_search", {"index": "d", "queries": [{"query": {}}], "rrf_k": 5, "fusion": "x"}),
+        (
+            "xerj_hybrid_search",
+            {"index": "d", "queries": [{"query": {}}], "rrf_k": 5, "fusion": "x"},
+        ),
         ("xerj_memory_store", {"namespace": "Bad NS", "text": "t"}),
         ("xerj_memory_store", {"namespace": "agent", "text": "t", "dedup_threshold": 1.5}),
-        ("xerj_memory_recall", {"namespace": "agent", "query": "q", "k": 3000, "recency_weight": 0.5}),
+        (
+            "xerj_memory_recall",
+            {"namespace": "agent", "query": "q", "k": 3000, "recency_weight": 0.5},
+        ),
         ("xerj_memory_recall", {"namespace": "agent", "query": " "}),
         ("xerj_get_document", {"index": "a,b", "id": "1"}),
         ("xerj_get_document", {"index": "docs", "id": ".."}),
@@ -176,17 +186,23 @@ def _integral_reference(value: Any, schema: Any) -> Any:
         changed = {}
         for key, item in value.items():
             sub = properties.get(key)
-            if isinstance(sub, Mapping) and (type(item) is float or "properties" in sub or "items" in sub):
+            if isinstance(sub, Mapping) and (
+                type(item) is float or "properties" in sub or "items" in sub
+            ):
                 new = _integral_reference(item, sub)
                 if new is not item:
                     changed[key] = new
         return {**value, **changed} if changed else value
     items = schema.get("items")
-    if isinstance(value, list) and isinstance(items, Mapping) and (
-        _integer_only(items) or "properties" in items or "items" in items
+    if (
+        isinstance(value, list)
+        and isinstance(items, Mapping)
+        and (_integer_only(items) or "properties" in items or "items" in items)
     ):
         new_items = [_integral_reference(item, items) for item in value]
-        return new_items if any(a is not b for a, b in zip(new_items, value)) else value
+        return (
+            new_items if any(a is not b for a, b in zip(new_items, value, strict=True)) else value
+        )
     return value
 
 

@@ -10,6 +10,7 @@ range boundaries fall next to invalid, unreadable and multi-call lines.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from xerj_tools import _lane, _ranges, load_registry
 from xerj_tools._cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import calls  # noqa: E402
+import calls
 
 
 def _call(name: str, arguments: Any, **extra: Any) -> str:
@@ -58,7 +59,10 @@ NASTY: list[str] = [
     '{"id": "c", "type": "function", "function": {"name": "xerj_search", "arguments": '
     '"{\\"index\\": \\"d\\ud800\\", \\"query\\": {}}"}}',  # a lone surrogate in the record
     _call("xerj_search", json.dumps({"index": "docs", "query": {"match": {"body": "thé 東京"}}})),
-    _call("xerj_search", json.dumps({"index": "docs", "query": {"match": {"body": "thé"}}}, ensure_ascii=False)),
+    _call(
+        "xerj_search",
+        json.dumps({"index": "docs", "query": {"match": {"body": "thé"}}}, ensure_ascii=False),
+    ),
     _call("xerj_search", json.dumps({"index": "docs", "query": {"x": _deep(62)}})),  # 64 levels
     _call("xerj_search", json.dumps({"index": "docs", "query": {"x": _deep(63)}})),  # 65 levels
     _call("xerj_search", json.dumps(SEARCH), extra=_deep(85)),  # the record too deep
@@ -88,15 +92,65 @@ NASTY: list[str] = [
     _call("xerj_search", json.dumps(SEARCH), custom_id="r1", response={"status_code": 200}),
     _call("xerj_search", json.dumps(SEARCH), messages=[], tools=[]),  # a fine-tuning example
     # orjson reads this as a float; `json` keeps the int, which the checks refuse
-    _call("xerj_search", '{"index": "docs", "query": {}, "track_total_hits": -12345678901234567890}'),
-    json.dumps({"custom_id": "r2", "response": {"status_code": 200, "body": {"choices": [{"message": {
-        "role": "assistant", "tool_calls": [json.loads(_call("xerj_search", '{"index": "docs", "query": {}, "size": -1}'))]}}]}}}),
-    json.dumps({"messages": [{"role": "assistant", "tool_calls": [json.loads(_call("mine", '{"q": 1}'))]}],
-                "tools": [{"type": "function", "function": {"name": "mine", "parameters": {
-                    "type": "object", "properties": {"q": {"type": "string"}}}}}]}),
-    json.dumps({"type": "function_call", "call_id": "r", "name": "xerj_search", "arguments": json.dumps(SEARCH)}),
+    _call(
+        "xerj_search", '{"index": "docs", "query": {}, "track_total_hits": -12345678901234567890}'
+    ),
+    json.dumps(
+        {
+            "custom_id": "r2",
+            "response": {
+                "status_code": 200,
+                "body": {
+                    "choices": [
+                        {
+                            "message": {
+                                "role": "assistant",
+                                "tool_calls": [
+                                    json.loads(
+                                        _call(
+                                            "xerj_search",
+                                            '{"index": "docs", "query": {}, "size": -1}',
+                                        )
+                                    )
+                                ],
+                            }
+                        }
+                    ]
+                },
+            },
+        }
+    ),
+    json.dumps(
+        {
+            "messages": [
+                {"role": "assistant", "tool_calls": [json.loads(_call("mine", '{"q": 1}'))]}
+            ],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "mine",
+                        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+                    },
+                }
+            ],
+        }
+    ),
+    json.dumps(
+        {
+            "type": "function_call",
+            "call_id": "r",
+            "name": "xerj_search",
+            "arguments": json.dumps(SEARCH),
+        }
+    ),
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": {"index": "docs"}}),
-    json.dumps([json.loads(_call("xerj_search", json.dumps(SEARCH))), json.loads(_call("xerj_search", "{}"))]),
+    json.dumps(
+        [
+            json.loads(_call("xerj_search", json.dumps(SEARCH))),
+            json.loads(_call("xerj_search", "{}")),
+        ]
+    ),
     json.dumps({"name": "xerj_search", "arguments": json.dumps(SEARCH)}),
     json.dumps({"type": "web_search_call", "id": "w"}),
     _call("xerj_search", json.dumps(SEARCH)) + "\r" + _call("xerj_search", "{}"),  # a lone CR
@@ -117,7 +171,9 @@ def _run(argv: list[str], stdin: Any = None) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _four_ways(path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> list[tuple[int, str, str]]:
+def _four_ways(
+    path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str
+) -> list[tuple[int, str, str]]:
     argv = ["validate", str(path), *extra]
     lane = _run(argv)
     monkeypatch.setattr(_lane, "ENABLED", False)
@@ -134,14 +190,18 @@ def _four_ways(path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> list
 def test_hostile_lines_get_the_report_of_the_full_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, format: str
 ) -> None:
-    lane, off, text, jobs = _four_ways(_file(tmp_path, "nasty.jsonl", NASTY), monkeypatch, "--format", format)
+    lane, off, text, jobs = _four_ways(
+        _file(tmp_path, "nasty.jsonl", NASTY), monkeypatch, "--format", format
+    )
     assert lane == off == text == jobs
     if format == "json":
         report = json.loads(lane[1])
         assert report["calls"] > 40 and report["invalid"] > 15 and report["unreadable_lines"] >= 3
 
 
-def test_a_mixed_file_gets_the_same_report_every_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_mixed_file_gets_the_same_report_every_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lines = calls.records(1500, seed=3, invalid=0.2)
     for i in range(0, 1500, 97):  # unreadable and hostile lines scattered across range boundaries
         lines.insert(i, NASTY[i % len(NASTY)])
@@ -170,9 +230,13 @@ def test_the_lane_says_yes_to_plain_valid_calls_only() -> None:
             assert result.ok and not result.repairs, line
 
 
-def test_a_file_that_is_not_utf8_is_refused_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_that_is_not_utf8_is_refused_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "latin1.jsonl"
-    path.write_bytes(_call("xerj_search", json.dumps(SEARCH)).encode() + b"\n" + "thé".encode("latin-1") + b"\n")
+    path.write_bytes(
+        _call("xerj_search", json.dumps(SEARCH)).encode() + b"\n" + "thé".encode("latin-1") + b"\n"
+    )
     for jobs in ("1", "2"):
         code, _, err = _run(["validate", str(path), "--jobs", jobs])
         assert code == 2 and "not UTF-8" in err
@@ -183,5 +247,5 @@ def test_ranges_cover_the_file_on_line_starts(tmp_path: Path) -> None:
     data = path.read_bytes()
     bounds = list(_ranges.chunk_bounds(str(path), 100))
     assert bounds[0][0] == 0 and bounds[-1][1] == len(data)
-    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
     assert all(data[start - 1 : start] == b"\n" for start, _ in bounds[1:])

@@ -46,8 +46,9 @@ def validate_batch(
 
     def numbered() -> Iterator[tuple[int, Any]]:
         nonlocal count
-        for count, line in enumerate(lines, start=1):  # noqa: B007
-            yield count, line
+        for number, line in enumerate(lines, start=1):
+            count = number
+            yield number, line
 
     from ._lane import validate_lines
 

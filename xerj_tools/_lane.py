@@ -25,11 +25,18 @@ What sends a line to the full path, each for the guarantee it keeps:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
-from ._offline import RECORD_DEPTH, CallReport, FoundCall, ValidationSummary, line_calls, validate_calls
 from ._fastcheck import Predicate
+from ._offline import (
+    RECORD_DEPTH,
+    CallReport,
+    FoundCall,
+    ValidationSummary,
+    line_calls,
+    validate_calls,
+)
 from ._quick import quick_object
 from ._registry import ToolRegistry
 
@@ -127,7 +134,7 @@ def _schema_yes(fast: Any) -> Predicate | None:
 _NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
-def lane_lines(stream: BinaryIO, start: int = 1) -> Iterator[tuple[int, bytes]]:
+def lane_lines(stream: Iterable[bytes], start: int = 1) -> Iterator[tuple[int, bytes]]:
     """The lines of a binary stream numbered as text mode numbers them (universal newlines: a
     lone ``\\r`` ends a line too), from `start`."""
     number = start - 1

@@ -77,12 +77,16 @@ def validate_range(
 
     def counted(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
         nonlocal lines
-        for lines, line in lane_lines(_range_lines(stream, start, end)):  # noqa: B007
-            yield lines, line
+        for number, line in lane_lines(_range_lines(stream, start, end)):
+            lines = number
+            yield number, line
 
     with open(path, "rb") as stream:
         summary = validate_lines(
-            registry, counted(stream), repair=repair, on_report=lambda r: results.append(r.as_dict())
+            registry,
+            counted(stream),
+            repair=repair,
+            on_report=lambda r: results.append(r.as_dict()),
         )
     return {"lines": lines, **_counts(summary), "results": results}
 
@@ -98,7 +102,7 @@ def _start_worker(tools_file: str | None) -> None:
 
 
 def start_method() -> str:
-    """"fork" where this process runs no other thread and the platform has it, else "spawn"."""
+    """ "fork" where this process runs no other thread and the platform has it, else "spawn"."""
     import multiprocessing
 
     if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
@@ -120,7 +124,12 @@ def validate_ranges(
     `on_report` in input order, numbered as one process numbers it. Returns the merged counts."""
     import multiprocessing
 
-    total: BatchResult = {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
+    total: BatchResult = {
+        "lines": 0,
+        **dict.fromkeys(_COUNTS, 0),
+        "unrecognised": {},
+        "results": [],
+    }
     method = start_method()
     if method == "fork":
         _start_worker(tools_file)  # compiled here once, inherited by every worker

@@ -121,7 +121,7 @@ def _rerank_ok(args: Mapping[str, Any], rerank: dict[str, Any], needs_query: boo
             if type(value) is not str or len(value) > limit:
                 return False
     query = rerank.get("query")
-    if ("query" in rerank and not query.strip()) or (needs_query and query is None):
+    if (type(query) is str and not query.strip()) or (needs_query and query is None):
         return False
     for key, lo, hi in _RERANK_INTS:
         if key in rerank and not (type(rerank[key]) is int and lo <= rerank[key] <= hi):
@@ -141,7 +141,7 @@ def _rerank_ok(args: Mapping[str, Any], rerank: dict[str, Any], needs_query: boo
     window = _window_of(args)
     if window is None or window[1] == 0:
         return False
-    return window[0] + window[1] <= rerank.get("window", 30)
+    return bool(window[0] + window[1] <= rerank.get("window", 30))
 
 
 def search_yes(args: Mapping[str, Any]) -> bool:
@@ -220,8 +220,10 @@ def hybrid_yes(args: Mapping[str, Any]) -> bool:
                 if not _clause_ok(sub.get("query")) or not sub.keys() <= {"query", "weight"}:
                     return False
                 weight = sub.get("weight")
-                if weight is not None and type(weight) is not int and not (
-                    type(weight) is float and weight - weight == 0.0
+                if (
+                    weight is not None
+                    and type(weight) is not int
+                    and not (type(weight) is float and weight - weight == 0.0)
                 ):
                     return False
     rrf_k = args.get("rrf_k")
