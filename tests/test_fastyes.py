@@ -12,6 +12,7 @@ import json
 import math
 import random
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +170,13 @@ def test_a_tool_without_a_quick_yes_runs_its_checks() -> None:
     replaced = REGISTRY.with_checks({"xerj_search": (refuse,)})
     assert replaced["xerj_search"].fast_yes is None
     assert not replaced.validate("xerj_search", '{"index": "docs", "query": {}}').ok
-    assert XERJ_TOOLS["xerj_list_indices"].fast_yes is None  # its checks run every time
+    assert REGISTRY["xerj_list_indices"].fast_yes is None  # its checks run every time
+    # a bundled tool given other checks keeps no quick yes of the checks it no longer runs
+    search = XERJ_TOOLS["xerj_search"]
+    params = REGISTRY["xerj_search"].parameters
+    assert search.yes_for(params) is not None
+    assert replace(search, checks=(refuse,)).yes_for(params) is None
+    assert replace(search, checks=(refuse,), fast_yes=lambda a: False).yes_for(params) is not None
 
 
 def _integral_reference(value: Any, schema: Any) -> Any:

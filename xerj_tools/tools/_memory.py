@@ -9,7 +9,6 @@ from typing import Any
 from .._format import engine_error, invalid, unusable
 from .._models import HttpRequest
 from ._checks import recall_problems, store_problems
-from ._fastyes import recall_yes, store_yes
 from ._paths import segment
 from ._tool import Received, Tool, copy_args
 
@@ -138,7 +137,6 @@ STORE = Tool(
     title="Store a memory",
     read=read_store,
     checks=(store_problems,),
-    fast_yes=store_yes,
     caps={},
     writes=True,
     queries=False,  # text and metadata are stored, not run
@@ -152,7 +150,6 @@ RECALL = Tool(
     title="Recall memories",
     read=read_recall,
     checks=(recall_problems,),
-    fast_yes=recall_yes,
     fit="memories",
     caps={"k": "max_k"},
     writes=False,

@@ -11,7 +11,6 @@ from .._hits import decode_search, hit, shard_reasons
 from .._models import HttpRequest
 from .._source_view import SourceView, source_view
 from ._checks import hybrid_problems, search_problems, semantic_problems, vector_problems
-from ._fastyes import hybrid_yes, search_yes, semantic_yes, vector_yes
 from ._paths import segment
 from ._tool import Received, Tool, copy_args, integral
 
@@ -295,7 +294,6 @@ SEARCH = Tool(
     search,
     title="Search an index (query DSL)",
     checks=(search_problems,),
-    fast_yes=search_yes,
     paging="from",
     caps={"size": "max_size"},
     hints={
@@ -310,7 +308,6 @@ SEMANTIC = Tool(
     semantic_search,
     title="Semantic search",
     checks=(semantic_problems,),
-    fast_yes=semantic_yes,
     caps={"size": "max_size", "k": "max_k"},
     too_large=_too_large_vectors,
     **_SEARCHING,
@@ -320,7 +317,6 @@ VECTOR = Tool(
     vector_search,
     title="Vector (kNN) search",
     checks=(vector_problems,),
-    fast_yes=vector_yes,
     caps={"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"},
     too_large=_too_large_vectors,
     **_SEARCHING,
@@ -330,7 +326,6 @@ HYBRID = Tool(
     hybrid_search,
     title="Hybrid search",
     checks=(hybrid_problems,),
-    fast_yes=hybrid_yes,
     caps={"size": "max_size"},
     hints={"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
     too_large=_too_large_hybrid,
