@@ -5,21 +5,24 @@ Per line (bytes), `Lane.valid` decodes the record with orjson, recognises the Ch
 record ``{"type": "function", "function": {"name", "arguments"}}`` (no ``custom_id``, no
 ``messages``: never a Batch output line nor a fine-tuning example), decodes the arguments, and
 asks the tool's compiled schema check (jsonschema-rs, compiled at once) and its quick yes for the
-prose limits (`Tool.fast_yes`; the checks themselves where it says no or there is none). It says
+prose limits (`Tool.yes_for`; where a tool has none, its checks themselves). It says
 True only when the full path (`_offline.line_calls` + `validate_calls`) would count one valid
 call with nothing to report; anything else goes to that path, line by line, which writes the
 report it always wrote. So the lane changes the speed, never the report (tests/test_lane.py
 compares both, with `ENABLED` off, on mixed files and on a file of hostile lines).
 
 What sends a line to the full path, each for the guarantee it keeps:
-- more than `RECORD_DEPTH` brackets in the line, or than `MAX_ARGUMENT_DEPTH` in the arguments
-  (`_bounds`' depth limits; a count, decided in C, bounds the depth);
-- a UTF-8 BOM, text orjson refuses (not JSON, NaN, a number past a double, a lone surrogate
-  escape, bytes that are not UTF-8), arguments that are blank or not a JSON object;
-- a run of 19 digits or a 3-digit exponent anywhere in the line (`_json`'s 19-digit integers
-  and `_bounds.may_overflow`), arguments longer than 4,096 characters (the full path walks
-  those), a line with a ``\\u`` escape whose arguments may hold a surrogate;
-- a record of another shape, a tool the registry lacks, or a call any check says no to.
+- text orjson refuses: not JSON, a UTF-8 BOM, NaN or Infinity, a number past a double, a lone
+  surrogate escape, bytes that are not UTF-8 (the full path says each as it always did);
+- a record of another shape, or one with keys beyond ``id``, ``type``, ``function``, ``index``
+  (or an ``id`` or ``index`` that is a list or an object) that holds ``custom_id`` (a Batch output line), ``messages`` (a fine-tuning example) or more
+  than `RECORD_DEPTH` brackets (`_bounds`' record depth limit; a count bounds the depth);
+- arguments that are not text, or that `_quick.quick_object` does not decode at once: more than
+  `MAX_ARGUMENT_DEPTH` brackets, a run of 19 digits (`_json`'s long integers, which orjson reads
+  as floats), a lone surrogate, more than 4,096 characters, blank, not a JSON object;
+- a tool the registry lacks or whose schema is not compiled, a schema check that says no, a
+  quick yes that says no (the full path runs the checks and explains), or, for a tool without a
+  quick yes, a check that finds a problem.
 """
 
 from __future__ import annotations
@@ -109,9 +112,9 @@ class Lane:
                 return False
         except Exception:  # a value the compiled check cannot read
             return False
-        if yes is not None and yes(value):
-            return True
-        for check in checks:  # no quick yes, or it said no: the checks decide
+        if yes is not None:  # where it says no, the full path runs the checks and explains
+            return bool(yes(value))
+        for check in checks:  # no quick yes: the checks decide
             for _ in check(value):
                 return False
         return True
