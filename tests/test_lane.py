@@ -249,3 +249,15 @@ def test_ranges_cover_the_file_on_line_starts(tmp_path: Path) -> None:
     assert bounds[0][0] == 0 and bounds[-1][1] == len(data)
     assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
     assert all(data[start - 1 : start] == b"\n" for start, _ in bounds[1:])
+
+
+@pytest.mark.slow
+def test_ranges_in_spawned_workers_give_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the process holds threads, the workers are spawned: the same report."""
+    path = _file(tmp_path, "spawned.jsonl", [*calls.records(200, seed=9, invalid=0.3), *NASTY[:12]])
+    one = _run(["validate", str(path), "--format", "json"])
+    monkeypatch.setattr(_ranges, "start_method", lambda: "spawn")
+    monkeypatch.setattr(_ranges, "CHUNK_BYTES", 4000)
+    assert _run(["validate", str(path), "--format", "json", "--jobs", "2"]) == one
