@@ -44,7 +44,7 @@ from xerj_tools.tools import Tool, _search  # noqa: E402
 STAGES = ["argument decode", "validation", "policy", "request build", "send", "response decode",
           "shaping", "serialisation", "bookkeeping"]
 WHAT = {
-    "argument decode": "the model's `arguments` string to a dict (`decode_arguments`)",
+    "argument decode": "the model's `arguments` string to a dict (`quick_object`, else `decode_arguments`)",
     "validation": "fast schema check, the tool's checks, integral numbers",
     "policy": "size guard, index rules and caps, write refusal",
     "request build": "the tool's `build`, path check, request body JSON",
@@ -91,6 +91,7 @@ def install(hooks: Hooks, dispatcher: Any) -> Callable[[bool], None]:
         swaps.append((owner, name, original, hooks.wrap(stage, original)))
 
     patch(_validation, "decode_arguments", "argument decode")
+    patch(_validation, "quick_object", "argument decode")  # the one-pass decode (`_quick`)
     patch(ToolRegistry, "validate", "validation")
     patch(_core, "integral_numbers", "validation")
     for name in ("check_size", "_apply", "write_refusal"):

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
-from ._offline import ValidationSummary, jsonl_calls, validate_calls
+from ._offline import ValidationSummary
 from ._registry import ToolRegistry, load_registry
 
 __all__ = ["merge_results", "report_of", "summary_of", "validate_batch", "write_report"]
@@ -44,15 +44,18 @@ def validate_batch(
     _orjson()
     count = 0
 
-    def numbered() -> Iterator[tuple[int, str]]:
+    def numbered() -> Iterator[tuple[int, Any]]:
         nonlocal count
-        for count, line in enumerate(lines, start=1):
-            yield count, line.decode("utf-8") if isinstance(line, bytes) else line
+        for number, line in enumerate(lines, start=1):
+            count = number
+            yield number, line
+
+    from ._lane import validate_lines
 
     results: list[dict[str, Any]] = []
-    summary = validate_calls(
+    summary = validate_lines(
         registry,
-        jsonl_calls(numbered()),
+        numbered(),
         repair=repair,
         on_report=lambda r: results.append(r.as_dict()),
     )

@@ -35,6 +35,20 @@ def _validate_in(
         found: Any = [FoundCall(args.tool, _read_argument(args.args, stdin), None, None, 1)]
     elif args.input and args.input.endswith(".parquet"):
         found = _parquet_calls(args.input, args.column)
+    elif args.input and args.input != "-" and (binary := _seekable(args.input, closing)):
+        from ._lane import starts_jsonl
+
+        if starts_jsonl(binary):  # the valid lane, over the file's bytes (xerj_tools._lane)
+            if args.jobs > 1:
+                from ._ranges import validate_ranges
+
+                return _finish_parallel(args, out, err, lambda on_report, progress: validate_ranges(
+                    args.input, args.jobs, tools_file=args.tools_file, repair=not args.strict,
+                    on_report=on_report, progress=progress,
+                ))  # fmt: skip
+            return _validate_lines(args, registry, binary, out, err)
+        binary.close()
+        found = read_calls(closing.enter_context(open(args.input, encoding="utf-8")))  # noqa: SIM115
     elif args.input:
         try:
             stream = (
@@ -67,6 +81,52 @@ def _validate_in(
         writer.abort("the input is not UTF-8 text")
         raise UsageError("the input is not UTF-8 text") from None
     return _finish(summary, writer, err)
+
+
+def _seekable(path: str, closing: contextlib.ExitStack) -> Any:
+    """The input opened in binary, where it is a seekable file; else None (a pipe, a FIFO)."""
+    try:
+        stream = closing.enter_context(open(path, "rb"))  # noqa: SIM115
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if stream.seekable():
+        return stream
+    stream.close()
+    return None
+
+
+def _validate_lines(
+    args: argparse.Namespace, registry: Any, binary: Any, out: TextIO, err: TextIO
+) -> int:
+    from ._lane import lane_lines, validate_lines
+    from ._report import JsonReport, TextReport
+
+    writer = JsonReport(out) if args.format == "json" else TextReport(out)
+    try:
+        summary = validate_lines(
+            registry,
+            lane_lines(binary),
+            repair=not args.strict,
+            progress=_progress(err),
+            on_report=writer.report,
+        )
+    except UnicodeDecodeError:
+        writer.abort("the input is not UTF-8 text")
+        raise UsageError("the input is not UTF-8 text") from None
+    return _finish(summary, writer, err)
+
+
+def _finish_parallel(args: argparse.Namespace, out: TextIO, err: TextIO, run: Any) -> int:
+    from ._batch import summary_of
+    from ._report import JsonReport, TextReport
+
+    writer = JsonReport(out) if args.format == "json" else TextReport(out)
+    try:
+        total = run(writer.report, _progress(err))
+    except UnicodeDecodeError:
+        writer.abort("the input is not UTF-8 text")
+        raise UsageError("the input is not UTF-8 text") from None
+    return _finish(summary_of(total), writer, err)
 
 
 def _progress(err: TextIO) -> Any:

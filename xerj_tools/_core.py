@@ -153,7 +153,8 @@ class DispatchCore:
             )
         # Your tools' checks join their definitions (the library's own are attached on load).
         registry = registry.with_checks(
-            {t.name: t.checks_for(registry[t.name].parameters) for t in tools}
+            {t.name: t.checks_for(registry[t.name].parameters) for t in tools},
+            {t.name: t.yes_for(registry[t.name].parameters) for t in tools},
         )
         if max_buckets < 1:
             raise ConfigurationError("max_buckets must be at least 1")

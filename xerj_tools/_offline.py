@@ -77,36 +77,44 @@ def jsonl_calls(
     """The calls of numbered JSONL lines, each `FoundCall` with its line and its 1-based index
     among these lines' calls; a line that is not JSON as ``(line, message)``. A line may also be
     a record already decoded (a Parquet cell that is a struct); None is an empty line."""
-    from ._formats import calls_in
-
     index = 0
     for number, line in lines:
-        if isinstance(line, bytes):
-            line = line.decode("utf-8")
-        if isinstance(line, str):
-            if not line.strip():
-                continue
-            try:
-                record = loads(line, RECORD_DEPTH)
-            except TooDeep as exc:
-                yield number, f"line {number} is {exc}"
-                continue
-            except ValueError as exc:
-                yield number, f"line {number} is not JSON: {exc}"
-                continue
-        elif line is None:
-            continue
-        else:
-            record = line
-        for found in calls_in(record):
+        for found in line_calls(number, line):
             if isinstance(found, FoundCall):
                 index += 1
-                yield FoundCall(
-                    found.name, found.arguments, found.call_id, number, index, found.api,
-                    found.registry,
-                )  # fmt: skip
-            else:
-                yield Unrecognised(found.kind, number)
+                found = replace(found, index=index)
+            yield found
+
+
+def line_calls(number: int, line: Any) -> Iterator[FoundCall | Unrecognised | tuple[int, str]]:
+    """The calls of JSONL line `number` (text, bytes, a decoded record or None), each
+    `FoundCall` with its line and index 0 (`jsonl_calls` numbers them)."""
+    from ._formats import calls_in
+
+    if isinstance(line, bytes):
+        line = line.decode("utf-8")
+    if isinstance(line, str):
+        if not line.strip():
+            return
+        try:
+            record = loads(line, RECORD_DEPTH)
+        except TooDeep as exc:
+            yield number, f"line {number} is {exc}"
+            return
+        except ValueError as exc:
+            yield number, f"line {number} is not JSON: {exc}"
+            return
+    elif line is None:
+        return
+    else:
+        record = line
+    for found in calls_in(record):
+        if isinstance(found, FoundCall):
+            yield FoundCall(
+                found.name, found.arguments, found.call_id, number, 0, found.api, found.registry
+            )
+        else:
+            yield Unrecognised(found.kind, number)
 
 
 def is_jsonl(first: str) -> bool:
@@ -190,13 +198,15 @@ def validate_calls(
     repair: bool = True,
     progress: Any = None,
     on_report: Callable[[CallReport], None] | None = None,
+    summary: ValidationSummary | None = None,
 ) -> ValidationSummary:
     """Validate each call; report the invalid and the repaired ones.
 
     Reports are kept in ``summary.reports``, or, with `on_report`, handed to it as they come
-    and not kept, so that memory stays flat however long the input is.
+    and not kept, so that memory stays flat however long the input is. With `summary`, the
+    counts are added to it (and it is returned).
     """
-    summary = ValidationSummary()
+    summary = ValidationSummary() if summary is None else summary
     report = on_report if on_report is not None else summary.reports.append
     for item in found:
         if isinstance(item, tuple):

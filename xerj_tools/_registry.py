@@ -48,6 +48,8 @@ class ToolSpec:
     checks: tuple[Check, ...] = field(default=(), repr=False, compare=False)
     strict: bool | None = None
     fast_check: Callable[[Any], bool] | None = field(default=None, repr=False, compare=False)
+    # True only when `checks` find nothing (`Tool.yes_for`); None: the checks always run.
+    fast_yes: Callable[[Any], bool] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
     def validator(self) -> Validator:
@@ -106,13 +108,24 @@ class ToolRegistry:
     def __getitem__(self, name: str) -> ToolSpec:
         return self._specs[name]
 
-    def with_checks(self, checks: Mapping[str, Sequence[Check]]) -> ToolRegistry:
-        """This registry with the checks of the named tools replaced (the same validators)."""
+    def with_checks(
+        self,
+        checks: Mapping[str, Sequence[Check]],
+        yes: Mapping[str, Callable[[Any], bool] | None] | None = None,
+    ) -> ToolRegistry:
+        """This registry with the checks of the named tools replaced (the same validators);
+        `yes` gives each its quick "the checks find nothing" (`Tool.yes_for`), else none."""
         if not checks:
             return self
         return ToolRegistry(
             [
-                replace(spec, checks=tuple(checks[spec.name])) if spec.name in checks else spec
+                replace(
+                    spec,
+                    checks=tuple(checks[spec.name]),
+                    fast_yes=(yes or {}).get(spec.name),
+                )
+                if spec.name in checks
+                else spec
                 for spec in self._specs.values()
             ]
         )
@@ -159,7 +172,12 @@ class ToolRegistry:
                 "$", f"unknown tool {name!r}; known tools: {', '.join(self._specs)}"
             )
         return validate_arguments(
-            spec._validator, arguments, spec.checks, repair=repair, fast=spec.fast_check
+            spec._validator,
+            arguments,
+            spec.checks,
+            repair=repair,
+            fast=spec.fast_check,
+            yes=spec.fast_yes,
         )
 
 
@@ -303,7 +321,11 @@ def _registry_of(
     specs = [_spec_from_definition(d, i, checks or {}, trusted=trusted) for i, d in enumerate(data)]
     return ToolRegistry(
         [
-            replace(spec, checks=XERJ_TOOLS[spec.name].checks_for(spec.parameters))
+            replace(
+                spec,
+                checks=XERJ_TOOLS[spec.name].checks_for(spec.parameters),
+                fast_yes=XERJ_TOOLS[spec.name].yes_for(spec.parameters),
+            )
             if spec.name in XERJ_TOOLS and spec.name not in (checks or {})
             else spec
             for spec in specs

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._bounds import TooDeep, loads, may_hold_surrogate, may_overflow, value_problem
 from ._problems import Check, Problem, ValidationResult, json_path, json_type
+from ._quick import quick_object
 from ._repair import repair_arguments
 
 if TYPE_CHECKING:  # jsonschema is imported when a call first fails its fast check
@@ -109,16 +110,21 @@ def validate_arguments(
     *,
     repair: bool = False,
     fast: Callable[[Any], bool] | None = None,
+    yes: Callable[[Any], bool] | None = None,
 ) -> ValidationResult:
     """Decode `raw` and check it against `validator` and `checks`, collecting every problem.
 
     `validator` returns the tool's compiled validator; it is called only when `fast` is None or
-    says no, so that a valid call never needs jsonschema (nor its import).
+    says no, so that a valid call never needs jsonschema (nor its import). `yes` returns True
+    only when `checks` find nothing (`Tool.yes_for`): where `fast` and it both say yes, the
+    checks do not run.
 
     With `repair`, a call that fails is first repaired where the schema allows exactly one
     reading (see `xerj_tools._repair`); the repairs are listed in the result either way.
     """
-    value, problem = decode_arguments(raw)
+    # Text with nothing for the bounds to find decodes at once (`_quick`), else in full.
+    quick = quick_object(raw) if type(raw) is str else None
+    value, problem = (quick, None) if quick is not None else decode_arguments(raw)
     if problem is not None:
         return ValidationResult(False, None, (problem,), decode_error=True)
     if not isinstance(value, dict):
@@ -134,10 +140,12 @@ def validate_arguments(
     # is cheaper than the walk.
     text = isinstance(raw, (str, bytes))
     short = raw if isinstance(raw, str) and len(raw) <= 4096 else None
-    suspect = short is None or may_overflow(short) or may_hold_surrogate(short)
+    suspect = quick is None and (short is None or may_overflow(short) or may_hold_surrogate(short))
     if suspect and (problem := bounds_problem(value, decoded=text)):
         return ValidationResult(False, None, (problem,))
     schema_ok = fast(value) if fast is not None else None
+    if schema_ok and yes is not None and yes(value):
+        return ValidationResult(True, value)
     if schema_ok is False and repair:
         problems = []  # explained below only if no repair applies: a repaired call never is
     else:
@@ -189,16 +197,15 @@ def integral_numbers(value: Any, schema: Any) -> Any:
         return int(value) if value.is_integer() and _integer_only(schema) else value
     if not isinstance(schema, Mapping):
         return value
-    if isinstance(value, dict) and isinstance(properties := schema.get("properties"), Mapping):
+    if isinstance(value, dict) and isinstance(schema.get("properties"), Mapping):
         changed: dict[str, Any] = {}
-        for key, item in value.items():
-            sub = properties.get(key)
-            if isinstance(sub, Mapping) and (
-                type(item) is float or ("properties" in sub or "items" in sub)
-            ):
-                new = integral_numbers(item, sub)
-                if new is not item:
-                    changed[key] = new
+        for key, sub, nested in _plan(schema):  # only the keys where a number can change
+            if key in value:
+                item = value[key]
+                if nested or type(item) is float:
+                    new = integral_numbers(item, sub)
+                    if new is not item:
+                        changed[key] = new
         return {**value, **changed} if changed else value
     items = schema.get("items")
     if (
@@ -211,3 +218,23 @@ def integral_numbers(value: Any, schema: Any) -> Any:
             new_items if any(a is not b for a, b in zip(new_items, value, strict=True)) else value
         )
     return value
+
+
+# Per object schema: its properties where an integral float can be made an int (typed integer
+# only) or that nest (properties or items), each (key, schema, nests); built once per schema.
+_PLANS: dict[int, tuple[Mapping[str, Any], tuple[tuple[str, Mapping[str, Any], bool], ...]]] = {}
+
+
+def _plan(schema: Mapping[str, Any]) -> tuple[tuple[str, Mapping[str, Any], bool], ...]:
+    found = _PLANS.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    plan = tuple(
+        (key, sub, "properties" in sub or "items" in sub)
+        for key, sub in schema["properties"].items()
+        if isinstance(sub, Mapping) and ("properties" in sub or "items" in sub or _integer_only(sub))
+    )
+    if len(_PLANS) >= 1024:
+        _PLANS.clear()
+    _PLANS[id(schema)] = (schema, plan)  # the schema is kept: its id is not reused meanwhile
+    return plan

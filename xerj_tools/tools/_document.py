@@ -27,6 +27,7 @@ from .._format import engine_error, invalid, unusable
 from .._models import HttpRequest, Outcome, Reply
 from .._problems import Problem
 from .._source_view import SourceView
+from ._fastyes import document_yes, pair
 from ._paths import document_id_problem, index_problem, segment
 from ._tool import Received, Tool
 
@@ -46,6 +47,9 @@ def _problems(args: Mapping[str, Any]) -> Iterator[Problem]:
         yield Problem("$.index", "must name one index (or alias): no pattern, list or _all")
     if (problem := document_id_problem(args.get("id"))) is not None:
         yield problem
+
+
+pair(_problems, document_yes)  # its quick yes (`Tool.yes_for`)
 
 
 def _answered(reply: Reply) -> bool:

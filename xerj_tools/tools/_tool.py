@@ -12,6 +12,7 @@ from .._format import engine_error, unusable
 from .._models import HttpRequest, Outcome, Reply
 from .._problems import Check
 from ._checks import unknown_keys
+from ._fastyes import quick_yes
 
 __all__ = [
     "After", "FollowUp", "Handler", "IndexPolicy", "Origin", "Received", "Tool", "copy_args", "inferred_caps",
@@ -88,6 +89,10 @@ def copy_args(args: Mapping[str, Any], body: dict[str, Any], *keys: str) -> None
             body[key] = integral(args[key])
 
 
+def _always(args: Mapping[str, Any]) -> bool:
+    return True
+
+
 def is_2xx(reply: Reply) -> bool:
     return 200 <= reply.status < 300
 
@@ -156,6 +161,7 @@ class Tool:
     build: Handler
     read: Reader = read_json
     checks: tuple[Check, ...] = ()
+    fast_yes: Callable[[Mapping[str, Any]], bool] | None = field(default=None, repr=False)
     fit: Fit = "json"  # the fitting strategy (`xerj_tools._budget.Fit`)
     paging: str | None = None
     index_args: tuple[str, ...] | None = None
@@ -226,6 +232,20 @@ class Tool:
         ):
             return self.checks
         return (unknown_keys(tuple(properties), self.hints), *self.checks)
+
+    def yes_for(self, parameters: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool] | None:
+        """A quick "the checks of `checks_for(parameters)` find nothing" (unknown arguments
+        included), or None when this tool has checks and no `fast_yes`."""
+        checks = self.checks_for(parameters)
+        if not checks:
+            return _always
+        own = self.fast_yes or (quick_yes(self.checks) if self.checks else _always)
+        if own is None:
+            return None
+        if len(checks) == len(self.checks):  # no unknown-argument check
+            return own
+        known = frozenset(parameters["properties"])
+        return lambda args: args.keys() <= known and own(args)
 
     def answer(self, received: Received) -> dict[str, Any]:
         """The payload for an answered reply: `read`, then the request's notes."""

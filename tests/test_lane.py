@@ -1,0 +1,263 @@
+"""The valid lane (`xerj_tools._lane`) and `--jobs N` by byte ranges (`xerj_tools._ranges`)
+change the speed of `xerj-tools validate`, never its report.
+
+Each input is validated four ways, and the outputs compared byte for byte: the lane over the
+file's bytes; the same with the lane turned off (`_lane.ENABLED`); the file on stdin, read as
+text by the path that predates the lane; and `--jobs 2` over byte ranges cut small, so that
+range boundaries fall next to invalid, unreadable and multi-call lines.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xerj_tools import _lane, _ranges, load_registry
+from xerj_tools._cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import calls
+
+
+def _call(name: str, arguments: Any, **extra: Any) -> str:
+    function = {"name": name, "arguments": arguments}
+    return json.dumps({"id": "c", "type": "function", "function": function, **extra})
+
+
+def _deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+SEARCH = {"index": "docs", "query": {"match": {"body": "tea"}}}
+NASTY: list[str] = [
+    _call("xerj_search", json.dumps(SEARCH)),
+    "",
+    "   ",
+    "\x0c",  # blank to str.strip, not to bytes.strip
+    "not json at all",
+    "\ufeff" + _call("xerj_search", json.dumps(SEARCH)),  # a BOM
+    _call("xerj_search", '{"index": "docs", "query": {}, "size": NaN}'),
+    '{"id": "c", "type": "function", "n": Infinity, "function": {"name": "xerj_search", "arguments": "{}"}}',
+    _call("xerj_search", '{"index": "docs", "query": {"term": {"n": 12345678901234567890123}}}'),
+    _call("xerj_search", '{"index": "docs", "query": {"term": {"n": 1234567890123456789}}}'),
+    _call("xerj_search", '{"index": "docs", "query": {}, "size": 12345678901234567890}'),
+    '{"id": 12345678901234567890123, "type": "function", "function": {"name": "xerj_search", '
+    '"arguments": "{\\"index\\": \\"docs\\", \\"query\\": {}}"}}',
+    _call("xerj_search", '{"index": "docs", "query": {"term": {"n": 1e400}}}'),
+    _call("xerj_search", '{"index": "docs", "query": {"term": {"n": 1e200}}}'),
+    _call("xerj_search", '{"index": "docs", "query": {"term": {"t": "\\ud800"}}}'),  # escaped
+    _call("xerj_search", '{"index": "docs", "query": {"term": {"t": "\\ud83d\\ude00"}}}'),
+    '{"id": "c", "type": "function", "function": {"name": "xerj_search", "arguments": '
+    '"{\\"index\\": \\"d\\ud800\\", \\"query\\": {}}"}}',  # a lone surrogate in the record
+    _call("xerj_search", json.dumps({"index": "docs", "query": {"match": {"body": "thé 東京"}}})),
+    _call(
+        "xerj_search",
+        json.dumps({"index": "docs", "query": {"match": {"body": "thé"}}}, ensure_ascii=False),
+    ),
+    _call("xerj_search", json.dumps({"index": "docs", "query": {"x": _deep(62)}})),  # 64 levels
+    _call("xerj_search", json.dumps({"index": "docs", "query": {"x": _deep(63)}})),  # 65 levels
+    _call("xerj_search", json.dumps(SEARCH), extra=_deep(85)),  # the record too deep
+    _call("xerj_search", json.dumps(SEARCH), extra=_deep(40)),
+    '{"id": "c", "type": "function", "function": {"name": "xerj_search", "arguments": '
+    '"\\u007b\\"index\\": \\"docs\\", \\"query\\": \\u007b\\u007d\\u007d"}}',  # escaped brackets
+    _call("xerj_search", ""),
+    _call("xerj_search", "   "),
+    _call("xerj_list_indices", ""),
+    _call("xerj_search", SEARCH),  # arguments as an object
+    _call("xerj_search", "[1]"),
+    _call("xerj_search", "3"),
+    _call("xerj_search", None),
+    _call("xerj_nope", json.dumps(SEARCH)),
+    _call(["xerj_search"], json.dumps(SEARCH)),  # type: ignore[arg-type]
+    _call("xerj_search", '{"index": "a", "index": "docs", "query": {}}'),  # duplicate keys
+    _call("xerj_search", '{"index": "docs", "query": {}, "size": 5000.0}'),
+    _call("xerj_search", '{"index": "docs", "query": {}, "size": true}'),
+    _call("xerj_search", '{"index": "docs", "query": {}, "size": "10"}'),  # repaired
+    _call("xerj_search", '{"index": "docs", "query": {}, "from": 9995}'),
+    _call("xerj_search", json.dumps({**SEARCH, "rerank": {"window": 50}})),
+    _call("xerj_search", json.dumps({**SEARCH, "size": 60, "rerank": {"window": 50}})),
+    _call("xerj_vector_search", '{"index": "d", "field": "f", "query_vector": [1, 2], "k": 10}'),
+    _call("xerj_vector_search", '{"index": "d", "field": "f", "query_vector": [], "k": 10}'),
+    _call("xerj_memory_recall", '{"namespace": "agent", "query": " "}'),
+    _call("xerj_search", json.dumps(SEARCH), custom_id="r1"),  # custom_id without a response
+    _call("xerj_search", json.dumps(SEARCH), custom_id="r1", response={"status_code": 200}),
+    _call("xerj_search", json.dumps(SEARCH), messages=[], tools=[]),  # a fine-tuning example
+    # orjson reads this as a float; `json` keeps the int, which the checks refuse
+    _call(
+        "xerj_search", '{"index": "docs", "query": {}, "track_total_hits": -12345678901234567890}'
+    ),
+    json.dumps(
+        {
+            "custom_id": "r2",
+            "response": {
+                "status_code": 200,
+                "body": {
+                    "choices": [
+                        {
+                            "message": {
+                                "role": "assistant",
+                                "tool_calls": [
+                                    json.loads(
+                                        _call(
+                                            "xerj_search",
+                                            '{"index": "docs", "query": {}, "size": -1}',
+                                        )
+                                    )
+                                ],
+                            }
+                        }
+                    ]
+                },
+            },
+        }
+    ),
+    json.dumps(
+        {
+            "messages": [
+                {"role": "assistant", "tool_calls": [json.loads(_call("mine", '{"q": 1}'))]}
+            ],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "mine",
+                        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+                    },
+                }
+            ],
+        }
+    ),
+    json.dumps(
+        {
+            "type": "function_call",
+            "call_id": "r",
+            "name": "xerj_search",
+            "arguments": json.dumps(SEARCH),
+        }
+    ),
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": {"index": "docs"}}),
+    json.dumps(
+        [
+            json.loads(_call("xerj_search", json.dumps(SEARCH))),
+            json.loads(_call("xerj_search", "{}")),
+        ]
+    ),
+    json.dumps({"name": "xerj_search", "arguments": json.dumps(SEARCH)}),
+    json.dumps({"type": "web_search_call", "id": "w"}),
+    _call("xerj_search", json.dumps(SEARCH)) + "\r" + _call("xerj_search", "{}"),  # a lone CR
+    _call("xerj_search", json.dumps(SEARCH)) + "\r",
+    _call("xerj_search", json.dumps({**SEARCH, "query": {"match": {"body": "x" * 5000}}})),  # long
+]
+
+
+def _file(tmp_path: Path, name: str, lines: list[str], newline: str = "\n") -> Path:
+    path = tmp_path / name
+    path.write_bytes(newline.join(lines).encode("utf-8", "surrogatepass") + newline.encode())
+    return path
+
+
+def _run(argv: list[str], stdin: Any = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, stdin=stdin, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _four_ways(
+    path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str
+) -> list[tuple[int, str, str]]:
+    argv = ["validate", str(path), *extra]
+    lane = _run(argv)
+    monkeypatch.setattr(_lane, "ENABLED", False)
+    off = _run(argv)
+    monkeypatch.setattr(_lane, "ENABLED", True)
+    with path.open(encoding="utf-8") as stdin:  # the text path that predates the lane
+        text = _run(["validate", "-", *extra], stdin)
+    monkeypatch.setattr(_ranges, "CHUNK_BYTES", 700)
+    jobs = _run([*argv, "--jobs", "2"])
+    return [lane, off, text, jobs]
+
+
+@pytest.mark.parametrize("format", ["json", "text"])
+def test_hostile_lines_get_the_report_of_the_full_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, format: str
+) -> None:
+    lane, off, text, jobs = _four_ways(
+        _file(tmp_path, "nasty.jsonl", NASTY), monkeypatch, "--format", format
+    )
+    assert lane == off == text == jobs
+    if format == "json":
+        report = json.loads(lane[1])
+        assert report["calls"] > 40 and report["invalid"] > 15 and report["unreadable_lines"] >= 3
+
+
+def test_a_mixed_file_gets_the_same_report_every_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = calls.records(1500, seed=3, invalid=0.2)
+    for i in range(0, 1500, 97):  # unreadable and hostile lines scattered across range boundaries
+        lines.insert(i, NASTY[i % len(NASTY)])
+    path = _file(tmp_path, "mixed.jsonl", lines)
+    lane, off, text, jobs = _four_ways(path, monkeypatch, "--format", "json")
+    assert lane == off == text == jobs
+    assert json.loads(lane[1])["valid"] > 1000
+
+
+def test_crlf_lines_get_the_same_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _file(tmp_path, "crlf.jsonl", calls.records(300, seed=5, invalid=0.3), newline="\r\n")
+    lane, off, text, jobs = _four_ways(path, monkeypatch, "--format", "json")
+    assert lane == off == text == jobs
+
+
+def test_the_lane_says_yes_to_plain_valid_calls_only() -> None:
+    lane = _lane.Lane(load_registry())
+    valid = [line.encode() for line in calls.records(400, seed=11, invalid=0.0)]
+    assert sum(map(lane.valid, valid)) >= 380  # the rest are repaired calls: reported
+    for line in NASTY:
+        raw = line.encode("utf-8", "surrogatepass")
+        if lane.valid(raw):  # what the lane passes, the full path finds valid with nothing to say
+            registry = load_registry()
+            function = json.loads(line)["function"]
+            result = registry.validate(function["name"], function["arguments"], repair=True)
+            assert result.ok and not result.repairs, line
+
+
+def test_a_file_that_is_not_utf8_is_refused_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(
+        _call("xerj_search", json.dumps(SEARCH)).encode() + b"\n" + "thé".encode("latin-1") + b"\n"
+    )
+    for jobs in ("1", "2"):
+        code, _, err = _run(["validate", str(path), "--jobs", jobs])
+        assert code == 2 and "not UTF-8" in err
+
+
+def test_ranges_cover_the_file_on_line_starts(tmp_path: Path) -> None:
+    path = _file(tmp_path, "r.jsonl", ["a" * n for n in range(1, 60)])
+    data = path.read_bytes()
+    bounds = list(_ranges.chunk_bounds(str(path), 100))
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(data)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
+    assert all(data[start - 1 : start] == b"\n" for start, _ in bounds[1:])
+
+
+@pytest.mark.slow
+def test_ranges_in_spawned_workers_give_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the process holds threads, the workers are spawned: the same report."""
+    path = _file(tmp_path, "spawned.jsonl", [*calls.records(200, seed=9, invalid=0.3), *NASTY[:12]])
+    one = _run(["validate", str(path), "--format", "json"])
+    monkeypatch.setattr(_ranges, "start_method", lambda: "spawn")
+    monkeypatch.setattr(_ranges, "CHUNK_BYTES", 4000)
+    assert _run(["validate", str(path), "--format", "json", "--jobs", "2"]) == one

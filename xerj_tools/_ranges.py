@@ -1,0 +1,155 @@
+"""`xerj-tools validate FILE --jobs N` over a seekable file: byte ranges read by the workers.
+
+The parent never reads the lines. It cuts the file into ranges of about `CHUNK_BYTES`, each
+ending where a line starts, and hands each range (a path and two offsets) to a pool of N
+processes; a worker opens the file, reads its range line by line through the valid lane
+(`_lane.validate_lines`) and returns the range's counts, its line count and its reports (the
+`_batch.validate_batch` form, lines counted from the range's start). The parent writes the
+reports in input order, lines and indexes moved past the ranges before (`_batch.shifted`), so
+the report is the one a single process prints. At most twice N ranges are in flight, and a
+range is small (a range of only invalid calls holds a few thousand reports), so memory stays flat
+however long the file is.
+
+Input that cannot be sought (stdin, a pipe) keeps the block path of `_batch.validate_parallel`.
+
+Workers are forked where the process holds no other thread (the CLI's case: the registry and
+the compiled checks are inherited, nothing is pickled but offsets and results), else spawned:
+forking a process with threads can copy a lock another thread holds.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+from ._batch import _COUNTS, BatchResult, _counts, _orjson, _registry, add_counts, shifted
+
+__all__ = ["CHUNK_BYTES", "chunk_bounds", "validate_range", "validate_ranges"]
+
+CHUNK_BYTES = 1 << 20  # a range per task: ~4,000 recorded calls
+
+
+def chunk_bounds(path: str, size: int = CHUNK_BYTES) -> Iterator[tuple[int, int]]:
+    """(start, end) byte ranges covering the file, each of about `size` bytes and ending just
+    after a newline (or at the end of the file): every range starts where a line starts."""
+    with open(path, "rb") as stream:
+        total = os.fstat(stream.fileno()).st_size
+        start = 0
+        while start < total:
+            end = start + max(size, 1)
+            if end >= total:
+                end = total
+            else:
+                stream.seek(end - 1)
+                stream.readline()  # to the end of the line holding byte end - 1
+                end = min(stream.tell(), total)
+            yield start, end
+            start = end
+
+
+def _range_lines(stream: BinaryIO, start: int, end: int) -> Iterator[bytes]:
+    stream.seek(start)
+    left = end - start
+    while left > 0:
+        line = stream.readline()
+        if not line:
+            return
+        if len(line) > left:
+            line = line[:left]  # the file grew after it was cut: keep to the range
+        left -= len(line)
+        yield line
+
+
+def validate_range(
+    path: str, start: int, end: int, *, tools_file: str | None = None, repair: bool = True
+) -> BatchResult:
+    """Validate the lines of bytes [start, end) of a JSONL file: `validate_batch`'s result
+    (lines and indexes counted from the range's start)."""
+    from ._lane import lane_lines, validate_lines
+
+    registry = _registry(tools_file)
+    _orjson()
+    results: list[dict[str, Any]] = []
+    lines = 0
+
+    def counted(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+        nonlocal lines
+        for number, line in lane_lines(_range_lines(stream, start, end)):
+            lines = number
+            yield number, line
+
+    with open(path, "rb") as stream:
+        summary = validate_lines(
+            registry,
+            counted(stream),
+            repair=repair,
+            on_report=lambda r: results.append(r.as_dict()),
+        )
+    return {"lines": lines, **_counts(summary), "results": results}
+
+
+def _task(path: str, start: int, end: int, tools_file: str | None, repair: bool) -> BatchResult:
+    return validate_range(path, start, end, tools_file=tools_file, repair=repair)
+
+
+def _start_worker(tools_file: str | None) -> None:
+    from ._lane import Lane
+
+    Lane(_registry(tools_file))  # orjson loaded and the schema checks compiled, once
+
+
+def start_method() -> str:
+    """ "fork" where this process runs no other thread and the platform has it, else "spawn"."""
+    import multiprocessing
+
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
+def validate_ranges(
+    path: str,
+    jobs: int,
+    *,
+    tools_file: str | None,
+    repair: bool,
+    on_report: Callable[[dict[str, Any]], None],
+    progress: Callable[[int], None] | None = None,
+    chunk: int | None = None,
+) -> BatchResult:
+    """Validate a seekable JSONL file in `jobs` processes, by byte ranges; each report goes to
+    `on_report` in input order, numbered as one process numbers it. Returns the merged counts."""
+    import multiprocessing
+
+    total: BatchResult = {
+        "lines": 0,
+        **dict.fromkeys(_COUNTS, 0),
+        "unrecognised": {},
+        "results": [],
+    }
+    method = start_method()
+    if method == "fork":
+        _start_worker(tools_file)  # compiled here once, inherited by every worker
+    context = multiprocessing.get_context(method)
+    with context.Pool(jobs, _start_worker, (tools_file,)) as pool:
+        pending: deque[Any] = deque()
+
+        def drain_one() -> None:
+            result = pending.popleft().get()
+            for report in shifted(result["results"], total["lines"], total["calls"]):
+                on_report(report)
+            before = total["calls"] // 10_000
+            add_counts(total, result)
+            if progress is not None and total["calls"] // 10_000 > before:
+                progress(total["calls"])
+
+        for start, end in chunk_bounds(path, chunk or CHUNK_BYTES):
+            pending.append(pool.apply_async(_task, (path, start, end, tools_file, repair)))
+            if len(pending) >= 2 * jobs:
+                drain_one()
+        while pending:
+            drain_one()
+    return total
