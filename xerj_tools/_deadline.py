@@ -23,7 +23,6 @@ import httpx2
 __all__ = ["Deadline", "Running", "guard", "http_library", "timeouts"]
 
 
-
 class Deadline:
     """The moment a call must be over, on `clock`."""
 

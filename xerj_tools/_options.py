@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_DEADLINE", "PARAMETERS", "documented", "AsyncDispatchKeywords", "DispatchKeywords", "DispatchOptions", "advertise",
-    "check_max_in_flight", "from_keywords", "unexpected",
+    "check_max_in_flight", "from_keywords", "options_repr", "unexpected",
 ]  # fmt: skip
 
 DEFAULT_DEADLINE = 60.0
@@ -235,7 +235,7 @@ class DispatchOptions:
         return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:
-        return _repr(self)
+        return options_repr(self)
 
 
 def _document(cls: type) -> None:
@@ -254,7 +254,7 @@ def _names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def _repr(options: Any) -> str:
+def options_repr(options: Any) -> str:
     """The fields that differ from their defaults; a secret shows as ``'<redacted>'``."""
     shown = []
     for f in dataclasses.fields(options):
