@@ -50,7 +50,7 @@ from ._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
 from ._validation import integral_numbers
-from .tools import Handler, Received, Tool, reading_tool, tool_table
+from .tools import Handler, Received, Tool, reading_tool, served_advice, tool_table
 from .tools._paths import dot_segment
 
 __all__ = ["DispatchCore", "ToolResult"]
@@ -259,7 +259,7 @@ class DispatchCore:
                 scope = provider if refusal.provider_specific else EVERY_PROVIDER
                 self.rerank_memory.remember(node, refusal.reason, scope)
             if not self.rerank_fallback:
-                advice = prepared.tool.too_large if prepared.tool is not None else None
+                advice = served_advice(prepared.tool, self.tools) if prepared.tool else None
                 error = engine_error(outcome, request, advice)
                 return error_payload(error, attempts=attempts)
             note = {"applied": False, "reason": refusal.reason, "fallback": FALLBACK}
@@ -301,7 +301,7 @@ class DispatchCore:
             if "aggregations" in payload:
                 payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
             return payload
-        error = engine_error(outcome, request, tool.too_large)
+        error = engine_error(outcome, request, served_advice(tool, self.tools))
         return error_payload(error, attempts=attempts)
 
     def _shape(
@@ -331,11 +331,16 @@ class DispatchCore:
         def next_page(shown: int) -> dict[str, int] | None:
             return None if page_from is None else {"from": page_from + shown}
 
-        fit: Fit | None = getattr(getattr(prepared, "tool", None), "fit", None)
+        tool_object = prepared.tool if prepared is not None else None
+        fit: Fit | None = getattr(tool_object, "fit", None)
         if fit is None:
             memories = prepared is not None and prepared.request.kind == "memory_recall"
             fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
-        return fit_message(payload, limit, fit=fit, next_page=next_page, plain=plain)
+        # how to read a cut field whole, from the tool, naming only tools served here
+        refetch = tool_object.refetch_hint(self.tools) if tool_object is not None else None
+        return fit_message(
+            payload, limit, fit=fit, next_page=next_page, plain=plain, refetch=refetch
+        )
 
     def result(
         self,

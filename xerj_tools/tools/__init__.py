@@ -8,7 +8,8 @@ first-party additions beside them. A tool of yours is declared the same way and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -29,6 +30,7 @@ __all__ = [
     "handler_tool",
     "read_json",
     "reading_tool",
+    "served_advice",
     "tool_named",
     "tool_table",
 ]
@@ -86,7 +88,7 @@ def reading_tool(tool: Tool | str, request: HttpRequest) -> Tool:
     like = _BY_KIND.get(request.kind)
     if like is None:
         return replace(tool, read=read_json, fit="json", paging=None)
-    return replace(tool, read=like.read, fit=like.fit, paging=like.paging)
+    return replace(tool, read=like.read, fit=like.fit, paging=like.paging, refetch=like.refetch)
 
 
 def tool_table(
@@ -101,3 +103,24 @@ def tool_table(
     for tool in tools:
         table[tool.name] = tool
     return table
+
+
+def served_advice(
+    tool: Tool, served: Collection[str]
+) -> Callable[[HttpRequest], str | None] | None:
+    """The tool's `too_large` advice for a dispatcher that serves the tools named `served`: an
+    advice naming one of the library's tools that is not among them is left out (the error's
+    own words stand), so that the model is never sent to a tool it does not have."""
+    too_large = tool.too_large
+    if too_large is None:
+        return None
+
+    def advise(request: HttpRequest) -> str | None:
+        said = too_large(request)
+        absent = [n for n in _NAMED.findall(said or "") if n in XERJ_TOOLS and n not in served]
+        return None if absent else said
+
+    return advise
+
+
+_NAMED = re.compile(r"\bxerj_[a-z_]+\b")

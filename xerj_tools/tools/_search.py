@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from .._format import engine_error, invalid, unusable
@@ -278,10 +278,23 @@ def _too_large_hybrid(request: HttpRequest) -> str:
     return f"Ask for fewer hits: call again with a smaller size (it was {size}; {fewer})."
 
 
+def _fetch_hit(served: Collection[str]) -> str | None:
+    """How to read a cut field whole, with a tool this dispatcher serves (or None)."""
+    if "xerj_search" in served:
+        return (
+            "to read a cut field whole, fetch that hit alone with xerj_search "
+            "(a query on its _id, source set to the field, size 1)"
+        )
+    if "xerj_get_document" in served:
+        return "to read a cut field whole, fetch that document with xerj_get_document"
+    return None
+
+
 _NO_AGGS = "aggregations are not supported with hybrid queries; run them as a separate xerj_search"
 _SEARCHING: dict[str, Any] = {
     "read": read_search,
     "fit": "hits",
+    "refetch": _fetch_hit,
     "index_args": ("index",),
     "namespace_args": (),
     "writes": False,
