@@ -100,7 +100,8 @@ class AgentOptions:
     """How the agent loop runs, checked when made; ``options=`` of `run_agent`, `arun_agent`,
     `stream_agent` and `astream_agent`, whose keywords of the same names change it (the keyword
     wins). A bad value raises `ConfigurationError` here; the repr lists the fields that differ
-    from their defaults.
+    from their defaults, without the values of create() options that may carry a credential
+    (``extra_headers``, ``extra_body``, ``extra_query``, names with key, auth, token...).
 
     - `api`: ``"chat"`` (Chat Completions) or ``"responses"``.
     - `max_turns`: model turns before the run ends with ``outcome="max_turns"``. Default: 10.
@@ -155,7 +156,7 @@ class AgentOptions:
         return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:
-        return options_repr(self)
+        return options_repr(self, masked=("create_options",))
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(AgentOptions))

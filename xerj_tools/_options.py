@@ -254,17 +254,28 @@ def _names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def options_repr(options: Any) -> str:
-    """The fields that differ from their defaults; a secret shows as ``'<redacted>'``."""
+def options_repr(options: Any, masked: Collection[str] = ()) -> str:
+    """The fields that differ from their defaults; a secret shows as ``<redacted>``, and so
+    does, in a mapping field named in `masked`, each value whose key may hold one."""
     shown = []
     for f in dataclasses.fields(options):
         value = getattr(options, f.name)
         if f.default is not dataclasses.MISSING and value == f.default:
             continue
-        if isinstance(value, MappingProxyType):
+        if isinstance(value, Mapping) and f.name in masked:
+            value = {k: "<redacted>" if _secret_key(k) else v for k, v in value.items()}
+        elif isinstance(value, MappingProxyType):
             value = dict(value)
         shown.append(f"{f.name}={'<redacted>' if f.name in _SECRETS else repr(value)}")
     return f"{type(options).__name__}({', '.join(shown)})"
+
+
+def _secret_key(key: Any) -> bool:
+    """Whether an option of this name may carry a credential (headers and bodies included)."""
+    name = str(key).lower()
+    return name.startswith("extra_") or any(
+        word in name for word in ("key", "auth", "token", "secret", "password", "header")
+    )
 
 
 def unexpected(owner: str, keywords: Collection[str], known: Collection[str]) -> None:
