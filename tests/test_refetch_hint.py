@@ -164,3 +164,30 @@ def test_every_library_hint_names_only_served_tools() -> None:
             served: Mapping[str, Any] = {n: 1 for n in XERJ_TOOLS if n != absent}
             hint = tool.refetch_hint(served) or ""
             assert absent not in named_tools(hint), (name, absent)
+
+
+@pytest.mark.parametrize(
+    "registry", [None, without("xerj_search")], ids=["full", "without_xerj_search"]
+)
+def test_an_argument_hint_names_xerj_search_only_where_it_is_served(
+    registry: ToolRegistry | None,
+) -> None:
+    queries = [{"type": "match", "query": {"match": {"body": "outage"}}}]
+    arguments = {"index": "docs", "queries": queries, "aggs": {"by": {"terms": {"field": "tag"}}}}
+    result = canned("xerj_hybrid_search", arguments, {}, registry=registry)
+    assert result.code == "invalid_arguments"
+    [problem] = [p for p in result.payload["error"]["problems"] if p["path"] == "$.aggs"]
+    assert problem["path"] == "$.aggs" and problem["message"].startswith("unknown argument")
+    served = registry.names if registry is not None else tuple(XERJ_TOOLS)
+    assert ("xerj_search" in problem["message"]) == ("xerj_search" in served)
+    assert named_tools(result.content) <= set(served)
+
+
+def test_checks_of_your_own_for_a_library_tool_are_kept() -> None:
+    def no_aggs(arguments: Mapping[str, Any]) -> Any:
+        return iter(())
+
+    full = load_registry(checks={"xerj_hybrid_search": [no_aggs]})
+    registry = ToolRegistry([full[n] for n in full.names if n != "xerj_search"])
+    with Dispatcher(url="http://xerj.test", registry=registry) as dispatcher:
+        assert dispatcher.registry["xerj_hybrid_search"].checks == (no_aggs,)

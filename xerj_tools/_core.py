@@ -50,7 +50,7 @@ from ._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
 from ._validation import integral_numbers
-from .tools import Handler, Received, Tool, reading_tool, served_advice, tool_table
+from .tools import Handler, Received, Tool, reading_tool, served_advice, served_hints, tool_table
 from .tools._paths import dot_segment
 
 __all__ = ["DispatchCore", "ToolResult"]
@@ -152,8 +152,12 @@ class DispatchCore:
                 "description and parameters, or add it to the registry's tools file"
             )
         # Your tools' checks join their definitions (the library's own are attached on load).
-        registry = registry.with_checks(
-            {t.name: t.checks_for(registry[t.name].parameters) for t in tools}
+        current = {name: registry[name].checks for name in registry.names}
+        registry = registry.with_checks(  # with hints that name only the tools served
+            {
+                t.name: t.checks_for(registry[t.name].parameters)
+                for t in served_hints(table, tools, current)
+            }
         )
         if max_buckets < 1:
             raise ConfigurationError("max_buckets must be at least 1")

@@ -9,11 +9,12 @@ first-party additions beside them. A tool of yours is declared the same way and 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
 from .._models import HttpRequest
+from .._problems import Check
 from ._discovery import DESCRIBE_INDEX, LIST_INDICES
 from ._document import GET_DOCUMENT
 from ._memory import RECALL, STORE
@@ -31,6 +32,7 @@ __all__ = [
     "read_json",
     "reading_tool",
     "served_advice",
+    "served_hints",
     "tool_named",
     "tool_table",
 ]
@@ -117,10 +119,30 @@ def served_advice(
 
     def advise(request: HttpRequest) -> str | None:
         said = too_large(request)
-        absent = [n for n in _NAMED.findall(said or "") if n in XERJ_TOOLS and n not in served]
-        return None if absent else said
+        return None if said is None or _absent(said, served) else said
 
     return advise
 
 
 _NAMED = re.compile(r"\bxerj_[a-z_]+\b")
+
+
+def served_hints(
+    table: Mapping[str, Tool], tools: Iterable[Tool], checks: Mapping[str, Sequence[Check]]
+) -> list[Tool]:
+    """`tools` (whose checks are derived from their definitions), then each tool of `table` whose
+    argument `hints` name one of the library's tools that `table` lacks, with those hints left
+    out, so that no message sends the model to a tool it does not have (a hybrid search's
+    ``aggs`` hint names ``xerj_search``): its checks are derived again. `checks` are the
+    registry's by tool; checks of your own there (``load_registry(checks=...)``) are kept."""
+    out = list(tools)
+    for tool in table.values():
+        kept = {k: v for k, v in tool.hints.items() if not _absent(v, table)}
+        derived = tuple(checks.get(tool.name, ()))[1:] == tool.checks  # `Tool.checks_for`'s
+        if len(kept) < len(tool.hints) and derived and tool not in out:
+            out.append(replace(tool, hints=kept))
+    return out
+
+
+def _absent(text: str, served: Collection[str]) -> bool:
+    return any(n in XERJ_TOOLS and n not in served for n in _NAMED.findall(text))
