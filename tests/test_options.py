@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import os
 import re
 import ssl
 import subprocess
@@ -309,3 +310,30 @@ def test_the_options_are_exported_without_the_http_stack() -> None:
     code = "import sys, xerj_tools; xerj_tools.DispatchOptions(budget=5000); print('httpx2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+TYPED = """
+from xerj_tools import AgentOptions, AsyncDispatcher, Dispatcher, DispatchOptions, run_agent
+
+d = Dispatcher(budget=8000, deadline=5.0, options=DispatchOptions(budget=5000).replace(deadline=2.0))
+e = Dispatcher(budgett=8000)
+f = Dispatcher(pool_size="ten")
+g = AsyncDispatcher(max_workers=3)
+run_agent(None, model="m", messages="hi", dispatcher=d, max_turns=3, temperature=0)
+run_agent(None, model="m", messages="hi", dispatcher=d, max_turn=3)
+run_agent(None, model="m", messages="hi", dispatcher=d, options=AgentOptions(max_turns=2), stream=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_type_checker_checks_each_keyword(tmp_path: Any) -> None:
+    """The keywords are typed (``Unpack``): mypy refuses an unknown name or a wrong type."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "typed.py").write_text(TYPED)
+    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "typed.py"],
+                         cwd=tmp_path, env={**os.environ, "MYPYPATH": str(root)}, capture_output=True, text=True)  # fmt: skip
+    errors = [line for line in run.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in errors] == ["5", "6", "7", "9"], run.stdout
+    assert 'did you mean "budget"' in errors[0] and 'did you mean "max_turns"' in errors[3]
