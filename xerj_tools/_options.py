@@ -99,7 +99,8 @@ PARAMETERS: Mapping[str, str] = MappingProxyType(
         "yours. Default: None, an owned client built from the keywords below.",
         "handlers": "``{{tool name: handler}}``: a plain function from validated arguments to an "
         "`HttpRequest`, for a tool of your own or to replace one of the library's. Default: None.",
-        "tools": "your own `Tool` objects (docs/tools.md), each defined in `registry`. "
+        "tools": "your own `Tool` objects (docs/tools.md), each defined in `registry` or carrying "
+        "its definition. "
         "Default: none.",
         "retry": "how a XERJ request is retried (`RetryPolicy`). Default: ``RetryPolicy()``, 4 "
         "attempts within 30 seconds.",
