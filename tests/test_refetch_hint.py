@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from collections.abc import Mapping
@@ -191,3 +192,26 @@ def test_checks_of_your_own_for_a_library_tool_are_kept() -> None:
     registry = ToolRegistry([full[n] for n in full.names if n != "xerj_search"])
     with Dispatcher(url="http://xerj.test", registry=registry) as dispatcher:
         assert dispatcher.registry["xerj_hybrid_search"].checks == (no_aggs,)
+
+
+def test_a_tool_names_its_result_fields_and_mcp_publishes_them() -> None:
+    """What a tool's answer holds is the tool's to say (`result_fields`), custom tools included."""
+    pytest.importorskip("mcp")
+    from xerj_tools.integrations._mcp_server import list_tools
+
+    notes = dataclasses.replace(finder(None), result_fields={"total": {"type": "integer"}})
+    with Dispatcher(url="http://xerj.test", tools=[notes]) as dispatcher:
+        listed = {
+            t.name: t.output_schema or {}
+            for t in list_tools(dispatcher.registry, tools=dispatcher.tools)
+        }
+    assert listed["find_notes"]["properties"]["total"] == {"type": "integer"}
+    search = listed["xerj_search"]["properties"]
+    assert {"ok", "error", "truncated", "total", "hits", "aggregations", "ranked_by"} <= set(search)
+    assert (
+        listed["xerj_memory_recall"]["properties"]["hits"]["description"]
+        == "each with id, text, score"
+    )
+    assert {"found", "_source"} <= set(listed["xerj_get_document"]["properties"])
+    assert {"created", "deduplicated"} <= set(listed["xerj_memory_store"]["properties"])
+    assert "hits" not in listed["xerj_list_indices"]["properties"]  # names no fields: the envelope

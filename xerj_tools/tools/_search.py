@@ -291,8 +291,19 @@ def _fetch_hit(served: Collection[str]) -> str | None:
 
 
 _NO_AGGS = "aggregations are not supported with hybrid queries; run them as a separate xerj_search"
+_HITS_FIELDS: dict[str, Any] = {  # what `read_search` writes
+    "total": {"type": ["integer", "null"], "description": "the engine's count of matches"},
+    "total_relation": {"type": "string"},
+    "hits": {"type": "array", "items": {"type": "object"},
+             "description": "each with _index, _id, _score, _source"},
+    "aggregations": {"type": "object"},
+    "ranked_by": {"type": "string", "enum": ["engine", "reranker"]},
+    "rerank": {"type": "object"},
+    "fusion": {"type": "object"},
+}  # fmt: skip
 _SEARCHING: dict[str, Any] = {
     "read": read_search,
+    "result_fields": _HITS_FIELDS,
     "fit": "hits",
     "refetch": _fetch_hit,
     "index_args": ("index",),

@@ -153,7 +153,9 @@ class Tool:
       the budget cut inside a hit (a sentence, or a `Refetch` given the names of the tools the
       dispatcher serves, so that it names only those; None: the fitter's advice, which names no
       tool); see `refetch_hint`; `answered`: whether a reply is a result
-      to read (default: a 2xx status) rather than an error. `title`: a human title (MCP).
+      to read (default: a 2xx status) rather than an error. `title`: a human title (MCP);
+      `result_fields`: the payload's own fields as JSON Schema properties (beside ``ok``,
+      ``error``, ``truncated``...; MCP publishes them in the tool's ``outputSchema``).
       `follow_up`: more requests after a successful answer (`FollowUp`).
     - `after`: run on an answered payload before the model reads it (`After`): follow-up reads
       and the policy applied to what the answer lists; None (most tools): nothing.
@@ -178,6 +180,7 @@ class Tool:
     answered: Callable[[Reply], bool] = is_2xx
     origin: Origin = "custom"
     title: str | None = None
+    result_fields: Mapping[str, Any] | None = field(default=None, repr=False)
     follow_up: FollowUp | None = None
     after: After | None = None
     rerank_arg: str | None = None
