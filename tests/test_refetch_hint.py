@@ -215,3 +215,32 @@ def test_a_tool_names_its_result_fields_and_mcp_publishes_them() -> None:
     assert {"found", "_source"} <= set(listed["xerj_get_document"]["properties"])
     assert {"created", "deduplicated"} <= set(listed["xerj_memory_store"]["properties"])
     assert "hits" not in listed["xerj_list_indices"]["properties"]  # names no fields: the envelope
+
+
+MAPPING = {"docs": {"mappings": {"properties": {
+    "body": {"type": "text"}, "body_semantic": {"type": "semantic_text"},
+    "v": {"type": "dense_vector", "dims": 3}}}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "absent",
+    [
+        (),
+        ("xerj_vector_search",),
+        ("xerj_semantic_search", "xerj_vector_search", "xerj_hybrid_search"),
+    ],
+    ids=["full", "no_vector", "no_semantic_nor_vector"],
+)
+def test_describe_index_points_only_to_served_search_tools(absent: tuple[str, ...]) -> None:
+    registry = without(*absent)
+    result = canned("xerj_describe_index", {"index": "docs"}, MAPPING, registry=registry)
+    assert result.ok
+    assert named_tools(result.content) <= set(registry.names)
+    search_with = result.payload["search_with"]
+    assert set(search_with) == {"xerj_semantic_search", "xerj_vector_search"} - set(absent)
+    if "xerj_vector_search" in search_with:
+        assert search_with["xerj_vector_search"] == {"v": 3}
+    if not absent:
+        assert (
+            "semantic_text: xerj_semantic_search, and semantic sub-queries" in result.payload["how"]
+        )

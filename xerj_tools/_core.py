@@ -293,7 +293,9 @@ class DispatchCore:
         try:
             answered = isinstance(outcome, Reply) and tool.answered(outcome)
             if answered and isinstance(outcome, Reply):
-                payload = tool.answer(Received(tool.name, outcome, request, note, attempts))
+                payload = tool.answer(
+                    Received(tool.name, outcome, request, note, attempts, self.tools)
+                )
         except EngineError as exc:
             return error_payload(exc, attempts=attempts)
         except Exception as exc:  # a custom tool's reading: nothing raises out of dispatch

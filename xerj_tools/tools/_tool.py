@@ -37,6 +37,9 @@ class Received:
     request: HttpRequest
     rerank: Mapping[str, Any] | None = None  # the dispatcher's note when it dropped rerank
     attempts: int = 1
+    # the names of the tools the dispatcher serves (None: not known), so that what the payload
+    # advises names only those
+    served: Collection[str] | None = None
 
 
 class IndexPolicy(Protocol):
