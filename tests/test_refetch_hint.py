@@ -244,3 +244,15 @@ def test_describe_index_points_only_to_served_search_tools(absent: tuple[str, ..
         assert (
             "semantic_text: xerj_semantic_search, and semantic sub-queries" in result.payload["how"]
         )
+
+
+def test_a_missing_field_note_sends_to_describe_index_only_where_it_is_served() -> None:
+    from xerj_tools._mappings import field_hint
+
+    per_index = {"docs": {f"f{i:02}": {"type": "keyword"} for i in range(50)}}
+    body = {"query": {"term": {"nope": "x"}}}
+    served = field_hint(body, per_index, served={"xerj_search", "xerj_describe_index"})
+    alone = field_hint(body, per_index, served={"xerj_search"})
+    assert served is not None and "and 10 more (xerj_describe_index lists them)" in served
+    assert alone is not None and "and 10 more." in alone and "xerj_describe_index" not in alone
+    assert "xerj_describe_index" in (field_hint(body, per_index) or "")  # not known: as before
