@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from ._gate import MaxInFlight
 
 __all__ = [
-    "DEFAULT_DEADLINE", "PARAMETERS", "documented", "AsyncDispatchKeywords", "DispatchKeywords", "DispatchOptions", "advertise",
-    "check_max_in_flight", "from_keywords", "options_repr", "unexpected",
+    "DEFAULT_DEADLINE", "PARAMETERS", "AsyncDispatchKeywords", "DispatchKeywords", "DispatchOptions",
+    "advertise", "check_max_in_flight", "documented", "from_keywords", "options_repr", "unexpected",
 ]  # fmt: skip
 
 DEFAULT_DEADLINE = 60.0
