@@ -189,7 +189,9 @@ BAD: list[tuple[str, Any, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "value", "message"), BAD, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(BAD)])
+@pytest.mark.parametrize(
+    ("name", "value", "message"), BAD, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(BAD)]
+)
 def test_a_bad_value_is_refused_when_the_options_are_made(
     name: str, value: Any, message: str
 ) -> None:
