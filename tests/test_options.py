@@ -339,3 +339,19 @@ def test_a_type_checker_checks_each_keyword(tmp_path: Any) -> None:
     errors = [line for line in run.stdout.splitlines() if ": error:" in line]
     assert [line.split(":")[1] for line in errors] == ["5", "6", "7", "9"], run.stdout
     assert 'did you mean "budget"' in errors[0] and 'did you mean "max_turns"' in errors[3]
+
+
+def test_the_options_pickle_and_copy_whole() -> None:
+    import copy
+    import pickle
+
+    from xerj_tools import AgentOptions
+
+    options = DispatchOptions(
+        budgets={"xerj_search": 2000}, handlers={"xerj_search": handler}, api_key="k" * 12
+    )
+    loop = AgentOptions(max_turns=3, create_options={"temperature": 0})
+    for value in (options, loop):
+        assert (
+            pickle.loads(pickle.dumps(value)) == value == copy.deepcopy(value) == copy.copy(value)
+        )

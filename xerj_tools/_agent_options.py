@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ._core import ToolResult
 from ._exceptions import ConfigurationError
-from ._options import advertise, options_repr, unexpected
+from ._options import advertise, options_repr, plain_fields, rebuilt, unexpected
 from ._shapes import ToolCall
 
 if TYPE_CHECKING:
@@ -157,6 +157,9 @@ class AgentOptions:
 
     def __repr__(self) -> str:
         return options_repr(self, masked=("create_options",))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt, (type(self), plain_fields(self))
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(AgentOptions))

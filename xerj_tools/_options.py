@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_DEADLINE", "PARAMETERS", "AsyncDispatchKeywords", "DispatchKeywords", "DispatchOptions",
-    "advertise", "check_max_in_flight", "documented", "from_keywords", "options_repr", "unexpected",
+    "advertise", "check_max_in_flight", "documented", "from_keywords", "options_repr", "plain_fields",
+    "rebuilt", "unexpected",
 ]  # fmt: skip
 
 DEFAULT_DEADLINE = 60.0
@@ -49,6 +50,7 @@ DEFAULT_DEADLINE = 60.0
 
 _SECRETS = frozenset({"api_key", "authorization"})
 _T = TypeVar("_T", bound=type)
+_O = TypeVar("_O")
 
 
 def _count(name: str, value: Any, least: int = 1) -> None:
@@ -237,6 +239,22 @@ class DispatchOptions:
 
     def __repr__(self) -> str:
         return options_repr(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt, (type(self), plain_fields(self))
+
+
+def plain_fields(options: Any) -> dict[str, Any]:
+    """The fields of an options object, read-only mappings as dicts (what pickle and deepcopy
+    can copy; `rebuilt` makes it again, checked)."""
+    return {
+        f.name: dict(v) if isinstance(v := getattr(options, f.name), MappingProxyType) else v
+        for f in dataclasses.fields(options)
+    }
+
+
+def rebuilt(cls: Callable[..., _O], fields: Mapping[str, Any]) -> _O:
+    return cls(**fields)
 
 
 def _document(cls: type) -> None:
