@@ -214,6 +214,16 @@ BAD: list[tuple[str, Any, str]] = [
     ("url", 9200, "url must be a string"),
     ("api_key", 123, "api_key must be a string"),
     ("authorization", b"Bearer x", "authorization must be a string"),
+    (
+        "api_key",
+        "sk-1\r\nX-Evil: 1",
+        "the API key (api_key) holds a character an HTTP header cannot carry",
+    ),
+    (
+        "authorization",
+        "Bearer clé",
+        "the authorization holds a character an HTTP header cannot carry",
+    ),
     ("handlers", {"t": "not a function"}, "handlers must map tool names to functions"),
     ("tools", "xerj_search", "tools must be a sequence of Tool objects"),
     ("tools", [object()], "tools must be a sequence of Tool objects"),
@@ -252,8 +262,10 @@ def test_a_bad_value_is_refused_when_the_options_are_made(
         DispatchOptions(**{name: value})
     with pytest.raises(ConfigurationError, match=re.escape(message)):
         DispatchOptions().replace(**{name: value})
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(ConfigurationError) as raised:
         Dispatcher(**{name: value})
+    if name in ("api_key", "authorization"):
+        assert str(value) not in str(raised.value)  # a credential is never quoted
 
 
 def test_the_repr_shows_what_differs_and_never_a_secret() -> None:

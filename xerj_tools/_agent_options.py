@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ._core import ToolResult
 from ._exceptions import ConfigurationError
-from ._options import advertise, options_repr, plain_fields, rebuilt, unexpected
+from ._keywords import advertise, options_repr, plain_fields, rebuilt, unexpected
 from ._shapes import ToolCall
 
 if TYPE_CHECKING:

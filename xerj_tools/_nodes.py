@@ -11,7 +11,7 @@ from ._exceptions import ConfigurationError
 from ._models import Outcome, Reply
 from ._tracing import node_rested
 
-__all__ = ["NodePool", "check_url"]
+__all__ = ["NodePool", "check_url", "header_safe"]
 
 
 def check_url(url: str) -> str:
@@ -26,6 +26,12 @@ def check_url(url: str) -> str:
             "Authorization value in $XERJ_AUTH for `mcp`), not in the XERJ URL"
         )
     return url.rstrip("/")
+
+
+def header_safe(value: str) -> bool:
+    """Visible ASCII, spaces and tabs only: anything else fails on every request (with the value
+    in the error text) or, with a line break, would add a header of its own."""
+    return all(" " <= c <= "~" or c == "\t" for c in value)
 
 
 class NodePool:

@@ -17,7 +17,6 @@ point an `inspect.signature` that lists every keyword with its default, for `hel
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 import math
 import ssl
@@ -29,7 +28,8 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from ._budget import DEFAULT_BUDGET, Budget, checked_budget
 from ._exceptions import ConfigurationError
-from ._nodes import check_url
+from ._keywords import advertise, names, options_repr, plain_fields, rebuilt, unexpected
+from ._nodes import check_url, header_safe
 from ._policy import Policy
 from ._retry import RetryPolicy
 from .tools import Handler, Tool
@@ -41,16 +41,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_DEADLINE", "PARAMETERS", "AsyncDispatchKeywords", "DispatchKeywords", "DispatchOptions",
-    "advertise", "check_max_in_flight", "documented", "from_keywords", "options_repr", "plain_fields",
-    "rebuilt", "unexpected",
+    "check_max_in_flight", "documented", "from_keywords",
 ]  # fmt: skip
 
 DEFAULT_DEADLINE = 60.0
 """Seconds one call may take in all, by default: attempts, backoff waits and reads together."""
 
-_SECRETS = frozenset({"api_key", "authorization"})
 _T = TypeVar("_T", bound=type)
-_O = TypeVar("_O")
 
 
 def _count(name: str, value: Any, least: int = 1) -> None:
@@ -194,8 +191,14 @@ class DispatchOptions:
                 raise ConfigurationError("give at least one XERJ URL")
             for url in urls:
                 check_url(url)
-        for name in ("api_key", "authorization"):
-            _of_type(name, getattr(self, name), str, "a string")  # the value is never quoted
+        for name in ("api_key", "authorization"):  # the value is never quoted
+            _of_type(name, value := getattr(self, name), str, "a string")
+            if value and not header_safe(value.strip()):
+                what = "API key (api_key)" if name == "api_key" else name
+                raise ConfigurationError(
+                    f"the {what} holds a character an HTTP header cannot carry (non-ASCII, a line "
+                    "break or a control character); check how it was copied"
+                )
         if self.handlers is not None:
             if not isinstance(self.handlers, Mapping) or not all(
                 isinstance(k, str) and callable(v) for k, v in self.handlers.items()
@@ -234,7 +237,7 @@ class DispatchOptions:
 
     def replace(self, **changes: Any) -> Self:
         """A copy with `changes` (checked again); an unknown name raises `TypeError`."""
-        unexpected(f"{type(self).__name__}.replace", changes, _names(type(self)))
+        unexpected(f"{type(self).__name__}.replace", changes, names(type(self)))
         return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:
@@ -242,19 +245,6 @@ class DispatchOptions:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return rebuilt, (type(self), plain_fields(self))
-
-
-def plain_fields(options: Any) -> dict[str, Any]:
-    """The fields of an options object, read-only mappings as dicts (what pickle and deepcopy
-    can copy; `rebuilt` makes it again, checked)."""
-    return {
-        f.name: dict(v) if isinstance(v := getattr(options, f.name), MappingProxyType) else v
-        for f in dataclasses.fields(options)
-    }
-
-
-def rebuilt(cls: Callable[..., _O], fields: Mapping[str, Any]) -> _O:
-    return cls(**fields)
 
 
 def _document(cls: type) -> None:
@@ -267,44 +257,6 @@ def _document(cls: type) -> None:
 
 
 _document(DispatchOptions)
-
-
-def _names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
-
-
-def options_repr(options: Any, masked: Collection[str] = ()) -> str:
-    """The fields that differ from their defaults; a secret shows as ``<redacted>``, and so
-    does, in a mapping field named in `masked`, each value whose key may hold one."""
-    shown = []
-    for f in dataclasses.fields(options):
-        value = getattr(options, f.name)
-        if f.default is not dataclasses.MISSING and value == f.default:
-            continue
-        if isinstance(value, Mapping) and f.name in masked:
-            value = {k: "<redacted>" if _secret_key(k) else v for k, v in value.items()}
-        elif isinstance(value, MappingProxyType):
-            value = dict(value)
-        shown.append(f"{f.name}={'<redacted>' if f.name in _SECRETS else repr(value)}")
-    return f"{type(options).__name__}({', '.join(shown)})"
-
-
-def _secret_key(key: Any) -> bool:
-    """Whether an option of this name may carry a credential (headers and bodies included)."""
-    name = str(key).lower()
-    return name.startswith("extra_") or any(
-        word in name for word in ("key", "auth", "token", "secret", "password", "header")
-    )
-
-
-def unexpected(owner: str, keywords: Collection[str], known: Collection[str]) -> None:
-    """Raise `TypeError` (as Python does for a keyword a function lacks) for the first keyword
-    not in `known`, with the nearest known name."""
-    for name in keywords:
-        if name not in known:
-            near = difflib.get_close_matches(name, list(known), n=1)
-            maybe = f"; did you mean {near[0]!r}?" if near else ""
-            raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}{maybe}")
 
 
 class AsyncDispatchKeywords(TypedDict, total=False):
@@ -374,23 +326,3 @@ def from_keywords(
     if not isinstance(options, DispatchOptions):
         raise TypeError(f"options= takes a DispatchOptions, not {type(options).__name__}")
     return options.replace(**keywords) if keywords else options
-
-
-def advertise(
-    function: Callable[..., Any],
-    defaults: Mapping[str, Any],
-    annotations: Mapping[str, Any],
-    rest: inspect.Parameter | None = None,
-) -> None:
-    """Give `function`, whose keywords arrive as ``**keywords``, the signature that lists each
-    keyword with its default (for `inspect.signature`, `help()` and IPython): its own parameters,
-    then the keywords in place of ``**keywords``, then `rest` (a ``**`` parameter, if any)."""
-    real = inspect.signature(function)
-    own = [p for p in real.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    listed = [
-        inspect.Parameter(name, keyword, default=value, annotation=annotations[name])
-        for name, value in defaults.items()
-    ]
-    parameters = [*own, *listed, *([rest] if rest is not None else [])]
-    function.__signature__ = real.replace(parameters=parameters)  # type: ignore[attr-defined]
