@@ -152,13 +152,14 @@ class DispatchCore:
                 "description and parameters, or add it to the registry's tools file"
             )
         # Your tools' checks join their definitions (the library's own are attached on load).
-        current = {name: registry[name].checks for name in registry.names}
-        registry = registry.with_checks(  # with hints that name only the tools served
-            {
-                t.name: t.checks_for(registry[t.name].parameters)
-                for t in served_hints(table, tools, current)
-            }
+        registry = registry.with_checks(
+            {t.name: t.checks_for(registry[t.name].parameters) for t in tools}
         )
+        # An argument hint that names a library tool not served here is left out.
+        if rechecked := served_hints(table, {n: registry[n].checks for n in registry.names}):
+            registry = registry.with_checks(
+                {t.name: t.checks_for(registry[t.name].parameters) for t in rechecked}
+            )
         if max_buckets < 1:
             raise ConfigurationError("max_buckets must be at least 1")
         self.registry = registry

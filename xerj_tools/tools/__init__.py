@@ -127,19 +127,17 @@ def served_advice(
 _NAMED = re.compile(r"\bxerj_[a-z_]+\b")
 
 
-def served_hints(
-    table: Mapping[str, Tool], tools: Iterable[Tool], checks: Mapping[str, Sequence[Check]]
-) -> list[Tool]:
-    """`tools` (whose checks are derived from their definitions), then each tool of `table` whose
-    argument `hints` name one of the library's tools that `table` lacks, with those hints left
-    out, so that no message sends the model to a tool it does not have (a hybrid search's
-    ``aggs`` hint names ``xerj_search``): its checks are derived again. `checks` are the
-    registry's by tool; checks of your own there (``load_registry(checks=...)``) are kept."""
-    out = list(tools)
+def served_hints(table: Mapping[str, Tool], checks: Mapping[str, Sequence[Check]]) -> list[Tool]:
+    """Each tool of `table` whose argument `hints` name one of the library's tools that `table`
+    lacks, with those hints left out, so that no message sends the model to a tool it does not
+    have (a hybrid search's ``aggs`` hint names ``xerj_search``); its checks are to be derived
+    again. `checks` are the registry's by tool: checks of your own there
+    (``load_registry(checks=...)``), not derived from the tool, are kept."""
+    out = []
     for tool in table.values():
         kept = {k: v for k, v in tool.hints.items() if not _absent(v, table)}
         derived = tuple(checks.get(tool.name, ()))[1:] == tool.checks  # `Tool.checks_for`'s
-        if len(kept) < len(tool.hints) and derived and tool not in out:
+        if len(kept) < len(tool.hints) and derived:
             out.append(replace(tool, hints=kept))
     return out
 
