@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from typing import is_typeddict as _is_typeddict
 
 from ._agent import arun_agent, astream_agent, run_agent, stream_agent
+from ._agent_options import AgentOptions, CreateOptions
 from ._batch import merge_results, validate_batch
 from ._bounds import MAX_ARGUMENT_DEPTH
 from ._core import ToolResult
@@ -33,11 +34,11 @@ from ._exceptions import (
 )
 from ._format import ERROR_CODES
 from ._models import HttpRequest
+from ._options import DispatchOptions
 from ._policy import Policy, PolicyDenied
 from ._problems import Problem, ValidationResult
 from ._registry import ToolRegistry, ToolSpec, load_registry
 from ._retry import RetryPolicy
-from ._run import CreateOptions
 from ._shapes import (
     AnthropicToolResult,
     ChatToolMessage,
@@ -74,6 +75,7 @@ __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "XERJ_TOOLS",
     "AgentEvent",
+    "AgentOptions",
     "AgentResult",
     "AnthropicToolResult",
     "ArgumentsError",
@@ -83,6 +85,7 @@ __all__ = [
     "ClosedError",
     "ConfigurationError",
     "CreateOptions",
+    "DispatchOptions",
     "Dispatcher",
     "EngineError",
     "GeminiFunctionResponse",

@@ -39,6 +39,9 @@ class CoreView(Protocol):
     listing: IndexListing
     policy: Policy
 
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...  # the tools served, by name
+
 
 class PreparedView(Protocol):
     """What this module reads of a prepared call (`_core.Prepared` is one)."""
@@ -128,7 +131,7 @@ def after_answer(
             return payload  # a courtesy: without the mapping the answer goes as it was
         per_index = got[1]
         core.mappings.put(node, index, per_index)
-    if (hint := field_hint(request.body, per_index)) is not None:
+    if (hint := field_hint(request.body, per_index, served=core.tools)) is not None:
         if error is not None:
             error["hint"] = f"{error.get('hint') or ''} {hint}".strip()
         else:

@@ -10,11 +10,18 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from ._core import ToolResult
+from ._agent_options import (
+    AgentKeywords,
+    AgentOptions,
+    ToolCallHook,
+    ToolResultHook,
+    advertise_loop,
+    loop_options,
+)
 from ._exceptions import ConfigurationError
-from ._run import CUT_OFF, MAX_CALLS_PER_TURN, AgentRun, CreateOptions, merge_create_options
+from ._run import CUT_OFF, AgentRun
 from ._shapes import ToolCall
 from ._streams import aclose_stream, close_stream
 from ._turns import AgentEvent, AgentResult, RunFinished, TextDelta, ToolResultEvent
@@ -26,9 +33,6 @@ if TYPE_CHECKING:
     from ._dispatch import Dispatcher
 
 __all__ = ["arun_agent", "astream_agent", "run_agent", "stream_agent"]
-
-ToolCallHook = Callable[[ToolCall], Any]
-ToolResultHook = Callable[[ToolResult], Any]
 
 
 def _sync_hook(hook: Callable[..., Any] | None, value: Any) -> Any:
@@ -47,6 +51,21 @@ async def _async_hook(hook: Callable[..., Any] | None, value: Any) -> Any:
         return None
     out = hook(value)
     return await out if inspect.isawaitable(out) else out
+
+
+def _start(
+    owner: str,
+    dispatcher: Any,
+    model: str,
+    messages: Any,
+    options: AgentOptions | None,
+    keywords: Mapping[str, Any],
+    stream: bool,
+) -> tuple[AgentRun, AgentOptions, bool]:
+    """The run, its options (`loop_options`) and whether it streams (`stream` by default)."""
+    options = loop_options(owner, options, keywords)
+    run = AgentRun(dispatcher, model, messages, options)
+    return run, options, stream if options.stream is None else options.stream
 
 
 def _turns(
@@ -163,16 +182,8 @@ def stream_agent(
     model: str,
     messages: Any,
     dispatcher: Dispatcher,
-    api: Literal["chat", "responses"] = "chat",
-    max_turns: int = 10,
-    max_repeats: int = 2,
-    max_calls_per_turn: int = MAX_CALLS_PER_TURN,
-    on_tool_call: ToolCallHook | None = None,
-    on_tool_result: ToolResultHook | None = None,
-    on_max_turns: Literal["return", "raise"] = "return",
-    stream: bool = True,
-    create_options: Mapping[str, Any] | None = None,
-    **create_kwargs: Unpack[CreateOptions],
+    options: AgentOptions | None = None,
+    **keywords: Unpack[AgentKeywords],
 ) -> Iterator[AgentEvent]:
     """Run the loop and yield its events: `TextDelta`, `ToolCallStarted`, `ToolResultEvent`,
     `TurnFinished`, and last `RunFinished` with the `AgentResult`.
@@ -181,11 +192,8 @@ def stream_agent(
     deltas assembled; ``run_agent`` is this loop with ``stream=False``, drained. Its parameters
     are those of `run_agent`.
     """
-    run = AgentRun(
-        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
-        merge_create_options(create_options, create_kwargs), max_calls_per_turn,
-    )  # fmt: skip
-    yield from _turns(client, run, stream, on_tool_call, on_tool_result)
+    run, o, stream = _start("stream_agent", dispatcher, model, messages, options, keywords, True)
+    yield from _turns(client, run, stream, o.on_tool_call, o.on_tool_result)
 
 
 def run_agent(
@@ -194,16 +202,8 @@ def run_agent(
     model: str,
     messages: Any,
     dispatcher: Dispatcher,
-    api: Literal["chat", "responses"] = "chat",
-    max_turns: int = 10,
-    max_repeats: int = 2,
-    max_calls_per_turn: int = MAX_CALLS_PER_TURN,
-    on_tool_call: ToolCallHook | None = None,
-    on_tool_result: ToolResultHook | None = None,
-    on_max_turns: Literal["return", "raise"] = "return",
-    stream: bool = False,
-    create_options: Mapping[str, Any] | None = None,
-    **create_kwargs: Unpack[CreateOptions],
+    options: AgentOptions | None = None,
+    **keywords: Unpack[AgentKeywords],
 ) -> AgentResult:
     """Run a tool-calling conversation to its end with `openai.OpenAI` (or any compatible
     server), and return the `AgentResult`.
@@ -216,23 +216,22 @@ def run_agent(
     mid-way are answered ``incomplete_call``).
 
     Parameters, beside the `client`: `model`; `messages`, the conversation (a list, extended in
-    place, or a string for one user message); `dispatcher`; ``api="chat" | "responses"``;
+    place, or a string for one user message); `dispatcher`; `options`, an `AgentOptions`; and as
+    keywords, each changing `options` (the keyword wins): ``api="chat" | "responses"``;
     `max_turns` (10); `max_repeats` (2, the loop guard: a call repeated more often is answered
     ``repeated_call``); `max_calls_per_turn` (16: the calls of one turn past it are answered
     ``too_many_calls`` without being run); `on_tool_call` (return False or a reason to deny a call);
     `on_tool_result`; `on_max_turns` (``"return"`` or ``"raise"``: `MaxTurnsExceeded`);
-    `stream` (False: each answer whole; True: streamed, as `stream_agent` does).
+    `stream` (False: each answer whole; True: streamed, as `stream_agent` does). A keyword that
+    is none of these nor a `CreateOptions` key raises `TypeError`.
 
     Options for the model's ``create()`` go through unchanged: as keywords typed by
     `CreateOptions` (``temperature=0``, ``tool_choice=``, ``stream_options=``…), or in
     `create_options` (any option your client takes). ``model``, ``messages``, ``input``,
     ``tools`` and ``stream`` belong to the loop; passing one there raises `ConfigurationError`.
     """
-    run = AgentRun(
-        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
-        merge_create_options(create_options, create_kwargs), max_calls_per_turn,
-    )  # fmt: skip
-    for event in _turns(client, run, stream, on_tool_call, on_tool_result):
+    run, o, stream = _start("run_agent", dispatcher, model, messages, options, keywords, False)
+    for event in _turns(client, run, stream, o.on_tool_call, o.on_tool_result):
         if isinstance(event, RunFinished):
             return event.result
     raise AssertionError("the loop ended without a result")  # pragma: no cover
@@ -244,25 +243,14 @@ async def astream_agent(
     model: str,
     messages: Any,
     dispatcher: AsyncDispatcher,
-    api: Literal["chat", "responses"] = "chat",
-    max_turns: int = 10,
-    max_repeats: int = 2,
-    max_calls_per_turn: int = MAX_CALLS_PER_TURN,
-    on_tool_call: ToolCallHook | None = None,
-    on_tool_result: ToolResultHook | None = None,
-    on_max_turns: Literal["return", "raise"] = "return",
-    stream: bool = True,
-    create_options: Mapping[str, Any] | None = None,
-    **create_kwargs: Unpack[CreateOptions],
+    options: AgentOptions | None = None,
+    **keywords: Unpack[AgentKeywords],
 ) -> AsyncIterator[AgentEvent]:
     """The asyncio twin of `stream_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
-    run = AgentRun(
-        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
-        merge_create_options(create_options, create_kwargs), max_calls_per_turn,
-    )  # fmt: skip
+    run, o, stream = _start("astream_agent", dispatcher, model, messages, options, keywords, True)
     # `async for` alone would leave the loop suspended when this generator is closed: its open
     # answer (if any) is closed here, not whenever the garbage collector gets to it.
-    async with aclosing(_aturns(client, run, stream, on_tool_call, on_tool_result)) as events:
+    async with aclosing(_aturns(client, run, stream, o.on_tool_call, o.on_tool_result)) as events:
         async for event in events:
             yield event
 
@@ -273,24 +261,20 @@ async def arun_agent(
     model: str,
     messages: Any,
     dispatcher: AsyncDispatcher,
-    api: Literal["chat", "responses"] = "chat",
-    max_turns: int = 10,
-    max_repeats: int = 2,
-    max_calls_per_turn: int = MAX_CALLS_PER_TURN,
-    on_tool_call: ToolCallHook | None = None,
-    on_tool_result: ToolResultHook | None = None,
-    on_max_turns: Literal["return", "raise"] = "return",
-    stream: bool = False,
-    create_options: Mapping[str, Any] | None = None,
-    **create_kwargs: Unpack[CreateOptions],
+    options: AgentOptions | None = None,
+    **keywords: Unpack[AgentKeywords],
 ) -> AgentResult:
     """The asyncio twin of `run_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
-    run = AgentRun(
-        dispatcher, api, model, messages, max_turns, max_repeats, on_max_turns,
-        merge_create_options(create_options, create_kwargs), max_calls_per_turn,
-    )  # fmt: skip
-    async with aclosing(_aturns(client, run, stream, on_tool_call, on_tool_result)) as events:
+    run, o, stream = _start("arun_agent", dispatcher, model, messages, options, keywords, False)
+    async with aclosing(_aturns(client, run, stream, o.on_tool_call, o.on_tool_result)) as events:
         async for event in events:
             if isinstance(event, RunFinished):
                 return event.result
     raise AssertionError("the loop ended without a result")  # pragma: no cover
+
+
+# `inspect.signature` and `help()` list every keyword with its entry point's default.
+advertise_loop(run_agent, stream=False)
+advertise_loop(arun_agent, stream=False)
+advertise_loop(stream_agent, stream=True)
+advertise_loop(astream_agent, stream=True)

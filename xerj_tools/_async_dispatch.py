@@ -4,29 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import ssl
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
 from ._after import Flow
 from ._answers import PendingAnswers
-from ._budget import DEFAULT_BUDGET, Budget
 from ._core import ToolResult
-from ._deadline import DEFAULT_DEADLINE, Deadline
-from ._dispatch_base import BaseDispatcher, Begun, documented
+from ._deadline import Deadline
+from ._dispatch_base import BaseDispatcher, Begun
 from ._exceptions import ClosedError, ToolCallError
-from ._gate import AsyncGate, MaxInFlight, resolve_bound
+from ._gate import AsyncGate, resolve_bound
 from ._models import Failure, HttpRequest, Outcome
-from ._policy import Policy
+from ._options import AsyncDispatchKeywords, DispatchOptions, documented, from_keywords
 from ._registry import ToolRegistry
-from ._retry import RetryPolicy, async_retrying, should_retry
+from ._retry import async_retrying, should_retry
 from ._shapes import ToolMessage
 from ._tracing import tool_call as tool_call_scope
 from ._transport import AsyncTransport
-from .tools import Handler, Tool
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["AsyncDispatcher"]
 
@@ -40,6 +39,7 @@ async def _asyncio_sleep(seconds: float) -> None:
     "aclose()",
     "an async function that waits between attempts",
     "``asyncio.sleep``",
+    AsyncDispatchKeywords,
 )
 class AsyncDispatcher(BaseDispatcher):
     """The asyncio twin of `Dispatcher`, on a pooled `httpx2.AsyncClient`."""
@@ -48,40 +48,18 @@ class AsyncDispatcher(BaseDispatcher):
         self,
         registry: ToolRegistry | None = None,
         *,
-        url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        authorization: str | None = None,
+        options: DispatchOptions | None = None,
         client: httpx2.AsyncClient | None = None,
-        handlers: Mapping[str, Handler] | None = None,
-        tools: Sequence[Tool] = (),
-        retry: RetryPolicy | None = None,
-        rerank_fallback: bool = True,
-        rerank_memory_seconds: float = 300.0,
-        connect_timeout: float = 5.0,
-        read_timeout: float = 30.0,
-        verify: bool | str | ssl.SSLContext = True,
-        pool_size: int = 10,
-        max_response_bytes: int = 32 * 1024 * 1024,
-        repair: bool = True,
-        budget: int | Budget = DEFAULT_BUDGET,
-        budgets: Mapping[str, int | Budget] | None = None,
-        max_buckets: int = 25,
-        policy: Policy | None = None,
-        max_in_flight: MaxInFlight = "pool",
-        deadline: float = DEFAULT_DEADLINE,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
-        clock: Callable[[], float] = time.monotonic,
+        **keywords: Unpack[AsyncDispatchKeywords],
     ) -> None:
-        super().__init__(
-            registry, url=url, api_key=api_key, authorization=authorization, handlers=handlers,
-            tools=tools, retry=retry, rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
-            connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
-            pool_size=pool_size, max_response_bytes=max_response_bytes, repair=repair,
-            budget=budget, budgets=budgets, max_buckets=max_buckets, policy=policy, clock=clock,
-            deadline=deadline,
-        )  # fmt: skip
-        bound = resolve_bound(max_in_flight, client, pool_size)  # before a client is made
-        self._transport = AsyncTransport(self._endpoint, self._settings, client, clock)
+        options = from_keywords(
+            "AsyncDispatcher", options, keywords, AsyncDispatchKeywords.__annotations__
+        )
+        super().__init__(registry, options)
+        pool_size = options.pool_size
+        bound = resolve_bound(options.max_in_flight, client, pool_size)  # before a client is made
+        self._transport = AsyncTransport(self._endpoint, self._settings, client, options.clock)
         pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
         self._gate = None if bound is None else AsyncGate(bound, pool_timeout)
         self._sleep = sleep

@@ -7,6 +7,9 @@
   longest length that lets every hit fit, never below `MIN_CUT`) with a visible marker
   ``…[+N chars]``; then whole hits are dropped from the end, and ``next`` says where to resume.
 - ``"memories"``: the same, for a memory recall's hits (its hint speaks of ``k``).
+
+How to read a cut field whole is the tool's to say (`Tool.refetch`, as `refetch=`): the fitter
+names no tool of its own, since the dispatcher may not serve it.
 - ``"document"``: one document: its metadata (``_index``, ``_id``, ``found``, ...) is kept;
   the longest strings, then the largest arrays of its ``_source`` are cut (`_fit_json`).
 - ``"json"``: any JSON: structure kept breadth first, long strings shortened, long arrays
@@ -45,6 +48,7 @@ __all__ = [
     "Budget",
     "Fit",
     "cap_buckets",
+    "cut_advice",
     "checked_budget",
     "clean_envelope",
     "clean_json",
@@ -64,6 +68,8 @@ a memory list, one document, or any JSON."""
 DEFAULT_BUDGET = 12_000
 MIN_BUDGET = 1_000
 MIN_TOKENS = 250
+_FEWER_MEMORIES = "recall with a smaller k to read the memories whole"
+_CUT_FIELD = "to read a cut field whole, ask for fewer hits, or for that hit alone"
 _NEXT_RESERVE = 220  # room kept for the `truncated` block while choosing what to keep
 _size, _cut_strings = size, cut_strings
 
@@ -74,23 +80,33 @@ def _no_page(shown: int) -> None:
     return None
 
 
+def cut_advice(fit: Fit, refetch: str | None) -> str:
+    """What the hint says of fields cut inside hits: the tool's `refetch`, else the strategy's
+    own advice, which names no tool."""
+    if refetch is not None:
+        return refetch
+    return _FEWER_MEMORIES if fit == "memories" else _CUT_FIELD
+
+
 def fit_result(
     payload: dict[str, Any],
     budget: int,
     *,
     fit: Fit,
     next_page: NextPage = _no_page,
+    refetch: str | None = None,
 ) -> dict[str, Any]:
     """`payload` (a tool message's envelope) fitted into `budget` characters by strategy `fit`.
 
     A payload that fits is returned as it is; an ``ok: false`` one is fitted as an error (its
     first problems kept). `next_page(shown)` gives the arguments that fetch what follows the
     first `shown` items (for example ``{"from": 20}``), or None where the tool cannot page. A
-    payload without the list a strategy expects (``hits``) is fitted as ``"json"``.
+    payload without the list a strategy expects (``hits``) is fitted as ``"json"``. `refetch`:
+    how to read a field cut inside a hit whole (`cut_advice`).
     """
     if fit in ("hits", "memories") and payload.get("ok") and isinstance(payload.get("hits"), list):
         # measured hit by hit: a 5 MB answer is never serialized whole
-        return fit_payload(payload, budget, next_page=next_page, memories=fit == "memories")
+        return _fit_hits(payload, budget, next_page, cut_advice(fit, refetch))[0]
     if isinstance(payload.get("hits"), list):
         payload = {**payload, "hits": clean_json(payload["hits"])[0]}  # see `clean_envelope`
     if size(payload) <= budget:
@@ -109,6 +125,7 @@ def fit_message(
     fit: Fit,
     next_page: NextPage = _no_page,
     plain: bool = False,
+    refetch: str | None = None,
 ) -> tuple[dict[str, Any], str]:
     """`fit_result`, and the message it makes (as `dumps` writes it); a budget in tokens as
     `_fit_tokens` fits it. `plain`: the payload holds plain JSON types only, so orjson may
@@ -118,16 +135,16 @@ def fit_message(
     its numbers as `json` does, see `_measure.measure`), only the rest of the message is
     checked before orjson writes it all."""
     if isinstance(budget, Budget):
-        return _fit_tokens(payload, budget, fit, next_page, plain)
+        return _fit_tokens(payload, budget, fit, next_page, plain, refetch)
     if not (
         plain
         and fit in ("hits", "memories")
         and payload.get("ok")
         and isinstance(payload.get("hits"), list)
     ):
-        fitted = fit_result(payload, budget, fit=fit, next_page=next_page)
+        fitted = fit_result(payload, budget, fit=fit, next_page=next_page, refetch=refetch)
         return fitted, written(fitted, plain=plain)
-    fitted, counted = _fit_hits(payload, budget, next_page, fit == "memories")
+    fitted, counted = _fit_hits(payload, budget, next_page, cut_advice(fit, refetch))
     if counted and fast_dumps({k: v for k, v in fitted.items() if k != "hits"}) is not None:
         raw = fast_raw(fitted)
         if raw is not None:
@@ -157,7 +174,12 @@ def within(content: str, limit: int | Budget) -> bool:
 
 
 def _fit_tokens(
-    payload: dict[str, Any], limit: Budget, fit: Fit, next_page: NextPage, plain: bool
+    payload: dict[str, Any],
+    limit: Budget,
+    fit: Fit,
+    next_page: NextPage,
+    plain: bool,
+    refetch: str | None,
 ) -> tuple[dict[str, Any], str]:
     """`payload` fitted into a budget in tokens, and its serialized form.
 
@@ -173,7 +195,7 @@ def _fit_tokens(
         if counted <= tokens or chars <= MIN_BUDGET:
             break
         chars = max(MIN_BUDGET, min(chars - 1, int(len(content) * tokens / counted * 0.98)))
-        fitted = fit_result(payload, chars, fit=fit, next_page=next_page)
+        fitted = fit_result(payload, chars, fit=fit, next_page=next_page, refetch=refetch)
         content = written(fitted, plain=plain)
         counted = limit.count(content)
     return fitted, content
@@ -211,6 +233,7 @@ def fit_payload(
     *,
     next_page: NextPage = _no_page,
     memories: bool = False,
+    refetch: str | None = None,
 ) -> dict[str, Any]:
     """Return `payload`, a search or recall envelope with a list `hits`, fitted into `budget`
     characters (the ``"hits"`` and ``"memories"`` strategies).
@@ -218,11 +241,12 @@ def fit_payload(
     `next_page(shown)` gives the arguments that fetch the rest after `shown` hits were kept
     (for example ``{"from": 20}``), or None when the tool cannot page.
     """
-    return _fit_hits(payload, budget, next_page, memories)[0]
+    advice = cut_advice("memories" if memories else "hits", refetch)
+    return _fit_hits(payload, budget, next_page, advice)[0]
 
 
 def _fit_hits(
-    payload: dict[str, Any], budget: int, next_page: NextPage, memories: bool
+    payload: dict[str, Any], budget: int, next_page: NextPage, refetch: str
 ) -> tuple[dict[str, Any], bool]:
     """`fit_payload`, and whether every hit in the result was counted (`Measured.counted`)."""
     hits = payload.get("hits") if isinstance(payload.get("hits"), list) else []
@@ -243,7 +267,7 @@ def _fit_hits(
     for _ in range(3):
         choice = choose(measured, budget - base - reserve)
         truncated = _truncated(choice.shown, choice.paths_cut(measured), len(hits))
-        block = _said(truncated, choice.shown, next_page, memories) if truncated else None
+        block = _said(truncated, choice.shown, next_page, refetch) if truncated else None
         tail = block if block is not None else envelope.get("truncated")
         length = bare + choice.size(measured) + (13 + _size(tail) if block or own else 0)
         if length <= budget:
@@ -254,7 +278,7 @@ def _fit_hits(
     if block is not None:
         out["truncated"] = block
     if length > budget:
-        return _guarantee(out, budget, next_page, memories), False
+        return _guarantee(out, budget, next_page, refetch), False
     return out, measured.counted and choice.hits is None
 
 
@@ -273,7 +297,7 @@ def _said(
     truncated: Mapping[str, Any],
     shown: int,
     next_page: Callable[[int], Mapping[str, Any] | None],
-    memories: bool = False,
+    refetch: str = _CUT_FIELD,
 ) -> dict[str, Any]:
     """The `truncated` block with `next` and `hint` (re)computed for `shown` hits.
 
@@ -283,11 +307,11 @@ def _said(
     out = {k: v for k, v in truncated.items() if k not in ("next", "hint")}
     if out.get("hits_omitted") and shown > 0 and (page := next_page(shown)) is not None:
         out["next"] = dict(page)
-    out["hint"] = _hint(out, memories, shown)
+    out["hint"] = _hint(out, refetch, shown)
     return out
 
 
-def _hint(truncated: Mapping[str, Any], memories: bool = False, shown: int | None = None) -> str:
+def _hint(truncated: Mapping[str, Any], refetch: str = _CUT_FIELD, shown: int | None = None) -> str:
     parts = []
     if "next" in truncated:
         parts.append("call again with the arguments in `next` to read the hits that were left out")
@@ -295,13 +319,8 @@ def _hint(truncated: Mapping[str, Any], memories: bool = False, shown: int | Non
         parts.append("not even one hit fits in the message; ask for fewer source fields")
     elif truncated.get("hits_omitted"):
         parts.append("ask for fewer results (size or k) to see the rest")
-    if truncated.get("fields_cut") and memories:
-        parts.append("recall with a smaller k to read the memories whole")
-    elif truncated.get("fields_cut"):
-        parts.append(
-            "to read a cut field whole, fetch that hit alone with xerj_search "
-            "(a query on its _id, source set to the field, size 1)"
-        )
+    if truncated.get("fields_cut") and refetch:
+        parts.append(refetch)  # the tool's advice (`cut_advice`)
     if "buckets_capped_at" in truncated:
         parts.append(
             "aggregation buckets were capped; ask for fewer buckets or fewer sub-aggregations"
@@ -313,7 +332,7 @@ def _guarantee(
     payload: dict[str, Any],
     budget: int,
     next_page: NextPage = _no_page,
-    memories: bool = False,
+    refetch: str = _CUT_FIELD,
 ) -> dict[str, Any]:
     """The final fitting step: drop hits from the end while the message is too long (the
     `truncated` block can be longer than the room kept for it), then, for envelopes that do not
@@ -327,7 +346,7 @@ def _guarantee(
     while hits and _size(out) > budget:
         hits = hits[:-1]
         truncated["hits_omitted"] = truncated.get("hits_omitted", 0) + 1
-        truncated = _said(truncated, len(hits), next_page, memories)  # `next` follows the cut
+        truncated = _said(truncated, len(hits), next_page, refetch)  # `next` follows the cut
         out["hits"], out["truncated"] = hits, truncated
     if "aggregations" in out:
         # Fewer buckets before no buckets: halve the bucket cap until the envelope fits.
@@ -335,7 +354,7 @@ def _guarantee(
         while cap >= 1 and _size(out) > budget:
             out["aggregations"] = cap_buckets(payload["aggregations"], cap)
             truncated["buckets_capped_at"] = cap
-            truncated["hint"] = _hint(truncated)
+            truncated["hint"] = _hint(truncated, refetch)
             out["truncated"] = truncated
             cap //= 2
     for key in ("aggregations", "warnings", "notes", "fusion", "rerank"):

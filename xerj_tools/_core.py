@@ -50,7 +50,7 @@ from ._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
 from ._retry import rerank_refusal
 from ._tracing import record, rerank_fallback
 from ._validation import integral_numbers
-from .tools import Handler, Received, Tool, reading_tool, tool_table
+from .tools import Handler, Received, Tool, reading_tool, served_advice, served_hints, tool_table
 from .tools._paths import dot_segment
 
 __all__ = ["DispatchCore", "ToolResult"]
@@ -156,6 +156,11 @@ class DispatchCore:
             {t.name: t.checks_for(registry[t.name].parameters) for t in tools},
             {t.name: t.yes_for(registry[t.name].parameters) for t in tools},
         )
+        # An argument hint that names a library tool not served here is left out.
+        if rechecked := served_hints(table, {n: registry[n].checks for n in registry.names}):
+            registry = registry.with_checks(
+                {t.name: t.checks_for(registry[t.name].parameters) for t in rechecked}
+            )
         if max_buckets < 1:
             raise ConfigurationError("max_buckets must be at least 1")
         self.registry = registry
@@ -260,7 +265,7 @@ class DispatchCore:
                 scope = provider if refusal.provider_specific else EVERY_PROVIDER
                 self.rerank_memory.remember(node, refusal.reason, scope)
             if not self.rerank_fallback:
-                advice = prepared.tool.too_large if prepared.tool is not None else None
+                advice = served_advice(prepared.tool, self.tools) if prepared.tool else None
                 error = engine_error(outcome, request, advice)
                 return error_payload(error, attempts=attempts)
             note = {"applied": False, "reason": refusal.reason, "fallback": FALLBACK}
@@ -290,7 +295,9 @@ class DispatchCore:
         try:
             answered = isinstance(outcome, Reply) and tool.answered(outcome)
             if answered and isinstance(outcome, Reply):
-                payload = tool.answer(Received(tool.name, outcome, request, note, attempts))
+                payload = tool.answer(
+                    Received(tool.name, outcome, request, note, attempts, self.tools)
+                )
         except EngineError as exc:
             return error_payload(exc, attempts=attempts)
         except Exception as exc:  # a custom tool's reading: nothing raises out of dispatch
@@ -302,7 +309,7 @@ class DispatchCore:
             if "aggregations" in payload:
                 payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
             return payload
-        error = engine_error(outcome, request, tool.too_large)
+        error = engine_error(outcome, request, served_advice(tool, self.tools))
         return error_payload(error, attempts=attempts)
 
     def _shape(
@@ -332,11 +339,16 @@ class DispatchCore:
         def next_page(shown: int) -> dict[str, int] | None:
             return None if page_from is None else {"from": page_from + shown}
 
-        fit: Fit | None = getattr(getattr(prepared, "tool", None), "fit", None)
+        tool_object = prepared.tool if prepared is not None else None
+        fit: Fit | None = getattr(tool_object, "fit", None)
         if fit is None:
             memories = prepared is not None and prepared.request.kind == "memory_recall"
             fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
-        return fit_message(payload, limit, fit=fit, next_page=next_page, plain=plain)
+        # how to read a cut field whole, from the tool, naming only tools served here
+        refetch = tool_object.refetch_hint(self.tools) if tool_object is not None else None
+        return fit_message(
+            payload, limit, fit=fit, next_page=next_page, plain=plain, refetch=refetch
+        )
 
     def result(
         self,

@@ -20,9 +20,7 @@ from typing import Any
 import httpcore2
 import httpx2
 
-__all__ = ["DEFAULT_DEADLINE", "Deadline", "Running", "guard", "http_library", "timeouts"]
-
-DEFAULT_DEADLINE = 60.0
+__all__ = ["Deadline", "Running", "guard", "http_library", "timeouts"]
 
 
 class Deadline:

@@ -2,99 +2,21 @@
 
 from __future__ import annotations
 
-import inspect
-import ssl
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from ._answers import PendingAnswers
-from ._budget import Budget
 from ._core import DispatchCore, Prepared, ToolResult, _raised
-from ._deadline import DEFAULT_DEADLINE
 from ._exceptions import ClosedError, ConfigurationError, InvalidToolCallError, ToolCallError
-from ._policy import Policy
+from ._options import DispatchOptions
 from ._registry import ToolRegistry, load_registry
 from ._retry import RetryPolicy
 from ._shapes import ToolCall, parse_tool_call, parse_turn
 from ._transport import Endpoint, TransportSettings
-from .tools import Handler, Tool
+from .tools import Tool
 
-__all__ = ["PARAMETERS", "BaseDispatcher", "Begun", "documented"]
-
-_T = TypeVar("_T", bound=type)
-
-# The constructor keywords of both dispatchers, in words: `documented` renders them into each
-# class's docstring, in signature order, so `help(Dispatcher)` lists every one of them and the
-# two dispatchers cannot drift apart (a test checks that every keyword is there).
-PARAMETERS: Mapping[str, str] = MappingProxyType(
-    {
-        "registry": "the `ToolRegistry` whose tools the model may call. Default: the bundled "
-        "``tools.json`` (`load_registry()`).",
-        "url": "XERJ's base URL, or a list of node URLs served round-robin with failover. Default: "
-        "``$XERJ_URL`` (comma-separated for several nodes), else ``http://localhost:9200``.",
-        "api_key": "sent as ``Authorization: ApiKey <key>``; never logged or shown. Default: "
-        "``$XERJ_API_KEY``, else no credentials.",
-        "authorization": 'a whole ``Authorization`` header value (``"Bearer <token>"``); it '
-        "wins over `api_key`. Default: None.",
-        "client": "your own {client}, left open by `{close}`; its pool, timeouts and TLS are "
-        "yours. Default: None, an owned client built from the keywords below.",
-        "handlers": "``{{tool name: handler}}``: a plain function from validated arguments to an "
-        "`HttpRequest`, for a tool of your own or to replace one of the library's. Default: None.",
-        "tools": "your own `Tool` objects (docs/tools.md), each defined in `registry`. "
-        "Default: none.",
-        "retry": "how a XERJ request is retried (`RetryPolicy`). Default: ``RetryPolicy()``, 4 "
-        "attempts within 30 seconds.",
-        "rerank_fallback": "when XERJ refuses ``rerank``, repeat the search once without it and "
-        "say so (False: answer ``rerank_unavailable``). Default: True.",
-        "rerank_memory_seconds": "seconds a node's refusal of rerank is remembered, so later calls "
-        "skip the doomed attempt; 0 remembers nothing. Default: 300.0.",
-        "connect_timeout": "seconds to open a connection to a node. Default: 5.0.",
-        "read_timeout": "seconds for each read or write on a connection, and to get a pooled "
-        "connection. Default: 30.0.",
-        "verify": "TLS verification: True, False, a CA bundle path or an `ssl.SSLContext`. "
-        "Default: True.",
-        "pool_size": "connections kept per owned client (and at most open at once). Default: 10.",
-        "max_response_bytes": "largest decoded response body read, in bytes; a larger one answers "
-        "``response_too_large``. Default: 33554432 (32 MiB), or the policy's lower cap.",
-        "repair": "repair argument mistakes that have exactly one reading, and say so (False: "
-        "strict). Default: True.",
-        "budget": "the most a tool message may hold: characters (an int) or a `Budget` in tokens; "
-        "a larger result is fitted with a note on what was cut. Default: 12000 characters.",
-        "budgets": "``{{tool name: budget}}`` for tools that need another. Default: None.",
-        "max_buckets": "aggregation buckets kept per bucket list; the rest are counted. "
-        "Default: 25.",
-        "policy": "the operator's guardrails (`Policy`). Default: None, which means "
-        "``Policy()``: no dot-indices, no oversized arguments (docs/policy.md).",
-        "max_workers": "threads that run a turn's calls at once in `dispatch_many`. Default: 8.",
-        "max_in_flight": "requests on the wire at once, across threads or tasks; calls over it "
-        "wait their turn, first come first served, within `deadline` and the pool timeout. "
-        "``'pool'``: the pool's connection limit (a client of your own: its ``max_connections`` "
-        "when readable, else no bound); an int sets it; None removes it (docs/configuration.md). "
-        "Default: ``'pool'``.",
-        "deadline": "seconds one call may take in all: attempts, backoff waits and reads together. "
-        "Default: 60.0.",
-        "sleep": "{sleep}, called with seconds; injectable so tests do not wait. "
-        "Default: {sleep_default}.",
-        "clock": "monotonic seconds for deadlines, backoff and elapsed times. Default: "
-        "``time.monotonic``.",
-    }
-)
-
-
-def documented(client: str, close: str, sleep: str, sleep_default: str) -> Callable[[_T], _T]:
-    """Append the constructor's keywords, in signature order, to the class docstring."""
-
-    def decorate(cls: _T) -> _T:
-        words = {"client": client, "close": close, "sleep": sleep, "sleep_default": sleep_default}
-        lines = ["", "Arguments, every one optional (all but `registry` are keyword-only):", ""]
-        for name in inspect.signature(cls.__init__).parameters:  # type: ignore[misc]
-            if name in PARAMETERS:
-                lines.append(f"- ``{name}``: {PARAMETERS[name].format(**words)}")
-        cls.__doc__ = inspect.cleandoc(cls.__doc__ or "") + "\n" + "\n".join(lines) + "\n"
-        return cls
-
-    return decorate
+__all__ = ["BaseDispatcher", "Begun"]
 
 
 class Begun(NamedTuple):
@@ -116,59 +38,35 @@ class BaseDispatcher:
     """What `Dispatcher` and `AsyncDispatcher` share: their configuration, and a turn's plan
     (identical calls sent once) and its answers, whole or salvaged after an interruption."""
 
-    def __init__(
-        self,
-        registry: ToolRegistry | None,
-        *,
-        url: str | Sequence[str] | None,
-        api_key: str | None,
-        authorization: str | None,
-        handlers: Mapping[str, Handler] | None,
-        tools: Sequence[Tool],
-        retry: RetryPolicy | None,
-        rerank_fallback: bool,
-        rerank_memory_seconds: float,
-        connect_timeout: float,
-        read_timeout: float,
-        verify: bool | str | ssl.SSLContext,
-        pool_size: int,
-        max_response_bytes: int,
-        repair: bool,
-        budget: int | Budget,
-        budgets: Mapping[str, int | Budget] | None,
-        max_buckets: int,
-        policy: Policy | None,
-        clock: Callable[[], float],
-        deadline: float = DEFAULT_DEADLINE,
-    ) -> None:
-        if not (0 < deadline < float("inf")):
-            raise ConfigurationError("deadline must be a positive number of seconds")
-        self.deadline = deadline
+    def __init__(self, registry: ToolRegistry | None, options: DispatchOptions) -> None:
+        self.options = options
+        self.deadline = options.deadline
         self._core = DispatchCore(
             registry if registry is not None else load_registry(),
-            handlers,
-            tools=tools,
-            rerank_fallback=rerank_fallback,
-            rerank_memory_seconds=rerank_memory_seconds,
-            repair=repair,
-            budget=budget,
-            budgets=budgets,
-            max_buckets=max_buckets,
-            policy=policy,
-            clock=clock,
+            options.handlers,
+            tools=options.tools,
+            rerank_fallback=options.rerank_fallback,
+            rerank_memory_seconds=options.rerank_memory_seconds,
+            repair=options.repair,
+            budget=options.budget,
+            budgets=options.budgets,
+            max_buckets=options.max_buckets,
+            policy=options.policy,
+            clock=options.clock,
         )
         self.registry, self.policy = self._core.registry, self._core.policy
-        self._endpoint = Endpoint.create(url, api_key=api_key, authorization=authorization)
-        self._settings = TransportSettings(
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            verify=verify,
-            pool_size=pool_size,
-            max_response_bytes=min(
-                max_response_bytes, self.policy.max_response_bytes or max_response_bytes
-            ),
+        self._endpoint = Endpoint.create(
+            options.url, api_key=options.api_key, authorization=options.authorization
         )
-        self.retry = retry if retry is not None else RetryPolicy()
+        cap = self.policy.max_response_bytes or options.max_response_bytes
+        self._settings = TransportSettings(
+            connect_timeout=options.connect_timeout,
+            read_timeout=options.read_timeout,
+            verify=options.verify,
+            pool_size=options.pool_size,
+            max_response_bytes=min(options.max_response_bytes, cap),
+        )
+        self.retry = options.retry if options.retry is not None else RetryPolicy()
         self._closed = False
 
     @property

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 import httpx2
 
 from ._deadline import Deadline
-from ._exceptions import ConfigurationError
 from ._models import Failure, Outcome
 
 if TYPE_CHECKING:  # asyncio is imported where it runs: `Dispatcher` alone does not pay for it
@@ -54,12 +53,8 @@ def resolve_bound(
 ) -> int | None:
     """``"pool"``: the owned client's `pool_size`, or the connection limit of the client passed
     in where it can be read (else no bound: its limits are the caller's business)."""
-    if max_in_flight == "pool":
+    if max_in_flight == "pool":  # a value checked by `DispatchOptions`
         return pool_size if client is None else pool_limit(client)
-    if max_in_flight is not None and (
-        isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1
-    ):
-        raise ConfigurationError('max_in_flight must be a positive int, None or "pool"')
     return max_in_flight
 
 

@@ -20,7 +20,7 @@ which fields exist (`field_hint`). It is never fetched before a search.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from ._models import HttpRequest, Outcome, Reply
@@ -186,10 +186,15 @@ def _known(name: str, fields: Mapping[str, Field]) -> bool:
 
 
 def field_hint(
-    body: Mapping[str, Any], per_index: Mapping[str, Mapping[str, Field]], limit: int = 40
+    body: Mapping[str, Any],
+    per_index: Mapping[str, Mapping[str, Field]],
+    limit: int = 40,
+    served: Collection[str] | None = None,
 ) -> str | None:
     """A sentence naming the fields that exist, when the request names one the mapping lacks or
-    runs kNN (semantic) on a field that is not a dense_vector (semantic_text); else None."""
+    runs kNN (semantic) on a field that is not a dense_vector (semantic_text); else None. It
+    sends the model to `xerj_describe_index` for the rest only where that tool is `served`
+    (None: not known)."""
     fields: dict[str, Field] = {}
     for per in per_index.values():
         for path, field in per.items():
@@ -216,11 +221,9 @@ def field_hint(
     ]
     semantic = [p for p, f in fields.items() if f["type"] == "semantic_text"]
     listed = [f"{p}: {f['type']}" for p, f in sorted(fields.items())[:limit]]
-    more = (
-        f" and {len(fields) - limit} more (xerj_describe_index lists them)"
-        if len(fields) > limit
-        else ""
-    )
+    describe = served is None or "xerj_describe_index" in served
+    more = f" and {len(fields) - limit} more" if len(fields) > limit else ""
+    more += " (xerj_describe_index lists them)" if more and describe else ""
     text = f"{'; '.join(dict.fromkeys(wrong))}. The index has: {', '.join(listed)}{more}."
     if any("dense_vector" in w for w in wrong):
         text += f" Vector fields: {', '.join(vectors) or 'none'}."

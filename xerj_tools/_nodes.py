@@ -5,11 +5,33 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit
 
+from ._exceptions import ConfigurationError
 from ._models import Outcome, Reply
 from ._tracing import node_rested
 
-__all__ = ["NodePool"]
+__all__ = ["NodePool", "check_url", "header_safe"]
+
+
+def check_url(url: str) -> str:
+    """A XERJ base URL, checked (http or https, a host, no credentials) and without its ``/``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError("a XERJ URL must look like http://host:9200 or https://host:9200")
+    if parts.username or parts.password:
+        # XERJ accepts only ApiKey or Bearer (auth.rs:185-194), and a URL travels into logs.
+        raise ConfigurationError(
+            "put credentials in api_key= (on the command line: $XERJ_API_KEY, or a whole "
+            "Authorization value in $XERJ_AUTH for `mcp`), not in the XERJ URL"
+        )
+    return url.rstrip("/")
+
+
+def header_safe(value: str) -> bool:
+    """Visible ASCII, spaces and tabs only: anything else fails on every request (with the value
+    in the error text) or, with a line break, would add a header of its own."""
+    return all(" " <= c <= "~" or c == "\t" for c in value)
 
 
 class NodePool:

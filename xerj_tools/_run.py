@@ -6,13 +6,20 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import _trace_turns
+from ._agent_options import (
+    LOOP_OWNED,
+    MAX_CALLS_PER_TURN,
+    AgentOptions,
+    CreateOptions,
+    merge_create_options,
+)
 from ._answers import PendingAnswers
 from ._core import ToolResult
-from ._exceptions import ConfigurationError, MaxTurnsExceeded
+from ._exceptions import MaxTurnsExceeded
 from ._shapes import Assembler, Step, ToolCall, loop_shape
 from ._turns import (
     AgentEvent,
@@ -39,98 +46,25 @@ __all__ = [
 
 CUT_OFF = ("length", "content_filter")  # the output ended before its calls were whole
 
-MAX_CALLS_PER_TURN = 16
-"""The calls of one model turn that are run; those past it are answered ``too_many_calls``.
-Models make a few calls a turn (parallel calls are rarely more than five); 16 is two rounds of
-the dispatcher's 8 workers, and 16 answers at the default budget of 12,000 characters are about
-190,000 characters, some 48,000 tokens: the next model request still fits a 128k-token context
-with the conversation beside it. Without a bound, 500 calls in one turn all ran and the next
-request carried 6.6 MB (adversarial review, N15)."""
-
-
-class CreateOptions(TypedDict, total=False):
-    """Options the loop hands to ``client.chat.completions.create`` / ``client.responses.create``
-    unchanged: the common ones, typed. Pass them as keywords (``temperature=0``) or in
-    ``create_options={...}``, which also takes any other option your client accepts."""
-
-    temperature: float
-    top_p: float
-    tool_choice: str | Mapping[str, Any]
-    parallel_tool_calls: bool
-    max_tokens: int  # Chat Completions
-    max_completion_tokens: int  # Chat Completions
-    max_output_tokens: int  # Responses
-    instructions: str  # Responses
-    reasoning: Mapping[str, Any]  # Responses
-    reasoning_effort: str  # Chat Completions
-    stream_options: Mapping[str, Any]  # Chat Completions, streamed
-    seed: int
-    stop: str | list[str]
-    user: str
-    metadata: Mapping[str, str]
-    extra_headers: Mapping[str, str]
-    extra_body: Mapping[str, Any]
-    timeout: float
-
-
-# What each request's loop sets itself: the model and the transcript (``messages`` for Chat
-# Completions, ``input`` for Responses) are its parameters, the tools come from the registry,
-# and streaming is its `stream` parameter.
-LOOP_OWNED = frozenset({"model", "messages", "input", "tools", "stream"})
-
-
-def merge_create_options(
-    options: Mapping[str, Any] | None, keywords: Mapping[str, Any]
-) -> dict[str, Any]:
-    """`create_options` and the pass-through keywords as one dict; raises `ConfigurationError`
-    for a key given both ways or one the loop owns (`LOOP_OWNED`)."""
-    merged = dict(options or {})
-    if twice := sorted(set(merged) & set(keywords)):
-        raise ConfigurationError(
-            f"{', '.join(twice)} given both as a keyword and in create_options; pass it once"
-        )
-    merged.update(keywords)
-    if owned := sorted(set(merged) & LOOP_OWNED):
-        raise ConfigurationError(
-            f"create() option(s) {', '.join(owned)} belong to the loop: model= and messages= are "
-            "its own parameters, the tools come from the dispatcher's registry, and streaming is "
-            "its stream= parameter"
-        )
-    return merged
-
 
 class AgentRun:
     """The state of one run, shared by every driver: transcript, figures, loop guard."""
 
     def __init__(
-        self,
-        dispatcher: BaseDispatcher,
-        api: str,
-        model: str,
-        messages: Any,
-        max_turns: int,
-        max_repeats: int,
-        on_max_turns: str,
-        create_options: dict[str, Any],
-        max_calls_per_turn: int = MAX_CALLS_PER_TURN,
+        self, dispatcher: BaseDispatcher, model: str, messages: Any, options: AgentOptions
     ) -> None:
         self.turn = 0
-        self.shape = loop_shape(api)  # the wire shape: definitions, requests, replies
-        if max_turns < 1 or max_repeats < 1 or max_calls_per_turn < 1:
-            raise ConfigurationError(
-                "max_turns, max_repeats and max_calls_per_turn must be at least 1"
-            )
-        self.max_calls = max_calls_per_turn
-        if on_max_turns not in ("return", "raise"):
-            raise ConfigurationError("on_max_turns must be 'return' or 'raise'")
+        self.shape = loop_shape(options.api)  # the wire shape: definitions, requests, replies
+        self.max_calls = options.max_calls_per_turn
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         # A list is extended in place, so that the caller holds a valid transcript even when
         # the run is interrupted.
         self.transcript: list[Any] = messages if isinstance(messages, list) else list(messages)
         self.dispatcher, self.model = dispatcher, model
-        self.max_turns, self.max_repeats, self.on_max_turns = max_turns, max_repeats, on_max_turns
-        self.create_options = create_options
+        self.max_turns, self.max_repeats = options.max_turns, options.max_repeats
+        self.on_max_turns = options.on_max_turns
+        self.create_options = dict(options.create_options or {})
         self.stats: dict[str, ToolStats] = {}
         self.usage = TokenUsage()
         self.seen: Counter[str] = Counter()

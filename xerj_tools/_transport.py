@@ -24,7 +24,7 @@ from ._body import TooLarge, Undecodable, read_async, reader
 from ._deadline import Deadline, Running, guard, http_library, timeouts
 from ._exceptions import ConfigurationError
 from ._models import Failure, HttpRequest, Outcome, Reply
-from ._nodes import NodePool
+from ._nodes import NodePool, check_url, header_safe
 from ._redact import Scrubber
 from ._settings import TransportSettings
 from ._tracing import attempt
@@ -52,25 +52,6 @@ class _Secret:
         return "<redacted>"
 
     __str__ = __repr__
-
-
-def _check_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError("a XERJ URL must look like http://host:9200 or https://host:9200")
-    if parts.username or parts.password:
-        # XERJ accepts only ApiKey or Bearer (auth.rs:185-194), and a URL travels into logs.
-        raise ConfigurationError(
-            "put credentials in api_key= (on the command line: $XERJ_API_KEY, or a whole "
-            "Authorization value in $XERJ_AUTH for `mcp`), not in the XERJ URL"
-        )
-    return url.rstrip("/")
-
-
-def _header_safe(value: str) -> bool:
-    """Visible ASCII, spaces and tabs only: anything else fails on every request (with the value
-    in the error text) or, with a line break, would add a header of its own."""
-    return all(" " <= c <= "~" or c == "\t" for c in value)
 
 
 @dataclass(frozen=True)
@@ -102,14 +83,14 @@ class Endpoint:
             key = api_key if api_key is not None else os.environ.get("XERJ_API_KEY")
             if key:
                 authorization, what = f"ApiKey {key.strip()}", "API key"
-        if authorization and not _header_safe(authorization):
+        if authorization and not header_safe(authorization):
             # The message never repeats the value: it is a credential.
             raise ConfigurationError(
                 f"the {what} holds a character an HTTP header cannot carry (non-ASCII, a line "
                 "break or a control character); check how it was copied"
             )
         secret = _Secret(authorization) if authorization else None
-        return cls(tuple(_check_url(u) for u in urls), secret)
+        return cls(tuple(check_url(u) for u in urls), secret)
 
     @property
     def base_url(self) -> str:

@@ -3,7 +3,7 @@
 Every tool result carries the envelope twice: as its one text block (what the model reads,
 unchanged) and as ``structuredContent`` (the same object, for clients that read data). The
 schemas describe the envelope of docs/messages.md: ``ok`` always; ``error`` on a failure; the
-answer's fields per kind of tool. They name the fields a client can rely on and leave the rest
+answer's own fields, as each tool names them (`Tool.result_fields`). They name the fields a client can rely on and leave the rest
 open (``additionalProperties`` is not false), so a field added later never breaks a client that
 validates.
 """
@@ -11,7 +11,10 @@ validates.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..tools import Tool
 
 __all__ = ["output_schema"]
 
@@ -40,41 +43,14 @@ _COMMON: dict[str, Any] = {
         "description": "what the budget left out, and `next`: the arguments of the next page",
     },
 }
-_HITS = {"type": "array", "items": {"type": "object"}}
-_SEARCH: dict[str, Any] = {
-    "total": {"type": ["integer", "null"], "description": "the engine's count of matches"},
-    "total_relation": {"type": "string"},
-    "hits": {**_HITS, "description": "each with _index, _id, _score, _source"},
-    "aggregations": {"type": "object"},
-    "ranked_by": {"type": "string", "enum": ["engine", "reranker"]},
-    "rerank": {"type": "object"},
-    "fusion": {"type": "object"},
-}
-_KINDS: dict[str, dict[str, Any]] = {
-    "xerj_search": _SEARCH,
-    "xerj_semantic_search": _SEARCH,
-    "xerj_vector_search": _SEARCH,
-    "xerj_hybrid_search": _SEARCH,
-    "xerj_memory_recall": {"hits": {**_HITS, "description": "each with id, text, score"}},
-    "xerj_memory_store": {
-        "id": {"type": "string"},
-        "namespace": {"type": "string"},
-        "created": {"type": "boolean"},
-        "deduplicated": {"type": "boolean"},
-    },
-    "xerj_get_document": {
-        "found": {"type": "boolean"},
-        "_index": {"type": "string"},
-        "_id": {"type": "string"},
-        "_source": {"type": "object"},
-    },
-}
 
 
-def output_schema(tool: str) -> dict[str, Any]:
-    """The ``outputSchema`` of a tool: the envelope, with its kind's fields when known."""
+def output_schema(tool: Tool | None) -> dict[str, Any]:
+    """The ``outputSchema`` of a tool: the envelope, with the tool's own fields
+    (`Tool.result_fields`) when it names them."""
+    fields = tool.result_fields if tool is not None and tool.result_fields else {}
     return {
         "type": "object",
-        "properties": copy.deepcopy({**_COMMON, **_KINDS.get(tool, {})}),
+        "properties": copy.deepcopy({**_COMMON, **fields}),
         "required": ["ok"],
     }

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from .._async_dispatch import AsyncDispatcher
 from .._exceptions import ConfigurationError
+from .._options import DispatchOptions
 from .._policy import Policy
 from .._version import __version__
 from ._mcp_auth import CallerVerifier, OAuthSettings
@@ -150,10 +151,12 @@ def configure(
             "tokens too"
         )
     limits = CallLimits(max_in_flight)
+    # One configuration, checked before the socket is bound; each caller's policy replaces it.
+    configured = DispatchOptions(url=url, authorization=authorization, pool_size=pool_size)
     sock = bind(*parse_bind(http, allow_remote=allow_remote)) if http is not None else None
 
     def make(p: Policy) -> AsyncDispatcher:
-        return AsyncDispatcher(url=url, authorization=authorization, policy=p, pool_size=pool_size)
+        return AsyncDispatcher(options=configured.replace(policy=p))
 
     try:
         dispatcher = make(policy)

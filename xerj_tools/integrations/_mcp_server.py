@@ -141,7 +141,7 @@ def list_tools(
                 title=hints.title if hints else None,
                 description=spec.description,
                 input_schema=json.loads(json.dumps(spec.parameters)),
-                output_schema=output_schema(spec.name),
+                output_schema=output_schema(tool),
                 annotations=hints.annotations() if hints else None,
             )
         )

@@ -8,11 +8,13 @@ first-party additions beside them. A tool of yours is declared the same way and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
 from .._models import HttpRequest
+from .._problems import Check
 from ._discovery import DESCRIBE_INDEX, LIST_INDICES
 from ._document import GET_DOCUMENT
 from ._memory import RECALL, STORE
@@ -29,6 +31,8 @@ __all__ = [
     "handler_tool",
     "read_json",
     "reading_tool",
+    "served_advice",
+    "served_hints",
     "tool_named",
     "tool_table",
 ]
@@ -86,7 +90,7 @@ def reading_tool(tool: Tool | str, request: HttpRequest) -> Tool:
     like = _BY_KIND.get(request.kind)
     if like is None:
         return replace(tool, read=read_json, fit="json", paging=None)
-    return replace(tool, read=like.read, fit=like.fit, paging=like.paging)
+    return replace(tool, read=like.read, fit=like.fit, paging=like.paging, refetch=like.refetch)
 
 
 def tool_table(
@@ -101,3 +105,42 @@ def tool_table(
     for tool in tools:
         table[tool.name] = tool
     return table
+
+
+def served_advice(
+    tool: Tool, served: Collection[str]
+) -> Callable[[HttpRequest], str | None] | None:
+    """The tool's `too_large` advice for a dispatcher that serves the tools named `served`: an
+    advice naming one of the library's tools that is not among them is left out (the error's
+    own words stand), so that the model is never sent to a tool it does not have."""
+    too_large = tool.too_large
+    if too_large is None:
+        return None
+
+    def advise(request: HttpRequest) -> str | None:
+        said = too_large(request)
+        return None if said is None or _absent(said, served) else said
+
+    return advise
+
+
+_NAMED = re.compile(r"\bxerj_[a-z_]+\b")
+
+
+def served_hints(table: Mapping[str, Tool], checks: Mapping[str, Sequence[Check]]) -> list[Tool]:
+    """Each tool of `table` whose argument `hints` name one of the library's tools that `table`
+    lacks, with those hints left out, so that no message sends the model to a tool it does not
+    have (a hybrid search's ``aggs`` hint names ``xerj_search``); its checks are to be derived
+    again. `checks` are the registry's by tool: checks of your own there
+    (``load_registry(checks=...)``), not derived from the tool, are kept."""
+    out = []
+    for tool in table.values():
+        kept = {k: v for k, v in tool.hints.items() if not _absent(v, table)}
+        derived = tuple(checks.get(tool.name, ()))[1:] == tool.checks  # `Tool.checks_for`'s
+        if len(kept) < len(tool.hints) and derived:
+            out.append(replace(tool, hints=kept))
+    return out
+
+
+def _absent(text: str, served: Collection[str]) -> bool:
+    return any(n in XERJ_TOOLS and n not in served for n in _NAMED.findall(text))

@@ -13,7 +13,7 @@ First-party tools; their definitions follow the publishers' in ``tools.json``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import EngineError
@@ -202,9 +202,25 @@ _GROUP = {
 _HOW = (
     "text: match / match_phrase (analysed: not for term); keyword: term / terms, aggs, sort; "
     "numeric and date: range, sort, aggs; object members by dotted path; nested: a `nested` "
-    "query on its path; vector: xerj_vector_search (query_vector of `dims` numbers); "
-    "semantic_text: xerj_semantic_search, and semantic sub-queries of xerj_hybrid_search"
+    "query on its path"
 )
+
+
+def _how(served: Collection[str] | None) -> str:
+    """How to query each kind of field, naming only the tools served (all when not known)."""
+
+    def has(tool: str) -> bool:
+        return served is None or tool in served
+
+    said = [_HOW]
+    if has("xerj_vector_search"):
+        said.append("vector: xerj_vector_search (query_vector of `dims` numbers)")
+    semantic = ["xerj_semantic_search"] if has("xerj_semantic_search") else []
+    if has("xerj_hybrid_search"):
+        semantic.append("semantic sub-queries of xerj_hybrid_search")
+    if semantic:
+        said.append("semantic_text: " + ", and ".join(semantic))
+    return "; ".join(said)
 
 
 def _group(fields: Mapping[str, Field]) -> dict[str, Any]:
@@ -252,11 +268,13 @@ def _read_mapping(received: Received) -> dict[str, Any]:
     out["fields"] = _group({p: fields[p] for p in shown})
     semantic = sorted(p for p, f in fields.items() if f["type"] == "semantic_text")
     vectors = {p: f.get("dims") for p, f in sorted(fields.items()) if f["type"] == "dense_vector"}
-    out["search_with"] = {
+    search_with = {
         "xerj_semantic_search": semantic[:20],
         "xerj_vector_search": dict(list(vectors.items())[:20]),
     }
-    out["how"] = _HOW
+    served = received.served
+    out["search_with"] = {k: v for k, v in search_with.items() if served is None or k in served}
+    out["how"] = _how(served)
     if start + len(shown) < len(wanted) or start > 0 or prefix:
         tops: dict[str, int] = {}
         for path in wanted:

@@ -167,4 +167,10 @@ GET_DOCUMENT = Tool(
     answered=_answered,
     origin="first-party",
     follow_up=behind_alias,
+    result_fields={
+        "found": {"type": "boolean"},
+        "_index": {"type": "string"},
+        "_id": {"type": "string"},
+        "_source": {"type": "object"},
+    },
 )

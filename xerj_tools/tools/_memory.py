@@ -142,6 +142,12 @@ STORE = Tool(
     queries=False,  # text and metadata are stored, not run
     path="/_memory/{namespace}",
     too_large=_too_large_store,
+    result_fields={
+        "id": {"type": "string"},
+        "namespace": {"type": "string"},
+        "created": {"type": "boolean"},
+        "deduplicated": {"type": "boolean"},
+    },
     **_MEMORY,
 )
 RECALL = Tool(
@@ -155,5 +161,12 @@ RECALL = Tool(
     writes=False,
     path="/_memory/{namespace}/_recall",
     too_large=_too_large_recall,
+    result_fields={
+        "hits": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": "each with id, text, score",
+        }
+    },
     **_MEMORY,
 )

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from .._format import engine_error, invalid, unusable
@@ -278,10 +278,34 @@ def _too_large_hybrid(request: HttpRequest) -> str:
     return f"Ask for fewer hits: call again with a smaller size (it was {size}; {fewer})."
 
 
+def _fetch_hit(served: Collection[str]) -> str | None:
+    """How to read a cut field whole, with a tool this dispatcher serves (or None)."""
+    if "xerj_search" in served:
+        return (
+            "to read a cut field whole, fetch that hit alone with xerj_search "
+            "(a query on its _id, source set to the field, size 1)"
+        )
+    if "xerj_get_document" in served:
+        return "to read a cut field whole, fetch that document with xerj_get_document"
+    return None
+
+
 _NO_AGGS = "aggregations are not supported with hybrid queries; run them as a separate xerj_search"
+_HITS_FIELDS: dict[str, Any] = {  # what `read_search` writes
+    "total": {"type": ["integer", "null"], "description": "the engine's count of matches"},
+    "total_relation": {"type": "string"},
+    "hits": {"type": "array", "items": {"type": "object"},
+             "description": "each with _index, _id, _score, _source"},
+    "aggregations": {"type": "object"},
+    "ranked_by": {"type": "string", "enum": ["engine", "reranker"]},
+    "rerank": {"type": "object"},
+    "fusion": {"type": "object"},
+}  # fmt: skip
 _SEARCHING: dict[str, Any] = {
     "read": read_search,
+    "result_fields": _HITS_FIELDS,
     "fit": "hits",
+    "refetch": _fetch_hit,
     "index_args": ("index",),
     "namespace_args": (),
     "writes": False,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -15,7 +15,7 @@ from ._checks import unknown_keys
 from ._fastyes import quick_yes
 
 __all__ = [
-    "After", "FollowUp", "Handler", "IndexPolicy", "Origin", "Received", "Tool", "copy_args", "inferred_caps",
+    "After", "FollowUp", "Handler", "IndexPolicy", "Origin", "Received", "Refetch", "Tool", "copy_args", "inferred_caps",
     "integral",
     "read_json",
 ]  # fmt: skip
@@ -38,6 +38,9 @@ class Received:
     request: HttpRequest
     rerank: Mapping[str, Any] | None = None  # the dispatcher's note when it dropped rerank
     attempts: int = 1
+    # the names of the tools the dispatcher serves (None: not known), so that what the payload
+    # advises names only those
+    served: Collection[str] | None = None
 
 
 class IndexPolicy(Protocol):
@@ -52,6 +55,10 @@ After = Callable[
 """A tool's step after its answer was read: yields follow-up reads (each answered with
 ``(outcome, attempts)``; never retried, not counted as the call's attempts) and returns the
 payload, the operator's policy applied to what it lists."""
+
+Refetch = Callable[[Collection[str]], "str | None"]
+"""How to read whole a field the budget cut in a hit, given the names of the tools the
+dispatcher serves: advice that names only those, or None."""
 
 Reader = Callable[[Received], dict[str, Any]]
 """Turns an answered reply into the payload the model reads; raises `EngineError` (code
@@ -150,8 +157,13 @@ class Tool:
       a namespace, ``size``/``k``/``num_candidates`` are capped, and a request that is not a
       GET/HEAD nor a POST to a read endpoint (``_search``, ``_count``, …) is a write.
     - `path`: the URL template for tracing (``/{index}/_search``); `too_large`: what the model
-      can ask for instead when the answer is too large; `answered`: whether a reply is a result
-      to read (default: a 2xx status) rather than an error. `title`: a human title (MCP).
+      can ask for instead when the answer is too large; `refetch`: how it reads whole a field
+      the budget cut inside a hit (a sentence, or a `Refetch` given the names of the tools the
+      dispatcher serves, so that it names only those; None: the fitter's advice, which names no
+      tool); see `refetch_hint`; `answered`: whether a reply is a result
+      to read (default: a 2xx status) rather than an error. `title`: a human title (MCP);
+      `result_fields`: the payload's own fields as JSON Schema properties (beside ``ok``,
+      ``error``, ``truncated``...; MCP publishes them in the tool's ``outputSchema``).
       `follow_up`: more requests after a successful answer (`FollowUp`).
     - `after`: run on an answered payload before the model reads it (`After`): follow-up reads
       and the policy applied to what the answer lists; None (most tools): nothing.
@@ -173,9 +185,11 @@ class Tool:
     hints: Mapping[str, str] = field(default_factory=dict)
     strict_arguments: bool = True
     too_large: Callable[[HttpRequest], str | None] | None = None
+    refetch: str | Refetch | None = None
     answered: Callable[[Reply], bool] = is_2xx
     origin: Origin = "custom"
     title: str | None = None
+    result_fields: Mapping[str, Any] | None = field(default=None, repr=False)
     follow_up: FollowUp | None = None
     after: After | None = None
     rerank_arg: str | None = None
@@ -194,6 +208,13 @@ class Tool:
             "parameters": self.parameters,
         }
         return {"type": "function", "function": function}
+
+    def refetch_hint(self, served: Collection[str]) -> str | None:
+        """The advice for a field cut inside one of this tool's hits, when the dispatcher serves
+        the tools named `served` (None: the fitter says it, naming no tool)."""
+        if self.refetch is None or isinstance(self.refetch, str):
+            return self.refetch
+        return self.refetch(served)
 
     def index_arguments(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The arguments of this call that the policy holds to its index rules."""
