@@ -35,7 +35,12 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Ru
     # Only pytest's own plugins and this one: loading every installed plugin costs a second.
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     return pytester.runpytest_inprocess(
-        "-p", "time_limit", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"
+        "-p",
+        "time_limit",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
     )
 
 
@@ -52,8 +57,10 @@ def test_a_test_over_the_limit_fails_unless_marked_slow(
     # test_slow_unmarked passes its call and fails at its teardown (an error).
     result.assert_outcomes(passed=3, failed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["*test_suite.py::test_slow_unmarked took * s (setup, call and teardown), over the limit"
-         " of 0.0 s (XERJ_TEST_TIME_LIMIT=0.005): make it cheaper or mark it @pytest.mark.slow*"]
+        [
+            "*test_suite.py::test_slow_unmarked took * s (setup, call and teardown), over the limit"
+            " of 0.0 s (XERJ_TEST_TIME_LIMIT=0.005): make it cheaper or mark it @pytest.mark.slow*"
+        ]
     )
     # The failing test is reported for its failure alone; the quick one and the marked one pass.
     assert "test_failing took" not in result.stdout.str()
@@ -80,7 +87,9 @@ def test_a_limit_that_is_not_a_positive_number_is_refused(
     monkeypatch.setenv(time_limit.ENV, value)
     result = run(pytester, monkeypatch)
     assert result.ret != 0
-    result.stderr.fnmatch_lines([f"*XERJ_TEST_TIME_LIMIT='{value}': expected a number of seconds above 0*"])
+    result.stderr.fnmatch_lines(
+        [f"*XERJ_TEST_TIME_LIMIT='{value}': expected a number of seconds above 0*"]
+    )
 
 
 @pytest.mark.parametrize(
