@@ -21,6 +21,9 @@ import pytest
 from xerj_tools import AsyncDispatcher, Dispatcher, ToolResult
 from xerj_tools.testing import XerjStandIn
 
+# XERJ_TEST_TIME_LIMIT=N (CI: 10) fails a test not marked slow that takes more than N seconds.
+from time_limit import pytest_runtest_makereport, pytest_sessionstart  # noqa: F401  (hooks)
+
 # Ctrl-C tests use `_thread.interrupt_main()`, which does nothing where SIGINT is ignored: so it is
 # in a job a non-interactive shell starts in the background (.ci/run's parallel runs).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:

@@ -42,11 +42,17 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's backlog of 5 drops a storm's sixth connection opened at once: each such
+    # connection waited out TCP's 1 s SYN retransmission.
+    request_queue_size = 128
+
+
 @contextlib.contextmanager
 def threaded_server() -> Iterator[str]:
     """A plain `ThreadingHTTPServer` with keep-alive on 127.0.0.1 that answers every request
     with one search hit."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server = _Server(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.handle_error = lambda request, address: None  # type: ignore[method-assign]  # resets
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})

@@ -136,8 +136,9 @@ def test_concurrent_first_turns_make_one_thread_pool(
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             # Hold each thread here until all four arrive: without a lock all four make a pool;
             # with one, the first waits alone (until the barrier gives up) and the rest reuse it.
+            # The fixed path always waits the timeout out: 0.3 s, ample for four threads to start.
             with contextlib.suppress(threading.BrokenBarrierError):
-                gate.wait(timeout=1)
+                gate.wait(timeout=0.3)
             super().__init__(*args, **kwargs)
             made.append(self)
 

@@ -95,7 +95,8 @@ class FakeXerj(BaseHTTPRequestHandler):
 def fake() -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeXerj)
     server.paths = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # `shutdown()` waits out one poll of `serve_forever` (0.5 s by default) at every teardown.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield server
     server.shutdown()

@@ -119,8 +119,11 @@ def test_sound_values_are_accepted(values: dict[str, Any]) -> None:
 
 
 def test_a_delimited_prefix_keeps_the_neighbour_out() -> None:
+    # Nothing listens on port 9: the allowed call is retried, without waiting between attempts.
     with Dispatcher(
-        url="http://127.0.0.1:9", policy=Policy(namespace_prefix="tenant-42.")
+        url="http://127.0.0.1:9",
+        policy=Policy(namespace_prefix="tenant-42."),
+        sleep=lambda _seconds: None,
     ) as dispatcher:
         mine = dispatcher.run(
             chat_call("xerj_memory_recall", {"namespace": "tenant-42.a", "query": "q"})

@@ -200,6 +200,36 @@ def test_the_stand_in_disables_nagle(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen and all(seen)
 
 
+def test_the_stand_in_queues_a_turn_of_connections_at_once() -> None:
+    """socketserver listens with a backlog of 5: the sixth connection opened at once, before the
+    server accepts, had its handshake dropped and waited out TCP's 1 s SYN retransmission (a
+    second added to any turn of more concurrent calls). Here nothing accepts: 40 connections
+    complete at once only with a deeper backlog (10 s is a failure bound, not a measurement)."""
+    import select
+    from http.server import BaseHTTPRequestHandler
+
+    from xerj_tools.testing._loopback import LoopbackServer
+
+    server = LoopbackServer(0, BaseHTTPRequestHandler)  # listening, never started: no accept
+    clients = [socket.socket() for _ in range(40)]
+    try:
+        for client in clients:
+            client.setblocking(False)
+            client.connect_ex(("127.0.0.1", server.server_port))
+        pending = list(clients)
+        for _ in range(100):
+            _, writable, _ = select.select([], pending, [], 0.1)
+            pending = [c for c in pending if c not in writable]
+            if not pending:
+                break
+        assert pending == [], f"{len(pending)} of 40 connections not accepted into the queue"
+        assert all(c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0 for c in clients)
+    finally:
+        for client in clients:
+            client.close()
+        server.server_close()
+
+
 # -- an async read stopped early ----------------------------------------------------------------
 
 def test_an_async_read_stopped_early_leaves_no_stream_to_the_collector(xerj: XerjStandIn) -> None:

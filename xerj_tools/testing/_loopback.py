@@ -22,6 +22,9 @@ class LoopbackServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's listen backlog is 5: a turn of more concurrent calls overflowed the accept
+    # queue, and each dropped connection waited out TCP's 1 s SYN retransmission.
+    request_queue_size = 128
 
     def __init__(self, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
         # Made first: a bind that fails (a port in use) closes the server inside __init__.
