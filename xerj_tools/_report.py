@@ -32,9 +32,30 @@ def printable(text: str) -> str:
     )
 
 
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+# `json.dumps(value, ensure_ascii=False)`'s own C encoder, made once: `dumps` makes a
+# `JSONEncoder` and its C encoder on every call, which cost as much as the encoding of a report.
+# Without a cycle check (a report holds plain values only), so one encoder serves every call.
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_ENCODE: Any = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(
+        None, _refuse, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+)
+
+
 def _json_line(value: Any) -> str:
-    """Compact JSON in which no terminal control appears raw (each is a ``\\u`` escape)."""
-    text = json.dumps(value, ensure_ascii=False)
+    """`json.dumps(value, ensure_ascii=False)` (its separators), in which no terminal control
+    appears raw (each is a ``\\u`` escape)."""
+    # (`dumps` itself on an interpreter without json's C accelerator)
+    text = json.dumps(value, ensure_ascii=False) if _ENCODE is None else "".join(_ENCODE(value, 0))
+    if text.isascii() and "\x7f" not in text:
+        return text  # (json escapes the C0 controls: in ASCII, only DEL could be left)
     return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
