@@ -28,11 +28,10 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
-from ._fastcheck import compile_check
+from ._fastcheck import FastCheck, compile_check
 from ._problems import Problem, json_path, json_type
-from ._validation import _preview as preview
 
-__all__ = ["Explainer", "compile_explainer"]
+__all__ = ["Explainer", "compile_explainer", "explainer_of", "preview"]
 
 # A node explains one value under one (sub)schema: the value, the JSON path where it stands
 # (rendered: `json_path` of its parts), the list to add problems to.
@@ -71,6 +70,25 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "number": _number,
     "integer": _integer,
 }
+
+
+def preview(value: Any, limit: int = 60) -> str:
+    """`value` as JSON in a problem's message, cut to `limit` characters (with "…")."""
+    if isinstance(value, str) and len(value) > limit * 4:
+        value = value[: limit * 4]  # no need to encode all of a long string to show its start
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def explainer_of(check: Any) -> Explainer | None:
+    """The explainer of a `FastCheck`'s schema (compiled on the first call, kept on the check),
+    or None: `check` is no `FastCheck`, or its schema is one jsonschema explains."""
+    if not isinstance(check, FastCheck):
+        return None
+    explainer = check.explainer
+    if explainer is None:
+        explainer = check.explainer = compile_explainer(check.schema) or False
+    return explainer or None
 
 
 def compile_explainer(schema: Any) -> Explainer | None:

@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ._problems import Problem
+from typing import Any
 
 __all__ = ["COMPILE_AFTER", "FastCheck", "compile_check", "compiled_backend", "fast_check"]
 
@@ -146,7 +143,6 @@ def compile_check(schema: Any) -> Predicate | None:
 
 
 COMPILE_AFTER = 100
-_UNSET: Any = object()
 """Calls of one check after which it switches to jsonschema-rs (when installed)."""
 
 
@@ -164,10 +160,10 @@ def compiled_backend() -> Any:
 
 class FastCheck:
     """A compiled check of one schema: the closure of `compile_check`, replaced by jsonschema-rs
-    (where installed) after `COMPILE_AFTER` calls, or at once with `compile_now`. `explain`
-    lists what is wrong with a value it refused (`xerj_tools._explain`)."""
+    (where installed) after `COMPILE_AFTER` calls, or at once with `compile_now`. What it
+    refuses, `_explain.explainer_of(check)` explains."""
 
-    __slots__ = ("_calls", "_compiled", "_explainer", "backend", "check", "pure", "schema")
+    __slots__ = ("_calls", "_compiled", "backend", "check", "explainer", "pure", "schema")
 
     def __init__(self, schema: Mapping[str, Any], pure: Predicate) -> None:
         self.schema = schema
@@ -176,17 +172,7 @@ class FastCheck:
         self._calls = 0
         self._compiled = False
         self.backend = "python"
-        self._explainer: Any = _UNSET
-
-    def explain(self, value: Any) -> list[Problem] | None:
-        """The schema's problems with `value` as jsonschema would list them, or None where
-        jsonschema must explain (`_explain.compile_explainer`, compiled on the first call)."""
-        explainer = self._explainer
-        if explainer is _UNSET:
-            from ._explain import compile_explainer
-
-            explainer = self._explainer = compile_explainer(self.schema)
-        return None if explainer is None else explainer(value)
+        self.explainer: Any = None  # compiled on the first refusal (`_explain.explainer_of`)
 
     def __call__(self, value: Any) -> bool:
         return self.check(value)

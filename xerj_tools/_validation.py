@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._bounds import TooDeep, loads, may_hold_surrogate, may_overflow, value_problem
+from ._explain import explainer_of
+from ._explain import preview as _preview
 from ._problems import Check, Problem, ValidationResult, json_path, json_type
 from ._repair import repair_arguments
 
@@ -15,13 +17,6 @@ if TYPE_CHECKING:  # jsonschema is imported when a call first fails its fast che
     from jsonschema.protocols import Validator
 
 __all__ = ["decode_arguments", "integral_numbers", "validate_arguments"]
-
-
-def _preview(value: Any, limit: int = 60) -> str:
-    if isinstance(value, str) and len(value) > limit * 4:
-        value = value[: limit * 4]  # no need to encode all of a long string to show its start
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _schema_problem(error: ValidationError) -> Problem:
@@ -147,7 +142,7 @@ def validate_arguments(
         problems = []  # explained below only if no repair applies: a repaired call never is
     else:
         verdict = None if schema_ok is None else _yes if schema_ok else _no  # asked once only
-        problems = _problems(validator, value, checks, verdict, getattr(fast, "explain", None))
+        problems = _problems(validator, value, checks, verdict, explainer_of(fast))
         if not problems:
             return ValidationResult(True, value)
     if repair:
@@ -157,7 +152,7 @@ def validate_arguments(
             repaired, repairs = repair_arguments(value, schema, typed=schema_ok is True)
         except TooDeep as exc:
             return ValidationResult(False, None, (Problem(exc.path, f"is JSON text {exc}"),))
-        explain = getattr(fast, "explain", None)  # a `FastCheck`'s compiled explainer
+        explain = explainer_of(fast)
         if repairs:
             # A repair can decode a JSON string or a number ("1e400"), or put `queries` in an
             # array: bound the result again. (`value` is within the bounds here: otherwise it
