@@ -137,18 +137,17 @@ class CallReport:
     line: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": self.ok}
-        if self.call is not None:
-            out.update(
-                line=self.call.line,
-                index=self.call.index,
-                call_id=self.call.call_id,
-                tool=self.call.name,
-            )
-        else:
-            out["line"] = self.line
-        if self.problems:
-            out["problems"] = [p.as_dict() for p in self.problems]
+        call = self.call
+        out: dict[str, Any] = (
+            {"ok": self.ok, "line": self.line}
+            if call is None
+            else {
+                "ok": self.ok, "line": call.line, "index": call.index, "call_id": call.call_id,
+                "tool": call.name,
+            }
+        )  # fmt: skip
+        if self.problems:  # (each `Problem.as_dict`, written out: this runs once a report)
+            out["problems"] = [{"path": p.path, "message": p.message} for p in self.problems]
         if self.repairs:
             out["repairs"] = list(self.repairs)
         return out

@@ -249,11 +249,12 @@ class Repairer:
         `size` out of `query`, or `queries` into an array, may apply."""
         repairs = Repairs()
         args = dict(arguments) if typed else self._walk(dict(arguments), (), repairs)
+        walked = len(repairs)
         if self._unnest:
             _unnest_query(args, self._properties, repairs)
         if self._wrap:
             _wrap_queries(args, self._properties, repairs)
-        if repairs:
+        if len(repairs) > walked:  # what was moved or wrapped is walked (the rest was)
             args = self._walk(args, (), repairs)
         return args, repairs
 

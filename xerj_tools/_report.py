@@ -112,9 +112,8 @@ class JsonReport:
 
     def report(self, report: Any) -> None:
         """Write one report: a `CallReport`, or its plain form (`CallReport.as_dict`)."""
-        separator = "," if self.started else ""
-        data = report if isinstance(report, dict) else report.as_dict()
-        self.out.write(self._open() + separator + _json_line(data))
+        line = _json_line(report if isinstance(report, dict) else report.as_dict())
+        self.out.write("," + line if self.started else self._open() + line)
 
     def abort(self, message: str) -> None:
         if self.started:  # keep stdout one valid document

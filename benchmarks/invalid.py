@@ -1,0 +1,140 @@
+"""What an invalid call costs offline (issue 24): µs per reported call, and the whole `validate`.
+
+Run:  .venv/bin/python benchmarks/invalid.py [--against DIR] [--calls N] [--rounds N] [--quick]
+      (writes benchmarks/invalid.json and invalid.md; --out DIR elsewhere)
+
+The calls are benchmarks/calls.py's (one in ten invalid: a negative `size`, a missing required
+argument, a wrong type, an unknown argument). The calls `validate` reports are the invalid mix:
+those the schema refuses (jsonschema's explanation before, the compiled explainer now), those
+only the prose limits refuse, and those a repair makes valid. Each is timed where the CLI spends
+it: `validate_calls` with the JSON report written (`JsonReport`, to memory), from the found calls
+(reading the file is left out), in CPU time of a process of its own, best of the rounds. Then
+the whole `xerj-tools validate FILE --format json` (to /dev/null), in CPU seconds of its process
+(its start and imports left out). `--against DIR`: the same, on the xerj-tools checkout in DIR
+(main's, say), the two interleaved round by round so that both see the same machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from calls import write_calls  # noqa: E402
+
+PER_CALL = """
+import gc, io, json, sys, time
+sys.dont_write_bytecode = True
+sys.path.insert(0, {root!r})
+from xerj_tools._json import _load
+from xerj_tools import load_registry
+from xerj_tools._offline import jsonl_calls, validate_calls
+from xerj_tools._report import JsonReport
+_load()
+registry = load_registry()
+found = list(jsonl_calls(enumerate(open({path!r}, encoding="utf-8"), start=1)))
+kinds = {{}}
+def keep(report):
+    kinds[report.call.index] = report
+validate_calls(registry, found, on_report=keep)  # also compiles every check
+mix = [f for f in found if f.index in kinds]
+groups = {{"repaired": [], "schema": [], "prose": []}}
+for f in mix:  # repaired; else refused by the schema, or by the prose limits alone
+    refused = not registry[f.name].fast_check(json.loads(f.arguments))
+    groups["repaired" if kinds[f.index].ok else "schema" if refused else "prose"].append(f)
+gc.collect(); gc.freeze()
+out = {{}}
+for name, calls in [("mix", mix), *groups.items()]:
+    best = float("inf")
+    for _ in range({repeat}):
+        writer = JsonReport(io.StringIO())
+        started = time.process_time()
+        validate_calls(registry, calls, on_report=writer.report)
+        best = min(best, time.process_time() - started)
+    out[name] = [len(calls), best / len(calls) * 1e6]
+print("RESULT", out)
+"""
+WHOLE = """
+import os, sys, time
+sys.dont_write_bytecode = True
+sys.path.insert(0, {root!r})
+from xerj_tools._cli import main
+if __name__ == "__main__":
+    C = time.process_time()
+    with open(os.devnull, "w") as out:
+        main(["validate", {path!r}, "--format", "json"], stdout=out)
+    print("RESULT", time.process_time() - C)
+"""
+
+
+def child(code: str) -> object:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    return eval(line[7:])  # a literal printed by the child
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--against", help="another xerj-tools checkout to measure beside this one")
+    parser.add_argument("--calls", type=int, default=200_000)
+    parser.add_argument("--mix-calls", type=int, default=60_000, help="calls whose invalid mix is timed")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", default=str(HERE))
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.calls, args.mix_calls, args.rounds = 5_000, 5_000, 1
+    roots = {"this": str(HERE.parent)}
+    if args.against:
+        roots["against"] = str(Path(args.against).resolve())
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as folder:
+        big = write_calls(Path(folder) / "calls.jsonl", args.calls)
+        small = write_calls(Path(folder) / "mix.jsonl", args.mix_calls)
+        per_call: dict[str, list[object]] = {name: [] for name in roots}
+        whole: dict[str, list[float]] = {name: [] for name in roots}
+        for _ in range(args.rounds):
+            for name, root in roots.items():
+                per_call[name].append(child(PER_CALL.format(root=root, path=str(small), repeat=3)))
+                whole[name].append(child(WHOLE.format(root=root, path=str(big))))  # type: ignore[arg-type]
+    load = tuple(max(a, b) for a, b in zip(load, os.getloadavg(), strict=True))
+    report = {
+        "machine": {"python": platform.python_version(), "cores": os.cpu_count(),
+                    "load_average_max": load},
+        "calls": args.calls, "mix_calls": args.mix_calls, "rounds": args.rounds,
+        "per_call_us": {name: {kind: [rounds[0][kind][0], min(r[kind][1] for r in rounds)]  # type: ignore[index]
+                               for kind in rounds[0]} for name, rounds in per_call.items()},  # type: ignore[union-attr]
+        "validate_cpu_s": {name: sorted(times) for name, times in whole.items()},
+    }  # fmt: skip
+    out = Path(args.out)
+    (out / "invalid.json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [
+        f"Machine: Python {report['machine']['python']}, {report['machine']['cores']} cores, "
+        f"load average up to {', '.join(f'{x:.1f}' for x in load)}; {args.rounds} rounds, best.",
+        "",
+        "| tree | invalid mix µs/call | schema refused | prose only | repaired | validate CPU s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in roots:
+        p = report["per_call_us"][name]
+        lines.append(
+            f"| {name} | {p['mix'][1]:.1f} ({p['mix'][0]}) | {p['schema'][1]:.1f} ({p['schema'][0]}) "
+            f"| {p['prose'][1]:.1f} ({p['prose'][0]}) | {p['repaired'][1]:.1f} ({p['repaired'][0]}) "
+            f"| {min(report['validate_cpu_s'][name]):.2f} |"
+        )
+    (out / "invalid.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
