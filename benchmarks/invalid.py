@@ -3,15 +3,21 @@
 Run:  .venv/bin/python benchmarks/invalid.py [--against DIR] [--calls N] [--rounds N] [--quick]
       (writes benchmarks/invalid.json and invalid.md; --out DIR elsewhere)
 
-The calls are benchmarks/calls.py's (one in ten invalid: a negative `size`, a missing required
-argument, a wrong type, an unknown argument). The calls `validate` reports are the invalid mix:
-those the schema refuses (jsonschema's explanation before, the compiled explainer now), those
-only the prose limits refuse, and those a repair makes valid. Each is timed where the CLI spends
-it: `validate_calls` with the JSON report written (`JsonReport`, to memory), from the found calls
-(reading the file is left out), in CPU time of a process of its own, best of the rounds. Then
-the whole `xerj-tools validate FILE --format json` (to /dev/null), in CPU seconds of its process
-(its start and imports left out). `--against DIR`: the same, on the xerj-tools checkout in DIR
-(main's, say), the two interleaved round by round so that both see the same machine.
+The calls are benchmarks/calls.py's: one in ten invalid in the mixed file (a negative `size`, a
+missing required argument, a wrong type, an unknown argument), every one in the invalid file
+(the same mistakes, the same tools). What `validate` reports is the invalid mix: calls the
+schema refuses (jsonschema's explanation before, the compiled explainer now), calls only the
+prose limits refuse, and calls a repair makes valid. Measured, each in a process of its own and
+in its CPU time (the interpreter's start and the imports left out), best of the rounds:
+
+- `xerj-tools validate FILE --format json` (to /dev/null) on the invalid file, per call: what an
+  invalid call costs in the CLI, reading and reporting included; on a file of valid calls alone,
+  for comparison; and on the mixed file of `--calls` calls, whole;
+- in-process, `validate_calls` with the JSON report written to memory, on the found calls of a
+  mixed file (reading left out), per reported call, by kind.
+
+`--against DIR`: the same on the xerj-tools checkout in DIR (main's, say), the two interleaved
+round by round so that both see the same machine.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ if __name__ == "__main__":
         main(["validate", {path!r}, "--format", "json"], stdout=out)
     print("RESULT", time.process_time() - C)
 """
+CLI_CALLS = 30_000  # calls in each of the invalid and the valid file
 
 
 def child(code: str) -> object:
@@ -91,8 +98,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=str(HERE))
     args = parser.parse_args(argv)
+    cli_calls = CLI_CALLS
     if args.quick:
-        args.calls, args.mix_calls, args.rounds = 5_000, 5_000, 1
+        args.calls, args.mix_calls, args.rounds, cli_calls = 5_000, 5_000, 1, 2_000
     roots = {"this": str(HERE.parent)}
     if args.against:
         roots["against"] = str(Path(args.against).resolve())
@@ -100,12 +108,18 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as folder:
         big = write_calls(Path(folder) / "calls.jsonl", args.calls)
         small = write_calls(Path(folder) / "mix.jsonl", args.mix_calls)
+        files = {
+            "invalid": write_calls(Path(folder) / "invalid.jsonl", cli_calls, invalid=1.0),
+            "valid": write_calls(Path(folder) / "valid.jsonl", cli_calls, invalid=0.0),
+            "mixed": big,
+        }
         per_call: dict[str, list[object]] = {name: [] for name in roots}
-        whole: dict[str, list[float]] = {name: [] for name in roots}
+        cli: dict[str, dict[str, list[float]]] = {name: {f: [] for f in files} for name in roots}
         for _ in range(args.rounds):
             for name, root in roots.items():
                 per_call[name].append(child(PER_CALL.format(root=root, path=str(small), repeat=3)))
-                whole[name].append(child(WHOLE.format(root=root, path=str(big))))  # type: ignore[arg-type]
+                for kind, path in files.items():
+                    cli[name][kind].append(child(WHOLE.format(root=root, path=str(path))))  # type: ignore[arg-type]
     load = tuple(max(a, b) for a, b in zip(load, os.getloadavg(), strict=True))
     report = {
         "machine": {"python": platform.python_version(), "cores": os.cpu_count(),
@@ -113,7 +127,8 @@ def main(argv: list[str]) -> int:
         "calls": args.calls, "mix_calls": args.mix_calls, "rounds": args.rounds,
         "per_call_us": {name: {kind: [rounds[0][kind][0], min(r[kind][1] for r in rounds)]  # type: ignore[index]
                                for kind in rounds[0]} for name, rounds in per_call.items()},  # type: ignore[union-attr]
-        "validate_cpu_s": {name: sorted(times) for name, times in whole.items()},
+        "cli_calls": cli_calls,
+        "cli_cpu_s": {name: {k: sorted(t) for k, t in kinds.items()} for name, kinds in cli.items()},
     }  # fmt: skip
     out = Path(args.out)
     (out / "invalid.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -121,15 +136,18 @@ def main(argv: list[str]) -> int:
         f"Machine: Python {report['machine']['python']}, {report['machine']['cores']} cores, "
         f"load average up to {', '.join(f'{x:.1f}' for x in load)}; {args.rounds} rounds, best.",
         "",
-        "| tree | invalid mix µs/call | schema refused | prose only | repaired | validate CPU s |",
-        "|---|---|---|---|---|---|",
+        f"| tree | CLI, invalid µs/call | CLI, valid µs/call | CLI, {args.calls:,} mixed: CPU s "
+        "| in-process, invalid mix µs/call | schema refused | prose only | repaired |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name in roots:
         p = report["per_call_us"][name]
+        c = {k: min(t) for k, t in report["cli_cpu_s"][name].items()}
         lines.append(
-            f"| {name} | {p['mix'][1]:.1f} ({p['mix'][0]}) | {p['schema'][1]:.1f} ({p['schema'][0]}) "
-            f"| {p['prose'][1]:.1f} ({p['prose'][0]}) | {p['repaired'][1]:.1f} ({p['repaired'][0]}) "
-            f"| {min(report['validate_cpu_s'][name]):.2f} |"
+            f"| {name} | {c['invalid'] / cli_calls * 1e6:.1f} | {c['valid'] / cli_calls * 1e6:.1f} "
+            f"| {c['mixed']:.2f} | {p['mix'][1]:.1f} ({p['mix'][0]}) "
+            f"| {p['schema'][1]:.1f} ({p['schema'][0]}) | {p['prose'][1]:.1f} ({p['prose'][0]}) "
+            f"| {p['repaired'][1]:.1f} ({p['repaired'][0]}) |"
         )
     (out / "invalid.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

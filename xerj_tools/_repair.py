@@ -64,9 +64,7 @@ class Repairs(list[str]):
     number read from a string, a value decoded from JSON text, an array around `queries`),
     which may break the structural limits (`_bounds`) the arguments were within."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.new_values = False
+    new_values = False  # (set on the instance by the first repair that makes a value)
 
 
 _Coerce = Callable[[Any, tuple[Any, ...], Repairs], Any]

@@ -99,7 +99,7 @@ def _problems(
         problems.extend(found)
     for check in checks:
         problems.extend(check(value))
-    return sorted(set(problems)) if problems else problems
+    return sorted(set(problems)) if len(problems) > 1 else problems
 
 
 def validate_arguments(
