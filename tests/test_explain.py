@@ -302,3 +302,38 @@ def _finite(value: Any) -> bool:
     except ValueError:
         return False
     return True
+
+
+def test_the_faster_constructors_make_the_dataclasses_they_made() -> None:
+    """`Problem`, `ValidationResult` and `CallReport` set their fields without the frozen
+    dataclass's __init__: the objects are the same (fields, defaults, equality, order, hash,
+    repr, `replace`, pickling) and still frozen."""
+    import dataclasses
+    import pickle
+
+    from xerj_tools._offline import CallReport, FoundCall
+    from xerj_tools._problems import ValidationResult
+
+    problem = Problem("$.a", "is required")
+    assert dataclasses.astuple(problem) == ("$.a", "is required")
+    assert problem == Problem("$.a", "is required") < Problem("$.b", "is required")
+    assert hash(problem) == hash(("$.a", "is required")) and repr(problem) == (
+        "Problem(path='$.a', message='is required')"
+    )
+    result = ValidationResult(False, {"a": 1}, (problem,))
+    assert dataclasses.asdict(result) == {
+        "ok": False, "arguments": {"a": 1}, "problems": ({"path": "$.a", "message": "is required"},),
+        "repairs": (), "decode_error": False,
+    }  # fmt: skip
+    assert dataclasses.replace(result, ok=True).ok and pickle.loads(pickle.dumps(result)) == result
+    assert (
+        repr(ValidationResult(True, None))
+        == "ValidationResult(ok=True, arguments=None, problems=(), repairs=())"
+    )
+    report = CallReport(FoundCall("t", "{}", "c", 1, 1), False, (problem,))
+    assert (report.repairs, report.line) == ((), None) and pickle.loads(
+        pickle.dumps(report)
+    ) == report
+    for value, name in ((problem, "path"), (result, "ok"), (report, "ok")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, None)

@@ -136,6 +136,21 @@ class CallReport:
     repairs: tuple[str, ...] = ()
     line: int | None = None
 
+    def __init__(
+        self,
+        call: FoundCall | None,
+        ok: bool,
+        problems: tuple[Problem, ...] = (),
+        repairs: tuple[str, ...] = (),
+        line: int | None = None,
+    ) -> None:
+        fields = self.__dict__  # (as `Problem.__init__`: the dataclass's fields, set faster)
+        fields["call"] = call
+        fields["ok"] = ok
+        fields["problems"] = problems
+        fields["repairs"] = repairs
+        fields["line"] = line
+
     def as_dict(self) -> dict[str, Any]:
         call = self.call
         out: dict[str, Any] = (
