@@ -81,14 +81,25 @@ def preview(value: Any, limit: int = 60) -> str:
 
 
 def explainer_of(check: Any) -> Explainer | None:
-    """The explainer of a `FastCheck`'s schema (compiled on the first call, kept on the check),
-    or None: `check` is no `FastCheck`, or its schema is one jsonschema explains."""
+    """The explainer of a `FastCheck`'s schema (compiled on its first call, kept for up to
+    `_KEPT` schemas), or None: `check` is no `FastCheck`, or its schema is one jsonschema
+    explains."""
     if not isinstance(check, FastCheck):
         return None
-    explainer = check.explainer
-    if explainer is None:
-        explainer = check.explainer = compile_explainer(check.schema) or False
-    return explainer or None
+    schema = check.schema
+    kept = _EXPLAINERS.get(id(schema))
+    if kept is None or kept[0] is not schema:
+        if len(_EXPLAINERS) >= _KEPT:
+            _EXPLAINERS.clear()  # (one step, safe beside another thread's look-up)
+        kept = _EXPLAINERS[id(schema)] = (schema, compile_explainer(schema))
+    return kept[1]
+
+
+# The explainers of the schemas refused lately, by id (each entry holds its schema, so that the
+# id is not another's). Bounded: a process may build a registry per input record (a fine-tuning
+# file's examples each bring their tools).
+_KEPT = 64
+_EXPLAINERS: dict[int, tuple[Any, Explainer | None]] = {}
 
 
 def compile_explainer(schema: Any) -> Explainer | None:

@@ -160,10 +160,9 @@ def compiled_backend() -> Any:
 
 class FastCheck:
     """A compiled check of one schema: the closure of `compile_check`, replaced by jsonschema-rs
-    (where installed) after `COMPILE_AFTER` calls, or at once with `compile_now`. What it
-    refuses, `_explain.explainer_of(check)` explains."""
+    (where installed) after `COMPILE_AFTER` calls, or at once with `compile_now`."""
 
-    __slots__ = ("_calls", "_compiled", "backend", "check", "explainer", "pure", "schema")
+    __slots__ = ("_calls", "_compiled", "backend", "check", "is_valid", "pure", "schema")
 
     def __init__(self, schema: Mapping[str, Any], pure: Predicate) -> None:
         self.schema = schema
@@ -172,7 +171,7 @@ class FastCheck:
         self._calls = 0
         self._compiled = False
         self.backend = "python"
-        self.explainer: Any = None  # compiled on the first refusal (`_explain.explainer_of`)
+        self.is_valid: Predicate | None = None  # jsonschema-rs's own, once compiled
 
     def __call__(self, value: Any) -> bool:
         return self.check(value)
@@ -207,6 +206,7 @@ class FastCheck:
             return pure(value)
 
         self.check = check
+        self.is_valid = is_valid
         self.backend = "jsonschema-rs"
         return self
 
