@@ -16,8 +16,8 @@ in its CPU time (the interpreter's start and the imports left out), best of the 
 - in-process, `validate_calls` with the JSON report written to memory, on the found calls of a
   mixed file (reading left out), per reported call, by kind.
 
-`--against DIR`: the same on the xerj-tools checkout in DIR (main's, say), the two interleaved
-round by round so that both see the same machine.
+`--against [NAME=]DIR` (repeated): the same on the xerj-tools checkout in DIR (main's, say), the
+trees interleaved round by round so that all see the same machine.
 """
 
 from __future__ import annotations
@@ -91,7 +91,10 @@ def main(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--against", help="another xerj-tools checkout to measure beside this one")
+    parser.add_argument(
+        "--against", action="append", default=[], metavar="DIR",
+        help="another xerj-tools checkout to measure beside this one (NAME=DIR names it)",
+    )  # fmt: skip
     parser.add_argument("--calls", type=int, default=200_000)
     parser.add_argument("--mix-calls", type=int, default=60_000, help="calls whose invalid mix is timed")
     parser.add_argument("--rounds", type=int, default=3)
@@ -102,8 +105,9 @@ def main(argv: list[str]) -> int:
     if args.quick:
         args.calls, args.mix_calls, args.rounds, cli_calls = 5_000, 5_000, 1, 2_000
     roots = {"this": str(HERE.parent)}
-    if args.against:
-        roots["against"] = str(Path(args.against).resolve())
+    for other in args.against:
+        name, _, folder = other.rpartition("=")
+        roots[name or Path(folder).name] = str(Path(folder).resolve())
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         big = write_calls(Path(folder) / "calls.jsonl", args.calls)
