@@ -338,3 +338,23 @@ def test_the_faster_constructors_make_the_dataclasses_they_made() -> None:
     for value, name in ((problem, "path"), (result, "ok"), (report, "ok")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(value, name, None)
+
+
+@pytest.mark.slow  # several seconds: new processes over generated files
+def test_the_invalid_call_benchmark_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "invalid.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "invalid.json").read_text())
+    mix = report["per_call_us"]["this"]
+    assert set(mix) == {"mix", "schema", "prose", "repaired"} and all(
+        n > 0 for n, _ in mix.values()
+    )
+    assert all(t > 0 for times in report["cli_cpu_s"]["this"].values() for t in times)
+    assert (tmp_path / "invalid.md").read_text().count("\n|") == 3
