@@ -162,7 +162,7 @@ class FastCheck:
     """A compiled check of one schema: the closure of `compile_check`, replaced by jsonschema-rs
     (where installed) after `COMPILE_AFTER` calls, or at once with `compile_now`."""
 
-    __slots__ = ("_calls", "_compiled", "backend", "check", "is_valid", "pure", "schema")
+    __slots__ = ("_calls", "_compiled", "backend", "check", "pure", "schema")
 
     def __init__(self, schema: Mapping[str, Any], pure: Predicate) -> None:
         self.schema = schema
@@ -171,7 +171,6 @@ class FastCheck:
         self._calls = 0
         self._compiled = False
         self.backend = "python"
-        self.is_valid: Predicate | None = None  # jsonschema-rs's own, once compiled
 
     def __call__(self, value: Any) -> bool:
         return self.check(value)
@@ -206,7 +205,6 @@ class FastCheck:
             return pure(value)
 
         self.check = check
-        self.is_valid = is_valid
         self.backend = "jsonschema-rs"
         return self
 
