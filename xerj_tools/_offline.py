@@ -144,19 +144,33 @@ class CallReport:
     repairs: tuple[str, ...] = ()
     line: int | None = None
 
+    def __init__(
+        self,
+        call: FoundCall | None,
+        ok: bool,
+        problems: tuple[Problem, ...] = (),
+        repairs: tuple[str, ...] = (),
+        line: int | None = None,
+    ) -> None:
+        fields = self.__dict__  # (as `Problem.__init__`: the dataclass's fields, set faster)
+        fields["call"] = call
+        fields["ok"] = ok
+        fields["problems"] = problems
+        fields["repairs"] = repairs
+        fields["line"] = line
+
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": self.ok}
-        if self.call is not None:
-            out.update(
-                line=self.call.line,
-                index=self.call.index,
-                call_id=self.call.call_id,
-                tool=self.call.name,
-            )
-        else:
-            out["line"] = self.line
-        if self.problems:
-            out["problems"] = [p.as_dict() for p in self.problems]
+        call = self.call
+        out: dict[str, Any] = (
+            {"ok": self.ok, "line": self.line}
+            if call is None
+            else {
+                "ok": self.ok, "line": call.line, "index": call.index, "call_id": call.call_id,
+                "tool": call.name,
+            }
+        )  # fmt: skip
+        if self.problems:  # (each `Problem.as_dict`, written out: this runs once a report)
+            out["problems"] = [{"path": p.path, "message": p.message} for p in self.problems]
         if self.repairs:
             out["repairs"] = list(self.repairs)
         return out

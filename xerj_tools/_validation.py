@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._bounds import TooDeep, loads, may_hold_surrogate, may_overflow, value_problem
+from ._explain import explainer_of
+from ._explain import preview as _preview
 from ._problems import Check, Problem, ValidationResult, json_path, json_type
 from ._quick import quick_object
 from ._repair import repair_arguments
@@ -16,13 +18,6 @@ if TYPE_CHECKING:  # jsonschema is imported when a call first fails its fast che
     from jsonschema.protocols import Validator
 
 __all__ = ["decode_arguments", "integral_numbers", "validate_arguments"]
-
-
-def _preview(value: Any, limit: int = 60) -> str:
-    if isinstance(value, str) and len(value) > limit * 4:
-        value = value[: limit * 4]  # no need to encode all of a long string to show its start
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _schema_problem(error: ValidationError) -> Problem:
@@ -93,14 +88,19 @@ def _problems(
     value: dict[str, Any],
     checks: Sequence[Check],
     fast: Callable[[Any], bool] | None = None,
+    explain: Callable[[Any], list[Problem] | None] | None = None,
 ) -> list[Problem]:
     problems: list[Problem] = []
-    # The fast check only ever shortcuts "valid"; jsonschema decides and explains the rest.
+    # The fast check only ever shortcuts "valid". What it refuses, the explainer compiled for
+    # its schema explains (`_explain`: the same problems as jsonschema's), else jsonschema.
     if not (fast(value) if fast is not None else validator().is_valid(value)):
-        problems.extend(_schema_problem(e) for e in validator().iter_errors(value))
+        found = explain(value) if explain is not None else None
+        if found is None:
+            found = [_schema_problem(e) for e in validator().iter_errors(value)]
+        problems.extend(found)
     for check in checks:
         problems.extend(check(value))
-    return sorted(set(problems)) if problems else problems
+    return sorted(set(problems)) if len(problems) > 1 else problems
 
 
 def validate_arguments(
@@ -150,24 +150,27 @@ def validate_arguments(
         problems = []  # explained below only if no repair applies: a repaired call never is
     else:
         verdict = None if schema_ok is None else _yes if schema_ok else _no  # asked once only
-        problems = _problems(validator, value, checks, verdict)
+        problems = _problems(validator, value, checks, verdict, explainer_of(fast))
         if not problems:
             return ValidationResult(True, value)
     if repair:
         # The schema as compiled for the fast check: no jsonschema needed to read it.
         schema: Mapping[str, Any] = getattr(fast, "schema", None) or validator().schema  # type: ignore[assignment]
         try:
-            repaired, repairs = repair_arguments(value, schema)
+            repaired, repairs = repair_arguments(value, schema, typed=schema_ok is True)
         except TooDeep as exc:
             return ValidationResult(False, None, (Problem(exc.path, f"is JSON text {exc}"),))
+        explain = explainer_of(fast)
         if repairs:
-            # A repair can decode a JSON string or a number ("1e400"): bound the result again.
-            if (problem := bounds_problem(repaired)) is not None:
+            # A repair can decode a JSON string or a number ("1e400"), or put `queries` in an
+            # array: bound the result again. (`value` is within the bounds here: otherwise it
+            # was refused above; a repair that made no new value leaves it so.)
+            if repairs.new_values and (problem := bounds_problem(repaired)) is not None:
                 return ValidationResult(False, None, (problem,), tuple(repairs))
-            problems = _problems(validator, repaired, checks, fast)
+            problems = _problems(validator, repaired, checks, fast, explain)
             return ValidationResult(not problems, repaired, tuple(problems), tuple(repairs))
         if schema_ok is False:
-            problems = _problems(validator, value, checks, fast)
+            problems = _problems(validator, value, checks, _no, explain)  # (`fast` said no)
     return ValidationResult(False, value, tuple(problems))
 
 
