@@ -235,7 +235,8 @@ def _plan(schema: Mapping[str, Any]) -> tuple[tuple[str, Mapping[str, Any], bool
     plan = tuple(
         (key, sub, "properties" in sub or "items" in sub)
         for key, sub in schema["properties"].items()
-        if isinstance(sub, Mapping) and ("properties" in sub or "items" in sub or _integer_only(sub))
+        if isinstance(sub, Mapping)
+        and ("properties" in sub or "items" in sub or _integer_only(sub))
     )
     if len(_PLANS) >= 1024:
         _PLANS.clear()
