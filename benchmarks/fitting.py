@@ -9,7 +9,7 @@ benchmark's loopback server, and shaping a 1,000-hit response against ``json.loa
 (time, and peak memory by tracemalloc). Size cases compare the tool message with the raw XERJ
 body, in characters and in tokens: with tiktoken's o200k_base when tiktoken is installed and its
 encoding is already in its local cache (nothing is downloaded: a network read is refused), else
-with the dispatcher's own estimate (`xerj_tools._tokens.estimate_tokens`), said as such.
+with the dispatcher's own estimate (`xerj_tools._message._tokens.estimate_tokens`), said as such.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from xerj_tools import Dispatcher, load_registry  # noqa: E402
-from xerj_tools._calls import ToolCall  # noqa: E402
-from xerj_tools._core import DispatchCore, Prepared  # noqa: E402
-from xerj_tools._models import Reply  # noqa: E402
+from xerj_tools._dispatch._core import DispatchCore, Prepared  # noqa: E402
+from xerj_tools._http._models import Reply  # noqa: E402
+from xerj_tools._shapes import ToolCall  # noqa: E402
 
 WORDS = ("checkout search outage index latency rollback snapshot alias pool cache region deploy "
          "template canary payment vpn licence tunnel timeline incident monitor report the a of "
@@ -166,7 +166,7 @@ def token_counter() -> tuple[Callable[[str], int], str]:
         encoding = tiktoken.get_encoding("o200k_base")
         return (lambda text: len(encoding.encode(text, disallowed_special=()))), "tiktoken o200k_base"
     except Exception:
-        from xerj_tools._tokens import estimate_tokens
+        from xerj_tools._message._tokens import estimate_tokens
 
         return estimate_tokens, "the estimate (tiktoken's encodings are not available offline here)"
 

@@ -41,8 +41,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, {root!r})
 from xerj_tools._json import _load
 from xerj_tools import load_registry
-from xerj_tools._offline import jsonl_calls, validate_calls
-from xerj_tools._report import JsonReport
+from xerj_tools._offline._validate import jsonl_calls, validate_calls
+from xerj_tools._offline._report import JsonReport
 _load()
 registry = load_registry()
 found = list(jsonl_calls(enumerate(open({path!r}, encoding="utf-8"), start=1)))
@@ -71,7 +71,7 @@ WHOLE = """
 import os, sys, time
 sys.dont_write_bytecode = True
 sys.path.insert(0, {root!r})
-from xerj_tools._cli import main
+from xerj_tools._cli._main import main
 if __name__ == "__main__":
     C = time.process_time()
     with open(os.devnull, "w") as out:

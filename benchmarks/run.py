@@ -181,7 +181,7 @@ def bench_offline() -> dict[str, Any]:
                 out.write(line)
         # Peak memory is the child's VmHWM: ru_maxrss would carry over the parent's size across exec.
         hwm = "[l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]"
-        code = ("import io, time; from xerj_tools._cli import main; t = time.perf_counter(); "
+        code = ("import io, time; from xerj_tools._cli._main import main; t = time.perf_counter(); "
                 f"rc = main(['validate', {str(path)!r}], stdout=io.StringIO()); "
                 f"print(time.perf_counter() - t, {hwm}, rc)")
         base_code = ("import json, time; t = time.perf_counter(); "

@@ -34,10 +34,12 @@ sys.path.insert(0, str(HERE.parent))
 import run  # noqa: E402  (the loopback server and the typical call)
 
 import xerj_tools  # noqa: E402
-from xerj_tools import _core, _transport, _validation  # noqa: E402
-from xerj_tools._deadline import Deadline  # noqa: E402
-from xerj_tools._policy import Policy  # noqa: E402
-from xerj_tools._registry import ToolRegistry  # noqa: E402
+from xerj_tools._dispatch import _core  # noqa: E402
+from xerj_tools._dispatch._policy import Policy  # noqa: E402
+from xerj_tools._http import _transport  # noqa: E402
+from xerj_tools._http._deadline import Deadline  # noqa: E402
+from xerj_tools._schema import _validation  # noqa: E402
+from xerj_tools._schema._registry import ToolRegistry  # noqa: E402
 from xerj_tools._shapes import parse_tool_call  # noqa: E402
 from xerj_tools.tools import Tool, _search  # noqa: E402
 

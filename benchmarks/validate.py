@@ -39,7 +39,7 @@ from calls import write_calls  # noqa: E402
 VALIDATE = """
 import os, sys, time
 sys.path.insert(0, {root!r})
-from xerj_tools._cli import main
+from xerj_tools._cli._main import main
 if __name__ == "__main__":
     T = time.perf_counter(); C = time.process_time()
     with open(os.devnull, "w") as out:
@@ -93,7 +93,7 @@ if __name__ == "__main__":
     from xerj_tools.integrations.dask import validate_jsonl
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        client.run(lambda: __import__("xerj_tools._batch"))
+        client.run(lambda: __import__("xerj_tools._offline._batch"))
         start = time.perf_counter()
         report = validate_jsonl({path!r}, client=client, blocksize="4MiB")
         print("SECONDS", time.perf_counter() - start, "nan", report["calls"])

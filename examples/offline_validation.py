@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from xerj_tools import load_registry
-from xerj_tools._cli import main as cli
+from xerj_tools._cli._main import main as cli
 
 registry = load_registry()
 

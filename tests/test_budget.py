@@ -240,7 +240,7 @@ def test_paging_through_a_whole_result_finds_every_hit_exactly_once(make_runner:
 
 
 def test_the_last_fitting_step_moves_next_with_the_hits_it_drops() -> None:
-    from xerj_tools._budget import _guarantee
+    from xerj_tools._message._budget import _guarantee
 
     hits = [{"_id": str(i), "_source": {"t": "x" * 100}} for i in range(10)]
     payload = {"ok": True, "hits": hits,

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from xerj_tools import Dispatcher, load_registry
-from xerj_tools._cli import EXAMPLES, main
-from xerj_tools._offline import read_calls
+from xerj_tools._cli._main import EXAMPLES, main
+from xerj_tools._offline._validate import read_calls
 from xerj_tools.testing import XerjStandIn
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -155,7 +155,7 @@ def test_progress_shows_on_a_terminal_only(tmp_path: Path) -> None:
 
 
 def test_validate_imports_nothing_of_the_network_stack() -> None:
-    code = ("import sys, io; from xerj_tools._cli import main; "
+    code = ("import sys, io; from xerj_tools._cli._main import main; "
             f"rc = main(['validate', {str(FIXTURES / 'mixed.jsonl')!r}], stdout=io.StringIO()); "
             "loaded = [m for m in ('httpx2', 'httpcore2', 'openai', 'tenacity', 'anyio') if m in sys.modules]; "
             "print(rc, loaded)")

@@ -17,7 +17,7 @@ from xerj_tools.testing import XerjStandIn
 from conftest import chat_call, interrupted
 from rawserver import RawServer
 
-DISPATCH = ("xerj_tools/_dispatch.py",)  # the sync dispatcher's own lines
+DISPATCH = ("xerj_tools/_dispatch/_sync.py",)  # the sync dispatcher's own lines
 
 CALLS = [chat_call("xerj_search", {"index": "docs", "query": {"match": {"body": f"w{i}"}}}, f"c{i}")
          for i in range(2)]  # fmt: skip

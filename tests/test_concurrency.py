@@ -127,7 +127,7 @@ def test_a_plain_httpx_client_is_accepted_with_a_warning_and_its_errors_become_a
 def test_concurrent_first_turns_make_one_thread_pool(
     xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import xerj_tools._dispatch as dispatch_module
+    import xerj_tools._dispatch._sync as dispatch_module
 
     made: list[ThreadPoolExecutor] = []
     gate = threading.Barrier(4)

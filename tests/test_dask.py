@@ -19,7 +19,7 @@ pytest.importorskip("pyarrow")
 
 from test_validate_scale import mixed_lines
 
-from xerj_tools._cli import main
+from xerj_tools._cli._main import main
 from xerj_tools.integrations.dask import validate_jsonl, validate_parquet, write_report
 
 

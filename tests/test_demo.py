@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from xerj_tools._cli import main
-from xerj_tools._demo import run_demo
+from xerj_tools._cli._demo import run_demo
+from xerj_tools._cli._main import main
 from xerj_tools.testing import XerjStandIn
 
 

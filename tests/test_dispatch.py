@@ -206,7 +206,7 @@ def test_tls_settings_reach_the_owned_client(tmp_path: Any) -> None:
 
     import certifi
 
-    from xerj_tools._transport import TransportSettings
+    from xerj_tools._http._transport import TransportSettings
 
     options = TransportSettings(verify=certifi.where(), connect_timeout=1.5, read_timeout=7.0, pool_size=3).httpx_options()
     assert isinstance(options["verify"], ssl.SSLContext) and options["verify"].verify_mode == ssl.CERT_REQUIRED
@@ -226,7 +226,7 @@ def test_the_default_tls_context_is_built_once_per_ca_location(monkeypatch: pyte
 
     import certifi
 
-    from xerj_tools._transport import TransportSettings
+    from xerj_tools._http._transport import TransportSettings
 
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from xerj_tools._cli import main
+from xerj_tools._cli._main import main
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from xerj_tools._source_view import LONG_ARRAY, SourceView, omit_embeddings
 from xerj_tools.testing import XerjStandIn
+from xerj_tools.tools._source_view import LONG_ARRAY, SourceView, omit_embeddings
 
 from conftest import Runner
 
@@ -102,8 +102,8 @@ def test_long_arrays_are_found_at_any_depth_and_short_ones_kept() -> None:
 def test_a_large_answer_is_read_holding_one_hits_embedding_at_a_time() -> None:
     import tracemalloc
 
-    from xerj_tools._hits import FAST_BODY, decode_search
-    from xerj_tools._models import Reply
+    from xerj_tools._http._models import Reply
+    from xerj_tools.tools._hits import FAST_BODY, decode_search
 
     hits = [{"_index": "p", "_id": str(i), "_score": 1.0, "_source": {"n": i, "embedding": _vector(i)}}
             for i in range(100)]

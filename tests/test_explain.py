@@ -1,4 +1,4 @@
-"""The compiled explainer (`xerj_tools._explain`) lists exactly the problems that jsonschema's
+"""The compiled explainer (`xerj_tools._schema._explain`) lists exactly the problems that jsonschema's
 errors, read through `_validation._schema_problem`, give: over random schemas of the subset and
 random or schema-shaped values, the JSON-Schema-Test-Suite's cases, and every bundled tool."""
 
@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import load_registry
-from xerj_tools._explain import compile_explainer, explainer_of
-from xerj_tools._fastcheck import compile_check
 from xerj_tools._problems import Problem
-from xerj_tools._validation import _schema_problem
+from xerj_tools._schema._explain import compile_explainer, explainer_of
+from xerj_tools._schema._fastcheck import compile_check
+from xerj_tools._schema._validation import _schema_problem
 
 # Examples per property (XERJ_HYPOTHESIS_EXAMPLES, as the other property tests).
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "100"))
@@ -264,7 +264,7 @@ def test_validate_gives_the_same_results_with_jsonschema_explaining() -> None:
     with the explainers, and with them turned off (jsonschema explains)."""
     from unittest import mock
 
-    from xerj_tools import _validation
+    from xerj_tools._schema import _validation
 
     registry = load_registry()
 
@@ -312,7 +312,7 @@ def test_the_faster_constructors_make_the_dataclasses_they_made() -> None:
     import dataclasses
     import pickle
 
-    from xerj_tools._offline import CallReport, FoundCall
+    from xerj_tools._offline._validate import CallReport, FoundCall
     from xerj_tools._problems import ValidationResult
 
     problem = Problem("$.a", "is required")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import load_registry
-from xerj_tools._fastcheck import (
+from xerj_tools._schema._fastcheck import (
     COMPILE_AFTER,
     FastCheck,
     compile_check,

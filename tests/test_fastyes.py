@@ -183,7 +183,7 @@ def _integral_reference(value: Any, schema: Any) -> Any:
     """`integral_numbers` as it was before its per-schema plan: every key visited."""
     from collections.abc import Mapping
 
-    from xerj_tools._validation import _integer_only
+    from xerj_tools._schema._validation import _integer_only
 
     if type(value) is float:
         return int(value) if value.is_integer() and _integer_only(schema) else value
@@ -216,7 +216,7 @@ def _integral_reference(value: Any, schema: Any) -> Any:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arguments())
 def test_integral_numbers_by_plan_match_the_full_walk(case: tuple[str, dict[str, Any]]) -> None:
-    from xerj_tools._validation import integral_numbers
+    from xerj_tools._schema._validation import integral_numbers
 
     name, args = case
     schema = REGISTRY[name].schema

@@ -23,9 +23,9 @@ from xerj_tools import (
     estimate_tokens,
     load_registry,
 )
-from xerj_tools._budget import MIN_BUDGET, fit_payload, fit_result
-from xerj_tools._core import DispatchCore
-from xerj_tools._fit_hits import Measured, cut_strings, size
+from xerj_tools._dispatch._core import DispatchCore
+from xerj_tools._message._budget import MIN_BUDGET, fit_payload, fit_result
+from xerj_tools._message._fit_hits import Measured, cut_strings, size
 
 from conftest import chat_call
 from rawserver import RawServer, answer

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from xerj_tools import ERROR_CODES, HttpRequest
-from xerj_tools._format import engine_error
-from xerj_tools._models import Failure, Reply
+from xerj_tools._http._models import Failure, Reply
+from xerj_tools._message._format import engine_error
 
 from conftest import success_payload
 

@@ -21,9 +21,9 @@ import httpx2
 import pytest
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
-from xerj_tools._deadline import Deadline
-from xerj_tools._gate import AsyncGate
-from xerj_tools._models import Reply
+from xerj_tools._http._deadline import Deadline
+from xerj_tools._http._gate import AsyncGate
+from xerj_tools._http._models import Reply
 from xerj_tools.testing import Fault, XerjStandIn
 from xerj_tools.testing._loopback import LoopbackServer
 

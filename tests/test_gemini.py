@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from xerj_tools import Dispatcher, load_registry, parse_tool_call, turn_messages
-from xerj_tools._cli import main
-from xerj_tools._lint import convert, lint_tools
+from xerj_tools._cli._main import main
+from xerj_tools._offline._lint import convert, lint_tools
 from xerj_tools._shapes import GEMINI
 from xerj_tools._shapes._gemini_schema import gemini_subset
 from xerj_tools.testing import ScriptedGemini, Turn, XerjStandIn

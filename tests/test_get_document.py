@@ -86,7 +86,7 @@ def test_a_large_document_is_fitted_to_the_budget(make_runner: Any, xerj: XerjSt
 
 def test_its_attempt_spans_name_the_path_without_the_names() -> None:
     from xerj_tools import HttpRequest
-    from xerj_tools._tracing import url_template
+    from xerj_tools._http._tracing import url_template
     from xerj_tools.tools import XERJ_TOOLS
 
     template = XERJ_TOOLS["xerj_get_document"].path

@@ -86,7 +86,7 @@ def test_the_attack_at_the_size_cap_is_invalid_json(runner: Runner, xerj: XerjSt
 def test_the_loop_guard_does_not_read_what_the_size_cap_refuses(
     xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from xerj_tools import _run
+    from xerj_tools._agent import _run
 
     keyed: list[int] = []
     real = _run.call_key

@@ -80,8 +80,8 @@ def test_an_echoed_credential_never_reaches_the_model_or_the_log(
 
 
 def test_a_short_key_is_redacted_with_its_header() -> None:
-    from xerj_tools._models import Reply
-    from xerj_tools._redact import Scrubber
+    from xerj_tools._http._models import Reply
+    from xerj_tools._http._redact import Scrubber
 
     scrub = Scrubber("ApiKey test")
     body = b'{"reason": "Authorization: ApiKey test; a test document"}'

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from xerj_tools import MAX_ARGUMENT_DEPTH, AsyncDispatcher, Dispatcher, load_registry, run_agent
-from xerj_tools._turns import call_key
+from xerj_tools._agent._turns import call_key
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import Runner, chat_call, openai_client, responses_call

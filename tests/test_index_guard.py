@@ -1,4 +1,4 @@
-"""Index expressions held against the cluster's listing (`xerj_tools._index_guard`): patterns XERJ
+"""Index expressions held against the cluster's listing (`xerj_tools._dispatch._index_guard`): patterns XERJ
 cannot glob are resolved here (issue 19.2), and aliases of denied indices are refused, with every
 hit's `_index` held to the policy (issue 25 item 14, N14). Over the stand-in, and over a raw
 server on 127.0.0.1 for what the stand-in lacks (aliases)."""
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from xerj_tools import Policy
-from xerj_tools._index_guard import MAX_RESOLVED, resolve_expression, unglobbable
-from xerj_tools._listing import Listing
+from xerj_tools._dispatch._index_guard import MAX_RESOLVED, resolve_expression, unglobbable
 from xerj_tools.testing import Fault, XerjStandIn
+from xerj_tools.tools._listing import Listing
 
 from conftest import Runner
 from rawserver import RawServer

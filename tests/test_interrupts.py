@@ -28,7 +28,7 @@ from xerj_tools import (
     astream_agent,
     stream_agent,
 )
-from xerj_tools._streams import aclose_stream, close_stream
+from xerj_tools._agent._streams import aclose_stream, close_stream
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import chat_call, openai_client

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import _json
-from xerj_tools._fit_hits import clean_json
-from xerj_tools._hits import decode_search
-from xerj_tools._models import Reply
-from xerj_tools._source_view import SourceView
+from xerj_tools._http._models import Reply
+from xerj_tools._message._fit_hits import clean_json
+from xerj_tools.tools._hits import decode_search
+from xerj_tools.tools._source_view import SourceView
 
 orjson = pytest.importorskip("orjson")
 

@@ -1,4 +1,4 @@
-"""The valid lane (`xerj_tools._lane`) and `--jobs N` by byte ranges (`xerj_tools._ranges`)
+"""The valid lane (`xerj_tools._offline._lane`) and `--jobs N` by byte ranges (`xerj_tools._offline._ranges`)
 change the speed of `xerj-tools validate`, never its report.
 
 Each input is validated four ways, and the outputs compared byte for byte: the lane over the
@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import _lane, _ranges, load_registry
-from xerj_tools._cli import main
+from xerj_tools import load_registry
+from xerj_tools._cli._main import main
+from xerj_tools._offline import _lane, _ranges
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calls

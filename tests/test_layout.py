@@ -108,7 +108,7 @@ def test_the_cycle_check_sees_lazy_and_type_only_imports(tmp_path: Path) -> None
 
 def test_the_http_value_types_live_in_one_module() -> None:
     import xerj_tools
-    from xerj_tools import _models
+    from xerj_tools._http import _models
 
     assert xerj_tools.HttpRequest is _models.HttpRequest
     for name in ("HttpRequest", "Reply", "Failure", "Outcome", "RequestKind", "FailureKind"):
@@ -153,7 +153,7 @@ def test_one_name_per_concept() -> None:
                 assert node.target.id != "finish", f"{path.name}:{node.lineno}"
 
 
-DISPATCHER = {"_dispatch_base.py", "_dispatch.py", "_async_dispatch.py"}
+DISPATCHER = {"_base.py", "_sync.py", "_async.py"}
 SEALED = {"_core", "_begin", "_complete", "_plan", "_endpoint", "_settings", "_open_turn"}
 
 

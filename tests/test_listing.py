@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx2
 
-from xerj_tools._listing import CAT_INDICES, RESOLVE_ALL, names_from_cat, names_from_resolve
-from xerj_tools._models import Reply
+from xerj_tools._http._models import Reply
 from xerj_tools.testing import Fault, XerjStandIn
+from xerj_tools.tools._listing import CAT_INDICES, RESOLVE_ALL, names_from_cat, names_from_resolve
 
 from conftest import chat_call
 

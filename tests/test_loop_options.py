@@ -22,8 +22,8 @@ from xerj_tools import (
     run_agent,
     stream_agent,
 )
-from xerj_tools._agent import _start
-from xerj_tools._agent_options import AgentKeywords, CreateOptions
+from xerj_tools._agent._agent_options import AgentKeywords, CreateOptions
+from xerj_tools._agent._loop import _start
 from xerj_tools.testing import ScriptedModel, Turn
 
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import pytest
 
 from xerj_tools import XERJ_TOOLS, Policy, load_registry
-from xerj_tools._cli import main
+from xerj_tools._cli._main import main
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
 HAVE_SDK = importlib.util.find_spec("mcp") is not None

@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from xerj_tools._cli import main
+from xerj_tools._cli._main import main
 from xerj_tools.testing import Fault, XerjStandIn
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed")

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import _json
-from xerj_tools._budget import fit_message, fit_result
-from xerj_tools._fit_hits import MIN_CUT, Measured, cut_strings, size, surely_longer
-from xerj_tools._format import dumps
-from xerj_tools._measure import measure
+from xerj_tools._message._budget import fit_message, fit_result
+from xerj_tools._message._fit_hits import MIN_CUT, Measured, cut_strings, size, surely_longer
+from xerj_tools._message._format import dumps
+from xerj_tools._message._measure import measure
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
@@ -121,7 +121,7 @@ def test_orjson_says_too_long_only_when_json_agrees(value: dict[str, Any], slack
 
 def test_a_fitted_message_of_counted_hits_is_written_by_orjson_unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("orjson")
-    import xerj_tools._budget as budget
+    import xerj_tools._message._budget as budget
 
     raw_calls: list[Any] = []
     real = budget.fast_raw

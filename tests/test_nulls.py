@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from xerj_tools import Dispatcher, load_registry, run_agent
-from xerj_tools._cli import main
+from xerj_tools._cli._main import main
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import Runner, openai_client

@@ -28,7 +28,7 @@ from xerj_tools import (
     RetryPolicy,
     Tool,
 )
-from xerj_tools._options import AsyncDispatchKeywords, DispatchKeywords
+from xerj_tools._dispatch._options import AsyncDispatchKeywords, DispatchKeywords
 
 MiB = 1024 * 1024
 

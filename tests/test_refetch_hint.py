@@ -247,7 +247,7 @@ def test_describe_index_points_only_to_served_search_tools(absent: tuple[str, ..
 
 
 def test_a_missing_field_note_sends_to_describe_index_only_where_it_is_served() -> None:
-    from xerj_tools._mappings import field_hint
+    from xerj_tools.tools._mappings import field_hint
 
     per_index = {"docs": {f"f{i:02}": {"type": "keyword"} for i in range(50)}}
     body = {"query": {"term": {"nope": "x"}}}

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from xerj_tools import load_registry
 from xerj_tools._bounds import TooDeep, loads, value_problem
-from xerj_tools._fastcheck import compile_check
 from xerj_tools._problems import json_path
-from xerj_tools._repair import _KEPT, _REPAIRERS, repair_arguments, repairer
+from xerj_tools._schema._fastcheck import compile_check
+from xerj_tools._schema._repair import _KEPT, _REPAIRERS, repair_arguments, repairer
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "100"))
 

@@ -194,7 +194,7 @@ def custom_lines() -> list[str]:
 
 def outputs(directory: Path) -> dict[str, bytes]:
     """Every output of `xerj-tools validate` over the two inputs, by name."""
-    from xerj_tools._cli import main
+    from xerj_tools._cli._main import main
 
     bundled = directory / "bundled.jsonl"
     bundled.write_text("\n".join(bundled_lines()) + "\n", encoding="utf-8")

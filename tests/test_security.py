@@ -116,7 +116,7 @@ def _boom(arguments: Any) -> Any:
 
 
 def test_the_dry_run_and_tool_results_carry_no_key(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from xerj_tools._cli import main
+    from xerj_tools._cli._main import main
 
     monkeypatch.setenv("XERJ_API_KEY", SENTINEL)
     assert main(["call", "xerj_search", json.dumps({"index": "docs", "query": {}}), "--dry-run"]) == 0

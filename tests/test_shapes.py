@@ -26,9 +26,9 @@ from xerj_tools import (
     run_agent,
     turn_messages,
 )
-from xerj_tools._answers import PendingAnswers
-from xerj_tools._cli import main
-from xerj_tools._offline import FoundCall, Unrecognised, find_calls, validate_calls
+from xerj_tools._cli._main import main
+from xerj_tools._dispatch._answers import PendingAnswers
+from xerj_tools._offline._validate import FoundCall, Unrecognised, find_calls, validate_calls
 from xerj_tools._shapes import ANTHROPIC, CHAT, RESPONSES, SHAPES, WireShape
 from xerj_tools.testing import XerjStandIn
 

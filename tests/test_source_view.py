@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xerj_tools._source_view import VECTOR_SUFFIXES, SourceView, _filter, _is_vector
+from xerj_tools.tools._source_view import VECTOR_SUFFIXES, SourceView, _filter, _is_vector
 
 NAMES = st.sampled_from(["title", "body", "body_vector", "body_vector_chunks", "year", "b", "", "tags"])
 PATTERNS = st.one_of(NAMES, NAMES.map(lambda n: n + "*"), st.just("*"))

@@ -13,7 +13,7 @@ from argparse import Namespace
 import httpx2
 import pytest
 
-from xerj_tools._cli import main
+from xerj_tools._cli._main import main
 from xerj_tools.testing import XerjStandIn
 from xerj_tools.testing._serve import serve
 

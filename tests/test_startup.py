@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 
 from xerj_tools import load_registry
-from xerj_tools._registry import _validator_class
-from xerj_tools._transport import Endpoint, TransportSettings
+from xerj_tools._http._transport import Endpoint, TransportSettings
+from xerj_tools._schema._registry import _validator_class
 
 # Each is imported where it is first needed: jsonschema when a call fails its fast check or a
 # tools file of your own is loaded, email.utils for a Retry-After date, orjson (the `fast` extra)

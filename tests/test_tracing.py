@@ -29,12 +29,12 @@ from xerj_tools import (
     AsyncDispatcher,
     Dispatcher,
     TextDelta,
-    _tracing,
     arun_agent,
     astream_agent,
     run_agent,
     stream_agent,
 )
+from xerj_tools._http import _tracing
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import Runner, SleepRecorder, chat_call, openai_client
@@ -332,9 +332,9 @@ def test_calls_answered_without_running_have_spans_too(exporter: InMemorySpanExp
 
 def test_url_templates_take_the_models_names_out() -> None:
     from xerj_tools import Dispatcher, HttpRequest
-    from xerj_tools._core import Prepared
-    from xerj_tools._listing import CAT_INDICES, RESOLVE_ALL
+    from xerj_tools._dispatch._core import Prepared
     from xerj_tools._shapes import ToolCall
+    from xerj_tools.tools._listing import CAT_INDICES, RESOLVE_ALL
 
     def template(name: str, arguments: dict[str, Any]) -> str | None:
         with Dispatcher(url="http://127.0.0.1:9") as dispatcher:

@@ -18,8 +18,8 @@ from conftest import chat_call, interrupted
 CALLS = [chat_call("xerj_search", {"index": "docs", "query": {"match": {"body": "w"}}}, "c0"),
          chat_call("xerj_search", {"index": "nope", "query": {"match_all": {}}}, "c1")]  # fmt: skip
 TURN = {"role": "assistant", "content": None, "tool_calls": CALLS}
-OPENING = ("xerj_tools/_answers.py", "xerj_tools/_shapes/")  # parsing, and the placeholders
-EVERY = ("xerj_tools/_dispatch.py", "xerj_tools/_dispatch_base.py", *OPENING)
+OPENING = ("xerj_tools/_dispatch/_answers.py", "xerj_tools/_shapes/")  # parsing, and the placeholders
+EVERY = ("xerj_tools/_dispatch/_sync.py", "xerj_tools/_dispatch/_base.py", *OPENING)
 
 
 def valid(transcript: list[Any], turn_expected: bool) -> bool:

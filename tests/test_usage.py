@@ -11,7 +11,7 @@ from openai.types.responses import Response
 
 from xerj_tools import AgentResult, AsyncDispatcher, Dispatcher, TokenUsage, arun_agent, run_agent
 from xerj_tools._shapes import ChatAssembler, ResponsesAssembler, chat_step, responses_step
-from xerj_tools._usage import read_usage
+from xerj_tools._shapes._usage import read_usage
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import openai_client

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xerj_tools import _batch, merge_results, validate_batch
-from xerj_tools._cli import main
+from xerj_tools import merge_results, validate_batch
+from xerj_tools._cli._main import main
+from xerj_tools._offline import _batch
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "outage"}}}
 
@@ -203,8 +204,8 @@ def test_an_input_in_which_no_call_is_recognised_never_passes(text: str) -> None
 
 def test_the_formats_are_a_table_a_new_one_joins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Detection is extensible: a format is one entry of `FORMATS`, tried before transcripts."""
-    from xerj_tools import _formats
-    from xerj_tools._offline import FoundCall
+    from xerj_tools._offline import _formats
+    from xerj_tools._offline._validate import FoundCall
 
     def calls(record: Any) -> Any:
         yield FoundCall(record["fn"], record["args"])

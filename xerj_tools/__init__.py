@@ -12,11 +12,22 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 from typing import is_typeddict as _is_typeddict
 
-from ._agent import arun_agent, astream_agent, run_agent, stream_agent
-from ._agent_options import AgentOptions, CreateOptions
-from ._batch import merge_results, validate_batch
+from ._agent._agent_options import AgentOptions, CreateOptions
+from ._agent._loop import arun_agent, astream_agent, run_agent, stream_agent
+from ._agent._turns import (
+    AgentEvent,
+    AgentResult,
+    RunFinished,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultEvent,
+    ToolStats,
+    TurnFinished,
+)
 from ._bounds import MAX_ARGUMENT_DEPTH
-from ._core import ToolResult
+from ._dispatch._core import ToolResult
+from ._dispatch._options import DispatchOptions
+from ._dispatch._policy import Policy, PolicyDenied
 from ._exceptions import (
     ArgumentsError,
     ClosedError,
@@ -32,13 +43,13 @@ from ._exceptions import (
     UnknownToolError,
     XerjToolsError,
 )
-from ._format import ERROR_CODES
-from ._models import HttpRequest
-from ._options import DispatchOptions
-from ._policy import Policy, PolicyDenied
+from ._http._models import HttpRequest
+from ._http._retry import RetryPolicy
+from ._message._format import ERROR_CODES
+from ._message._tokens import Budget, estimate_tokens
+from ._offline._batch import merge_results, validate_batch
 from ._problems import Problem, ValidationResult
-from ._registry import ToolRegistry, ToolSpec, load_registry
-from ._retry import RetryPolicy
+from ._schema._registry import ToolRegistry, ToolSpec, load_registry
 from ._shapes import (
     AnthropicToolResult,
     ChatToolMessage,
@@ -49,23 +60,12 @@ from ._shapes import (
     parse_tool_call,
     turn_messages,
 )
-from ._tokens import Budget, estimate_tokens
-from ._turns import (
-    AgentEvent,
-    AgentResult,
-    RunFinished,
-    TextDelta,
-    ToolCallStarted,
-    ToolResultEvent,
-    ToolStats,
-    TurnFinished,
-)
-from ._usage import TokenUsage
+from ._shapes._usage import TokenUsage
 from .tools import HANDLERS, XERJ_TOOLS, Handler, Received, Tool
 
 if TYPE_CHECKING:
-    from ._async_dispatch import AsyncDispatcher
-    from ._dispatch import Dispatcher
+    from ._dispatch._async import AsyncDispatcher
+    from ._dispatch._sync import Dispatcher
 
 from ._version import __version__
 
@@ -138,7 +138,7 @@ import logging as _logging
 
 def _public(value: Any) -> Any:
     # Public classes and functions say where users import them from (`xerj_tools.ToolCall`,
-    # not `xerj_tools._calls.ToolCall`) in reprs, tracebacks, pickles and docs, as httpx2 does.
+    # not `xerj_tools._shapes.ToolCall`) in reprs, tracebacks, pickles and docs, as httpx2 does.
     # TypedDicts keep their home module: typing resolves their string annotations there.
     if isinstance(value, type) and _is_typeddict(value):
         return value
@@ -152,11 +152,11 @@ def _public(value: Any) -> Any:
 def __getattr__(name: str) -> Any:
     # The dispatchers pull in httpx2; offline validation (`xerj-tools validate`) never needs it.
     if name == "Dispatcher":
-        from ._dispatch import Dispatcher
+        from ._dispatch._sync import Dispatcher
 
         return _public(Dispatcher)
     if name == "AsyncDispatcher":
-        from ._async_dispatch import AsyncDispatcher
+        from ._dispatch._async import AsyncDispatcher
 
         return _public(AsyncDispatcher)
     raise AttributeError(f"module 'xerj_tools' has no attribute {name!r}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypedDict
 
 from .._exceptions import ArgumentsError, ConfigurationError, InvalidToolCallError
-from .._usage import TokenUsage
+from ._usage import TokenUsage
 
 __all__ = [
     "AnthropicToolResult",

@@ -6,8 +6,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._usage import TokenUsage, read_usage
 from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get, has
+from ._usage import TokenUsage, read_usage
 
 __all__ = ["CHAT", "ChatAssembler", "chat_step"]
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._usage import read_usage
 from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get
+from ._usage import read_usage
 
 __all__ = ["RESPONSES", "ResponsesAssembler", "responses_step"]
 

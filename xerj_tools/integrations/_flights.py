@@ -11,13 +11,13 @@ from collections.abc import Awaitable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._calls import ToolCall
-from .._core import ToolResult
+from .._dispatch._core import ToolResult
+from .._shapes import ToolCall
 
 if TYPE_CHECKING:
-    from .._async_dispatch import AsyncDispatcher
-    from .._dispatch import Dispatcher
-    from .._dispatch_base import Begun
+    from .._dispatch._async import AsyncDispatcher
+    from .._dispatch._base import Begun
+    from .._dispatch._sync import Dispatcher
 
 
 __all__ = ["CallRunner"]
@@ -43,7 +43,7 @@ class CallRunner:
     KEPT_TURNS = 64
 
     def __init__(self, dispatcher: AsyncDispatcher | Dispatcher, *, per_turn: bool = False) -> None:
-        from .._async_dispatch import AsyncDispatcher
+        from .._dispatch._async import AsyncDispatcher
 
         self._dispatcher = dispatcher
         self._native = isinstance(dispatcher, AsyncDispatcher)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import ToolCallError
-from .._format import error_payload
+from .._message._format import error_payload
 from ._mcp_callers import Caller
 
 __all__ = ["CallLimits", "rate_limited"]

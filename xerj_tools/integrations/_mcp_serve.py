@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .._async_dispatch import AsyncDispatcher
+from .._dispatch._async import AsyncDispatcher
+from .._dispatch._options import DispatchOptions
+from .._dispatch._policy import Policy
 from .._exceptions import ConfigurationError
-from .._options import DispatchOptions
-from .._policy import Policy
 from .._version import __version__
 from ._mcp_auth import CallerVerifier, OAuthSettings
 from ._mcp_callers import CallersFile

@@ -30,13 +30,13 @@ except ImportError as exc:  # pragma: no cover - the CLI checks before importing
         "xerj_tools.integrations.mcp needs the MCP SDK: pip install 'xerj-tools[mcp]'"
     ) from exc
 
-from .._async_dispatch import AsyncDispatcher
 from .._bounds import value_problem
-from .._calls import ToolCall
+from .._dispatch._async import AsyncDispatcher
+from .._dispatch._policy import Policy
 from .._exceptions import ToolCallError
-from .._format import dumps, error_payload
-from .._policy import Policy
-from .._registry import ToolRegistry
+from .._message._format import dumps, error_payload
+from .._schema._registry import ToolRegistry
+from .._shapes import ToolCall
 from .._version import __version__
 from ..tools import XERJ_TOOLS, Tool
 from ._mcp_auth import CallerVerifier, OAuthSettings

@@ -13,8 +13,8 @@ from typing import Any
 
 from mcp import types
 
-from .._async_dispatch import AsyncDispatcher
-from .._policy import Policy
+from .._dispatch._async import AsyncDispatcher
+from .._dispatch._policy import Policy
 from ..tools import Tool
 from ._mcp_auth import CallerVerifier, caller_of
 from ._mcp_callers import LOCAL, Caller

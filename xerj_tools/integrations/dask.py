@@ -28,7 +28,7 @@ import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .._batch import merge_results, report_of, validate_batch, write_report
+from .._offline._batch import merge_results, report_of, validate_batch, write_report
 
 __all__ = ["validate_jsonl", "validate_parquet", "write_report"]
 
@@ -81,7 +81,7 @@ def validate_parquet(
     keeps each row's number exact, and keeps pandas (whose reading of Parquet through Dask warns
     of deprecations under pandas 3.1) out of the way.
     """
-    from .._parquet import ParquetError, parquet_column
+    from .._offline._parquet import ParquetError, parquet_column
 
     dask = _module("dask")
     pq = _module("pyarrow.parquet")

@@ -34,8 +34,8 @@ import contextvars
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._calls import ToolCall
 from .._exceptions import ConfigurationError
+from .._shapes import ToolCall
 from ._flights import CallRunner
 
 try:
@@ -49,8 +49,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 if TYPE_CHECKING:
-    from .._async_dispatch import AsyncDispatcher
-    from .._dispatch import Dispatcher
+    from .._dispatch._async import AsyncDispatcher
+    from .._dispatch._sync import Dispatcher
 
 __all__ = ["XerjMiddleware", "XerjTool", "xerj_tools"]
 
@@ -206,7 +206,7 @@ class XerjMiddleware(AgentMiddleware):
 
     @hook_config(can_jump_to=["model"])
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        from .._async_dispatch import AsyncDispatcher
+        from .._dispatch._async import AsyncDispatcher
 
         message = self._last(state)
         calls = _malformed(self.dispatcher, message) if message is not None else []
@@ -221,7 +221,7 @@ class XerjMiddleware(AgentMiddleware):
 
     @hook_config(can_jump_to=["model"])
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        from .._async_dispatch import AsyncDispatcher
+        from .._dispatch._async import AsyncDispatcher
 
         message = self._last(state)
         calls = _malformed(self.dispatcher, message) if message is not None else []

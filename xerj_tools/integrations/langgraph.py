@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._core import ToolResult
+from .._dispatch._core import ToolResult
 from .._exceptions import ConfigurationError
 
 try:
@@ -37,8 +37,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 if TYPE_CHECKING:
-    from .._async_dispatch import AsyncDispatcher
-    from .._dispatch import Dispatcher
+    from .._dispatch._async import AsyncDispatcher
+    from .._dispatch._sync import Dispatcher
 
 __all__ = ["XerjToolNode", "tools_condition"]
 
@@ -121,7 +121,7 @@ class XerjToolNode(Runnable[Any, Any]):
     def __init__(
         self, dispatcher: AsyncDispatcher | Dispatcher, *, messages_key: str = "messages"
     ) -> None:
-        from .._async_dispatch import AsyncDispatcher
+        from .._dispatch._async import AsyncDispatcher
 
         self.dispatcher = dispatcher
         self.messages_key = messages_key

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._calls import ToolCall
 from .._exceptions import ConfigurationError
+from .._shapes import ToolCall
 from ._flights import CallRunner
 
 try:
@@ -38,8 +38,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 if TYPE_CHECKING:
-    from .._async_dispatch import AsyncDispatcher
-    from .._dispatch import Dispatcher
+    from .._dispatch._async import AsyncDispatcher
+    from .._dispatch._sync import Dispatcher
 
 __all__ = ["XerjToolset"]
 

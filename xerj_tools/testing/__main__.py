@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from .._cli import main
+from .._cli._main import main
 
 if __name__ == "__main__":
     sys.exit(main(["stand-in", *sys.argv[1:]]))

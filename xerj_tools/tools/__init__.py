@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
-from .._models import HttpRequest
+from .._http._models import HttpRequest
 from .._problems import Check
 from ._discovery import DESCRIBE_INDEX, LIST_INDICES
 from ._document import GET_DOCUMENT

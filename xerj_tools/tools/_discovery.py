@@ -8,7 +8,7 @@ First-party tools; their definitions follow the publishers' in ``tools.json``.
   concrete name that is no index is 404 ``index_not_found_exception``, a pattern matching
   nothing an empty 200 (es_compat.rs:418-427). The policy is applied to every name listed.
 - `xerj_describe_index`: ``GET /{index}/_mapping`` (router.rs:251-252, es_compat.rs:1458-1497;
-  see `xerj_tools._mappings`): the fields grouped the way a query is written.
+  see `xerj_tools.tools._mappings`): the fields grouped the way a query is written.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import EngineError
-from .._format import engine_error, invalid, unusable
-from .._listing import RESOLVE_ALL
-from .._mappings import Field, fields_of
-from .._models import HttpRequest, Reply
+from .._http._models import HttpRequest, Reply
+from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
+from ._listing import RESOLVE_ALL
+from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
 from ._tool import IndexPolicy, Received, Tool
 

@@ -23,12 +23,12 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from .._format import engine_error, invalid, unusable
-from .._models import HttpRequest, Outcome, Reply
+from .._http._models import HttpRequest, Outcome, Reply
+from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
-from .._source_view import SourceView
 from ._fastyes import document_yes, pair
 from ._paths import document_id_problem, index_problem, segment
+from ._source_view import SourceView
 from ._tool import Received, Tool
 
 __all__ = ["GET_DOCUMENT"]

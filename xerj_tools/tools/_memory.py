@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._format import engine_error, invalid, unusable
-from .._models import HttpRequest
+from .._http._models import HttpRequest
+from .._message._format import engine_error, invalid, unusable
 from ._checks import recall_problems, store_problems
 from ._paths import segment
 from ._tool import Received, Tool, copy_args

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from .._format import engine_error, invalid, unusable
-from .._hits import decode_search, hit, shard_reasons
-from .._models import HttpRequest
-from .._source_view import SourceView, source_view
+from .._http._models import HttpRequest
+from .._message._format import engine_error, invalid, unusable
 from ._checks import hybrid_problems, search_problems, semantic_problems, vector_problems
+from ._hits import decode_search, hit, shard_reasons
 from ._paths import segment
+from ._source_view import SourceView, source_view
 from ._tool import Received, Tool, copy_args, integral
 
 __all__ = ["HYBRID", "SEARCH", "SEMANTIC", "VECTOR", "read_search"]

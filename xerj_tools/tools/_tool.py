@@ -6,10 +6,10 @@ from collections.abc import Callable, Collection, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from .._budget import Fit
 from .._exceptions import EngineError
-from .._format import engine_error, unusable
-from .._models import HttpRequest, Outcome, Reply
+from .._http._models import HttpRequest, Outcome, Reply
+from .._message._budget import Fit
+from .._message._format import engine_error, unusable
 from .._problems import Check
 from ._checks import unknown_keys
 from ._fastyes import quick_yes
@@ -174,7 +174,7 @@ class Tool:
     read: Reader = read_json
     checks: tuple[Check, ...] = ()
     fast_yes: Callable[[Mapping[str, Any]], bool] | None = field(default=None, repr=False)
-    fit: Fit = "json"  # the fitting strategy (`xerj_tools._budget.Fit`)
+    fit: Fit = "json"  # the fitting strategy (`xerj_tools._message._budget.Fit`)
     paging: str | None = None
     index_args: tuple[str, ...] | None = None
     namespace_args: tuple[str, ...] | None = None

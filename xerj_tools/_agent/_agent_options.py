@@ -1,0 +1,221 @@
+"""The agent loop's options, carried once: `AgentOptions`, and the options handed to ``create()``.
+
+As openai-agents' `RunConfig` does for its runner, `AgentOptions` holds what `run_agent`,
+`arun_agent`, `stream_agent` and `astream_agent` share: made once, checked once, passed as
+``options=``. Their keywords stay as conveniences, turned into it in one place
+(`loop_options`); a keyword given beside ``options=`` wins. The run's own inputs (`model`,
+`messages`, `dispatcher`) stay parameters of each entry point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from .._dispatch._core import ToolResult
+from .._dispatch._keywords import advertise, options_repr, plain_fields, rebuilt, unexpected
+from .._exceptions import ConfigurationError
+from .._shapes import ToolCall
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentKeywords", "AgentOptions", "CreateOptions",
+    "ToolCallHook", "ToolResultHook", "advertise_loop", "loop_options", "merge_create_options",
+]  # fmt: skip
+
+ToolCallHook = Callable[[ToolCall], Any]
+ToolResultHook = Callable[[ToolResult], Any]
+
+MAX_CALLS_PER_TURN = 16
+"""The calls of one model turn that are run; those past it are answered ``too_many_calls``.
+Models make a few calls a turn (parallel calls are rarely more than five); 16 is two rounds of
+the dispatcher's 8 workers, and 16 answers at the default budget of 12,000 characters are about
+190,000 characters, some 48,000 tokens: the next model request still fits a 128k-token context
+with the conversation beside it. Without a bound, 500 calls in one turn all ran and the next
+request carried 6.6 MB (adversarial review, N15)."""
+
+
+class CreateOptions(TypedDict, total=False):
+    """Options the loop hands to ``client.chat.completions.create`` / ``client.responses.create``
+    unchanged: the common ones, typed. Pass them as keywords (``temperature=0``) or in
+    ``create_options={...}``, which also takes any other option your client accepts."""
+
+    temperature: float
+    top_p: float
+    tool_choice: str | Mapping[str, Any]
+    parallel_tool_calls: bool
+    max_tokens: int  # Chat Completions
+    max_completion_tokens: int  # Chat Completions
+    max_output_tokens: int  # Responses
+    instructions: str  # Responses
+    reasoning: Mapping[str, Any]  # Responses
+    reasoning_effort: str  # Chat Completions
+    stream_options: Mapping[str, Any]  # Chat Completions, streamed
+    seed: int
+    stop: str | list[str]
+    user: str
+    metadata: Mapping[str, str]
+    extra_headers: Mapping[str, str]
+    extra_body: Mapping[str, Any]
+    timeout: float
+
+
+# What each request's loop sets itself: the model and the transcript (``messages`` for Chat
+# Completions, ``input`` for Responses) are its parameters, the tools come from the registry,
+# and streaming is its `stream` parameter.
+LOOP_OWNED = frozenset({"model", "messages", "input", "tools", "stream"})
+
+
+def _owned(options: Mapping[str, Any]) -> None:
+    if owned := sorted(set(options) & LOOP_OWNED):
+        raise ConfigurationError(
+            f"create() option(s) {', '.join(owned)} belong to the loop: model= and messages= are "
+            "its own parameters, the tools come from the dispatcher's registry, and streaming is "
+            "its stream= parameter"
+        )
+
+
+def merge_create_options(
+    options: Mapping[str, Any] | None, keywords: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`create_options` and the pass-through keywords as one dict; raises `ConfigurationError`
+    for a key given both ways or one the loop owns (`LOOP_OWNED`)."""
+    merged = dict(options or {})
+    if twice := sorted(set(merged) & set(keywords)):
+        raise ConfigurationError(
+            f"{', '.join(twice)} given both as a keyword and in create_options; pass it once"
+        )
+    merged.update(keywords)
+    _owned(merged)
+    return merged
+
+
+@dataclass(frozen=True, repr=False)
+class AgentOptions:
+    """How the agent loop runs, checked when made; ``options=`` of `run_agent`, `arun_agent`,
+    `stream_agent` and `astream_agent`, whose keywords of the same names change it (the keyword
+    wins). A bad value raises `ConfigurationError` here; the repr lists the fields that differ
+    from their defaults, without the values of create() options that may carry a credential
+    (``extra_headers``, ``extra_body``, ``extra_query``, names with key, auth, token...).
+
+    - `api`: ``"chat"`` (Chat Completions) or ``"responses"``.
+    - `max_turns`: model turns before the run ends with ``outcome="max_turns"``. Default: 10.
+    - `max_repeats`: the loop guard; a call repeated more often in a run is answered
+      ``repeated_call``. Default: 2.
+    - `max_calls_per_turn`: the calls of one turn that are run; the rest are answered
+      ``too_many_calls`` (`MAX_CALLS_PER_TURN`). Default: 16.
+    - `on_tool_call`: called with each `ToolCall` before it runs; return False or a reason to
+      deny it (the async loop awaits an async hook). Default: None.
+    - `on_tool_result`: called with each `ToolResult`. Default: None.
+    - `on_max_turns`: ``"return"`` the result, or ``"raise"`` `MaxTurnsExceeded`.
+    - `stream`: True streams each model answer; None (the default) is the entry point's own
+      default: False for `run_agent`/`arun_agent`, True for `stream_agent`/`astream_agent`.
+    - `create_options`: options handed to the model's ``create()`` unchanged (any your client
+      takes); the loop's own (`LOOP_OWNED`) are refused. Default: None.
+    """
+
+    api: Literal["chat", "responses"] = "chat"
+    max_turns: int = 10
+    max_repeats: int = 2
+    max_calls_per_turn: int = MAX_CALLS_PER_TURN
+    on_tool_call: ToolCallHook | None = None
+    on_tool_result: ToolResultHook | None = None
+    on_max_turns: Literal["return", "raise"] = "return"
+    stream: bool | None = None
+    create_options: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.api not in ("chat", "responses"):
+            raise ConfigurationError("api must be 'chat' or 'responses'")
+        for value in (self.max_turns, self.max_repeats, self.max_calls_per_turn):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(
+                    "max_turns, max_repeats and max_calls_per_turn must be at least 1"
+                )
+        if self.on_max_turns not in ("return", "raise"):
+            raise ConfigurationError("on_max_turns must be 'return' or 'raise'")
+        for name in ("on_tool_call", "on_tool_result"):
+            if (hook := getattr(self, name)) is not None and not callable(hook):
+                raise ConfigurationError(f"{name} must be a function or None")
+        if self.stream is not None and not isinstance(self.stream, bool):
+            raise ConfigurationError("stream must be True, False or None")
+        if self.create_options is not None:
+            if not isinstance(self.create_options, Mapping):
+                raise ConfigurationError("create_options must be a mapping of create() options")
+            _owned(self.create_options)
+            object.__setattr__(self, "create_options", MappingProxyType(dict(self.create_options)))
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` (checked again); an unknown name raises `TypeError`."""
+        unexpected("AgentOptions.replace", changes, _FIELDS)
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        return options_repr(self, masked=("create_options",))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt, (type(self), plain_fields(self))
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(AgentOptions))
+
+
+class AgentKeywords(CreateOptions, total=False):
+    """The keywords of the agent entry points beside their own parameters: `AgentOptions`'
+    fields and the typed `CreateOptions` (typed by ``Unpack``)."""
+
+    api: Literal["chat", "responses"]
+    max_turns: int
+    max_repeats: int
+    max_calls_per_turn: int
+    on_tool_call: ToolCallHook | None
+    on_tool_result: ToolResultHook | None
+    on_max_turns: Literal["return", "raise"]
+    stream: bool | None
+    create_options: Mapping[str, Any] | None
+
+
+def loop_options(
+    owner: str, options: AgentOptions | None, keywords: Mapping[str, Any]
+) -> AgentOptions:
+    """`options` (default: ``AgentOptions()``) with the loop's keywords on top and the create()
+    keywords merged into `create_options`.
+
+    A keyword that is neither an `AgentOptions` field nor a `CreateOptions` key raises
+    `TypeError` (another create() option goes in ``create_options={...}``); one the loop owns,
+    `ConfigurationError`. A create() option given as a keyword and in the ``create_options=``
+    keyword of the same call is refused; over ``options.create_options`` the keyword wins."""
+    loop = {k: v for k, v in keywords.items() if k in _FIELDS}
+    create = {k: v for k, v in keywords.items() if k not in _FIELDS}
+    _owned(create)
+    unexpected(owner, create, (*_FIELDS, *CreateOptions.__annotations__))
+    if options is not None and not isinstance(options, AgentOptions):
+        raise TypeError(f"options= takes an AgentOptions, not {type(options).__name__}")
+    base = options if options is not None else _DEFAULT
+    if "create_options" in loop:
+        loop["create_options"] = merge_create_options(loop["create_options"], create)
+    elif create:
+        loop["create_options"] = {**(base.create_options or {}), **create}
+    return base.replace(**loop) if loop else base
+
+
+_DEFAULT = AgentOptions()
+
+
+def advertise_loop(function: Callable[..., Any], stream: bool) -> None:
+    """`advertise` for an entry point of the loop: `AgentOptions`' fields as keywords (`stream`
+    with the entry point's own default), then ``**create_kwargs: Unpack[CreateOptions]``."""
+    import inspect
+
+    fields = dataclasses.fields(AgentOptions)
+    defaults = {f.name: (stream if f.name == "stream" else f.default) for f in fields}
+    annotations = {f.name: ("bool" if f.name == "stream" else f.type) for f in fields}
+    rest = inspect.Parameter(
+        "create_kwargs", inspect.Parameter.VAR_KEYWORD, annotation="Unpack[CreateOptions]"
+    )
+    advertise(function, defaults, annotations, rest)

@@ -1,0 +1,236 @@
+"""The state of one agent run, shared by the sync and async loops (`_agent._loop`): its model
+requests, transcript, figures and loop guard, and the options it passes through to ``create()``."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._dispatch._answers import PendingAnswers
+from .._dispatch._core import ToolResult
+from .._exceptions import MaxTurnsExceeded
+from .._shapes import Assembler, Step, ToolCall, loop_shape
+from . import _trace_turns
+from ._agent_options import (
+    LOOP_OWNED,
+    MAX_CALLS_PER_TURN,
+    AgentOptions,
+    CreateOptions,
+    merge_create_options,
+)
+from ._turns import (
+    AgentEvent,
+    AgentResult,
+    RunFinished,
+    ToolCallStarted,
+    ToolResultEvent,
+    ToolStats,
+    TurnFinished,
+    call_key,
+    deny_reason,
+    final_outcome,
+    incomplete_reason,
+    record,
+)
+
+if TYPE_CHECKING:
+    from .._dispatch._base import BaseDispatcher
+from .._shapes._usage import TokenUsage
+
+__all__ = [
+    "CUT_OFF", "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentRun", "CreateOptions", "merge_create_options",
+]  # fmt: skip
+
+CUT_OFF = ("length", "content_filter")  # the output ended before its calls were whole
+
+
+class AgentRun:
+    """The state of one run, shared by every driver: transcript, figures, loop guard."""
+
+    def __init__(
+        self, dispatcher: BaseDispatcher, model: str, messages: Any, options: AgentOptions
+    ) -> None:
+        self.turn = 0
+        self.shape = loop_shape(options.api)  # the wire shape: definitions, requests, replies
+        self.max_calls = options.max_calls_per_turn
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        # A list is extended in place, so that the caller holds a valid transcript even when
+        # the run is interrupted.
+        self.transcript: list[Any] = messages if isinstance(messages, list) else list(messages)
+        self.dispatcher, self.model = dispatcher, model
+        self.max_turns, self.max_repeats = options.max_turns, options.max_repeats
+        self.on_max_turns = options.on_max_turns
+        self.create_options = dict(options.create_options or {})
+        self.stats: dict[str, ToolStats] = {}
+        self.usage = TokenUsage()
+        self.seen: Counter[str] = Counter()
+        self.last_text = ""
+        self.answers = PendingAnswers(None, [])  # the current turn's
+        self.ready: dict[str, ToolResult] = {}  # its calls answered without XERJ
+        self.tools = self.shape.definitions(dispatcher.registry)
+        self.trace = _trace_turns.NO_TURN
+
+    def begin(self, turn: int) -> None:
+        """A turn starts: its span, when something traces."""
+        self.turn = turn
+        self.trace = _trace_turns.turn(turn, self.model, self.shape.name)
+
+    def request(self, stream: bool) -> dict[str, Any]:
+        request = {
+            "model": self.model,
+            str(self.shape.request_key): list(self.transcript),
+            "tools": self.tools,
+            **self.create_options,
+        }
+        if stream:
+            request["stream"] = True
+        return request
+
+    def create(self, client: Any) -> Any:
+        return self.trace.wrap(self.shape.create(client))
+
+    def step(self, response: Any) -> Step:
+        return self.shape.step(response)
+
+    def assembler(self) -> Assembler:
+        return self.shape.assembler()
+
+    def over_bound(self, position: int, call: ToolCall) -> ToolResult | None:
+        """A call past `max_calls_per_turn` in its turn is answered without being run."""
+        if position < self.max_calls:
+            return None
+        reason = (
+            f"this turn made more than {self.max_calls} calls; only the first {self.max_calls} "
+            "were run. Use their results, and make this call in a later turn if it is still needed"
+        )
+        return self.answer(call, "too_many_calls", reason)
+
+    def screen(self, call: ToolCall) -> ToolResult | None:
+        """The loop guard: a call repeated past `max_repeats` is answered without XERJ.
+
+        Arguments over the policy's size cap are left to dispatch, which refuses them before
+        reading them: the guard never decodes what the cap would refuse."""
+        if self.dispatcher.policy.check_size(call.arguments) is not None:
+            return None
+        key = call_key(call)
+        self.seen[key] += 1
+        if self.seen[key] > self.max_repeats:
+            times = self.seen[key] - 1
+            reason = (
+                f"this exact call was already made {times} times in this run; its result is above"
+            )
+            return self.answer(call, "repeated_call", reason)
+        return None
+
+    def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
+        with self.trace.use():  # its span, if any, belongs to the turn
+            return self.dispatcher.answer(call, code, reason)
+
+    def deny(self, call: ToolCall, verdict: Any) -> ToolResult | None:
+        reason = deny_reason(verdict)
+        return None if reason is None else self.answer(call, "denied", reason)
+
+    def cut_off(self, step: Step) -> list[ToolResult]:
+        reason = incomplete_reason(step.finish_reason)
+        return [self.answer(c, "incomplete_call", reason) for c in step.calls]
+
+    def settle(self, position: int, answer: ToolResult | None, todo: list[ToolCall]) -> None:
+        """A call the loop guard or `on_tool_call` stopped is answered now; others go to `todo`."""
+        call = self.answers.calls[position]
+        if answer is None:
+            todo.append(call)
+        else:
+            self.ready[call.call_id] = answer
+            self.answers.put(position, answer.message)
+
+    def interrupted(self, sink: list[Any]) -> None:
+        """After an interruption: the answers the dispatcher made, ``cancelled`` for the other
+        calls (their spans under the turn), then the exception goes on."""
+        self.answers.by_id(sink)
+        with self.trace.use():
+            for position in self.answers.unanswered():
+                call = self.answers.calls[position]
+                self.answers.put(position, self.dispatcher.cancelled(call).message)
+        self.trace.end(error=sys.exc_info()[1])
+
+    def deliver(self, results: Sequence[ToolResult]) -> None:
+        """Put the turn's answers into the transcript and count them in the figures."""
+        for position, result in enumerate(results):
+            self.answers.put(position, result.message)
+            record(self.stats, result)
+
+    def results(self, step: Step, done: Sequence[ToolResult]) -> list[ToolResult]:
+        by_id = {r.call.call_id: r for r in done}
+        results = [self.ready.get(c.call_id) or by_id[c.call_id] for c in step.calls]
+        self.deliver(results)
+        return results
+
+    def take(self, step: Step) -> list[AgentEvent]:
+        """The model answered: its turn joins the transcript together with a ``cancelled``
+        answer to each call, replaced as real answers come (see `_answers`), so that the
+        transcript is valid wherever the run is interrupted. Calls cut off mid-way are
+        answered at once."""
+        self.last_text = step.text or self.last_text
+        self.usage += step.usage or TokenUsage()
+        unique_call_ids(step, self.turn)
+        self.answers = PendingAnswers(self.transcript, step.calls, before=step.items)
+        self.ready = {}
+        events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
+        if step.calls and step.finish_reason in CUT_OFF:
+            results = self.cut_off(step)
+            self.deliver(results)
+            events += [ToolResultEvent(r) for r in results]
+        return events
+
+    def close(self, turn: int, step: Step) -> list[AgentEvent]:
+        """The turn is over; a turn without usable calls also ends the run."""
+        self.trace.end(step.finish_reason, len(step.calls))
+        events: list[AgentEvent] = [TurnFinished(turn, step.finish_reason)]
+        if not step.calls or step.finish_reason in CUT_OFF:
+            events.append(self.end(final_outcome(step.finish_reason), turn))
+        return events
+
+    def end(self, outcome: Any, turns: int) -> RunFinished:
+        result = AgentResult(
+            outcome, self.last_text, self.transcript, turns, self.stats, self.usage
+        )
+        if outcome == "max_turns" and self.on_max_turns == "raise":
+            raise MaxTurnsExceeded(result)
+        return RunFinished(result)
+
+
+def unique_call_ids(step: Step, turn: int) -> None:
+    """Give every call of a model turn an id of its own, in its calls and in the assistant turn
+    the transcript keeps (in place): answers are matched to calls by id, and the API refuses a
+    turn whose answers do not pair one to one with its calls. A missing or empty id becomes
+    ``xerj_<turn>_<position>``; an id already used in the turn becomes ``<id>_<position>``
+    (underscores added until it is free). Ids that are already unique are left as they are."""
+    taken = {call.call_id for call in step.calls}
+    seen: set[str] = set()
+    renamed: dict[int, str] = {}
+    for position, call in enumerate(step.calls):
+        new = call.call_id
+        if not new or new in seen:
+            new = f"{new}_{position}" if new else f"xerj_{turn}_{position}"
+            while new in taken or new in seen:
+                new += "_"
+            renamed[position] = new
+        seen.add(new)
+    if not renamed:
+        return
+    for position, new in renamed.items():
+        step.calls[position] = dataclasses.replace(step.calls[position], call_id=new)
+    wire: list[dict[str, Any]] = []  # the calls as the transcript keeps them, in order
+    for item in step.items:
+        if item.get("role") == "assistant":
+            wire += item.get("tool_calls") or []
+        elif item.get("type") == "function_call":
+            wire.append(item)
+    key = "call_id" if step.calls[0].api == "responses" else "id"
+    for position, new in renamed.items():
+        if position < len(wire):
+            wire[position][key] = new

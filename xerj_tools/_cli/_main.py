@@ -1,0 +1,294 @@
+"""The `xerj-tools` command line: validate, tools, lint, call, demo, mcp, stand-in.
+
+`validate`, `tools` and `lint` work offline and import nothing of the network stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from ._common import UsageError, _read_argument, _registry
+from ._mcp import add_mcp_arguments, run_mcp
+
+__all__ = ["main"]
+
+EXAMPLES = {
+    "validate": 'examples:\n  xerj-tools validate --tool xerj_search --args \'{"index": "docs", "query": {}}\'\n'
+    "  xerj-tools validate recorded-calls.jsonl --format json\n  cat conversation.json | xerj-tools validate -",
+    "tools": "example:\n  xerj-tools tools --target responses > responses-tools.json",
+    "lint": "example:\n  xerj-tools lint my-tools.json --strict-report",
+    "call": 'examples:\n  XERJ_URL=http://localhost:9200 xerj-tools call xerj_search \'{"index": "docs", "query": {}}\'\n'
+    "  xerj-tools call xerj_memory_recall @args.json --dry-run",
+    "demo": "example:\n  xerj-tools demo --index docs",
+    "mcp": "examples:\n  XERJ_URL=http://localhost:9200 xerj-tools mcp --policy policy.toml\n"
+    "  xerj-tools mcp --http 127.0.0.1:8765\n"
+    "needs: pip install 'xerj-tools[mcp]'; see docs/mcp.md",
+    "stand-in": "examples:\n  xerj-tools stand-in --port 0\n  xerj-tools stand-in --api-key test-key",
+}
+
+
+_RERANK_MODES = ("ok", "degraded", "unconfigured", "disabled", "provider_error", "unsupported")
+
+
+def stand_in_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--port", type=int, default=9200, help="the port on 127.0.0.1 (default 9200; 0 picks one)"
+    )
+    parser.add_argument(
+        "--api-key",
+        help="require this key (Authorization: ApiKey ...), as a XERJ node with auth does",
+    )
+    parser.add_argument(
+        "--rerank", choices=_RERANK_MODES, default="ok", help="how a rerank block is treated"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .._offline._lint import TARGETS
+    from .._version import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="xerj-tools",
+        description="Let an OpenAI-style model use a XERJ search engine through function calling.",
+        epilog="Run 'xerj-tools COMMAND --help' for each command's options and an example.",
+    )
+    parser.add_argument("--version", action="version", version=f"xerj-tools {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            epilog=EXAMPLES[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    validate = add(
+        "validate",
+        "validate tool calls offline: one call, a JSONL file, or a recorded conversation",
+    )
+    validate.add_argument(
+        "input", nargs="?", help="a JSONL file of calls or a recorded conversation ('-': stdin)"
+    )
+    validate.add_argument("--tool", help="validate one call of this tool (with --args)")
+    validate.add_argument("--args", help="the call's arguments: JSON, @file or - (stdin)")
+    validate.add_argument(
+        "--tools-file", help="a tools file to validate against (default: the bundled tools.json)"
+    )
+    validate.add_argument(
+        "--strict", action="store_true", help="report repairable mistakes as invalid"
+    )
+    validate.add_argument("--format", choices=("text", "json"), default="text")
+    validate.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="validate a JSONL input in N processes (0: one per core); the report is the same",
+    )
+    validate.add_argument(
+        "--column", help="a Parquet input's column of calls (default: the only or a usual name)"
+    )
+
+    tools = add("tools", "print the tool definitions in the form a target wants")
+    tools.add_argument("--target", choices=TARGETS, default="chat")
+    tools.add_argument("--tools-file", help="a tools file (default: the bundled tools.json)")
+
+    lint = add(
+        "lint", "check a tools file: schemas, names, duplicates, handlers, strict mode per target"
+    )
+    lint.add_argument("file", nargs="?", help="the tools file (default: the bundled tools.json)")
+    lint.add_argument(
+        "--strict-report",
+        action="store_true",
+        help="also list what keeps each tool from strict mode",
+    )
+
+    call = add("call", "dispatch one call to the node in $XERJ_URL and print the tool message")
+    call.add_argument("tool")
+    call.add_argument("args", help="the arguments: JSON, @file or - (stdin)")
+    call.add_argument(
+        "--dry-run", action="store_true", help="print the HTTP request instead of sending it"
+    )
+    call.add_argument(
+        "--url", help="XERJ base URL (default: $XERJ_URL, else http://localhost:9200)"
+    )
+
+    demo = add(
+        "demo", "dispatch realistic model tool calls to $XERJ_URL, or to the built-in stand-in"
+    )
+    demo.add_argument("--url", help="XERJ base URL (default: $XERJ_URL, else the stand-in)")
+    demo.add_argument("--index", default="docs", help="the index the searches use (default: docs)")
+
+    stand_in_arguments(
+        add("stand-in", "run the XERJ stand-in (a test double) on 127.0.0.1 until Ctrl-C")
+    )
+
+    add_mcp_arguments(
+        add("mcp", "serve the tools to MCP clients (stdio, or streamable HTTP with --http)")
+    )
+    return parser
+
+
+def _jobs(text: str) -> int:
+    import os
+
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}") from None
+    if jobs < 0:
+        raise argparse.ArgumentTypeError("give 1 or more processes, or 0 for one per core")
+    return jobs or os.cpu_count() or 1
+
+
+def _tools(args: argparse.Namespace, out: TextIO) -> int:
+    from .._offline._lint import convert
+
+    out.write(
+        json.dumps(convert(_registry(args.tools_file), args.target), indent=2, ensure_ascii=False)
+        + "\n"
+    )
+    return 0
+
+
+def _lint(args: argparse.Namespace, out: TextIO) -> int:
+    from importlib import resources
+
+    from .._offline._lint import lint_tools
+    from ..tools import HANDLERS
+
+    try:
+        if args.file:
+            text = Path(args.file).read_text("utf-8")
+        else:
+            text = resources.files("xerj_tools").joinpath("tools.json").read_text("utf-8")
+        data = json.loads(text)
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    except ValueError as exc:
+        out.write(f"error: -: the file is not JSON: {exc}\n")
+        return 1
+    findings = lint_tools(data, HANDLERS)
+    errors = [f for f in findings if f.level == "error"]
+    for finding in findings:
+        if finding.level != "strict" or args.strict_report:
+            out.write(f"{finding}\n")
+    warnings = sum(f.level == "warning" for f in findings)
+    out.write(f"{len(errors)} errors, {warnings} warnings\n")
+    return 1 if errors else 0
+
+
+def _call(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
+    from .._shapes import ToolCall
+
+    call = ToolCall("cli", args.tool, _read_argument(args.args, stdin))
+    if args.dry_run:
+        from .._dispatch._core import DispatchCore, Prepared
+        from .._http._transport import Endpoint
+
+        core = DispatchCore(_registry(None), None, rerank_fallback=True, rerank_memory_seconds=0)
+        prepared = core.prepare(call)
+        if not isinstance(prepared, Prepared):
+            from .._message._format import dumps, error_payload
+
+            out.write(dumps(error_payload(prepared)) + "\n")
+            return 1
+        endpoint = Endpoint.create(args.url)
+        headers = endpoint.headers()
+        if "Authorization" in headers:
+            headers["Authorization"] = "<redacted>"
+        request = prepared.request
+        shown: dict[str, Any] = {
+            "method": request.method,
+            "url": endpoint.url(request.path),
+            "headers": headers,
+            "body": request.body,
+        }
+        if prepared.repairs:
+            shown["repairs"] = list(prepared.repairs)
+        out.write(json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    from .._dispatch._sync import Dispatcher
+
+    with Dispatcher(url=args.url) as dispatcher:
+        result = dispatcher.run(call)
+    out.write(json.dumps(result.payload, indent=2, ensure_ascii=False) + "\n")
+    return 0 if result.ok else 1
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 invalid or failed, 2 usage)."""
+    from .._exceptions import ConfigurationError
+
+    out, err, inp = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
+    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if (unknown := _unknown_command(parser, argv)) is not None:
+        err.write(f"xerj-tools: {unknown}\n")
+        return 2
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help/--version
+        return int(exc.code or 0)
+    try:
+        if args.command == "validate":
+            from ._validate import validate
+
+            return validate(args, out, err, inp)
+        if args.command == "tools":
+            return _tools(args, out)
+        if args.command == "lint":
+            return _lint(args, out)
+        if args.command == "call":
+            return _call(args, out, inp)
+        if args.command == "demo":
+            from ._demo import run_demo
+
+            return run_demo(args.url, index=args.index, out=out)
+        if args.command == "mcp":
+            return run_mcp(args, out, err)
+        if args.command == "stand-in":
+            from ..testing._serve import serve
+
+            return serve(args, out)
+    except (UsageError, ConfigurationError) as exc:
+        err.write(f"xerj-tools: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        err.write("xerj-tools: interrupted\n")
+        return 130  # 128 + SIGINT, as a shell reports it
+    parser.print_help(err)
+    return 2
+
+
+def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """A one-line complaint, with a suggestion, when the first word is not a command."""
+    if not argv or argv[0].startswith("-"):
+        return None
+    commands = [
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    ]
+    if argv[0] in commands:
+        return None
+    from .._offline._report import printable
+
+    close = difflib.get_close_matches(argv[0], commands, n=1)
+    suggestion = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown command {printable(argv[0])!r}{suggestion} (commands: {', '.join(commands)})"

@@ -1,0 +1,1 @@
+"""The dispatcher: a call prepared, guarded by the policy, sent, read and answered."""

@@ -1,0 +1,195 @@
+"""The asyncio dispatcher: the twin of `Dispatcher` on a pooled `httpx2.AsyncClient`."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+
+from .._exceptions import ClosedError, ToolCallError
+from .._http._deadline import Deadline
+from .._http._gate import AsyncGate, resolve_bound
+from .._http._models import Failure, HttpRequest, Outcome
+from .._http._retry import async_retrying, should_retry
+from .._http._tracing import tool_call as tool_call_scope
+from .._http._transport import AsyncTransport
+from .._schema._registry import ToolRegistry
+from .._shapes import ToolMessage
+from ._after import Flow
+from ._answers import PendingAnswers
+from ._base import BaseDispatcher, Begun
+from ._core import ToolResult
+from ._options import AsyncDispatchKeywords, DispatchOptions, documented, from_keywords
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["AsyncDispatcher"]
+
+
+async def _asyncio_sleep(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+@documented(
+    "`httpx2.AsyncClient`",
+    "aclose()",
+    "an async function that waits between attempts",
+    "``asyncio.sleep``",
+    AsyncDispatchKeywords,
+)
+class AsyncDispatcher(BaseDispatcher):
+    """The asyncio twin of `Dispatcher`, on a pooled `httpx2.AsyncClient`."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry | None = None,
+        *,
+        options: DispatchOptions | None = None,
+        client: httpx2.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
+        **keywords: Unpack[AsyncDispatchKeywords],
+    ) -> None:
+        options = from_keywords(
+            "AsyncDispatcher", options, keywords, AsyncDispatchKeywords.__annotations__
+        )
+        super().__init__(registry, options)
+        pool_size = options.pool_size
+        bound = resolve_bound(options.max_in_flight, client, pool_size)  # before a client is made
+        self._transport = AsyncTransport(self._endpoint, self._settings, client, options.clock)
+        pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
+        self._gate = None if bound is None else AsyncGate(bound, pool_timeout)
+        self._sleep = sleep
+
+    async def run(self, call: Any) -> ToolResult:
+        if self._closed:
+            raise ClosedError("this AsyncDispatcher was closed; make a new one")
+        return await self._complete(self.begin(call))
+
+    async def complete(self, begun: Begun) -> ToolResult:
+        """Send a call that `begin` prepared (retries, deadline, budget) and return its result;
+        a refused call gets its error answer and sends nothing."""
+        return await self._complete(begun)
+
+    async def _complete(self, begun: Begun) -> ToolResult:
+        tool_call, prepared, started = begun
+        with tool_call_scope(tool_call):
+            if isinstance(prepared, ToolCallError):
+                return self._core.refusal(tool_call, prepared, started)
+            try:
+                payload, attempts = await self._drive(
+                    self._core.flow(tool_call.name, prepared, self._endpoint.label),
+                    Deadline(self.deadline, self._core.clock),
+                )
+                return self._core.result(tool_call, payload, attempts, started, prepared)
+            except Exception as exc:  # see `_crashed`
+                return self._crashed(tool_call, exc, started)
+
+    async def dispatch(self, call: Any) -> ToolMessage:
+        return (await self.run(call)).message
+
+    def run_many(
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
+    ) -> Coroutine[Any, Any, list[ToolResult]]:
+        """Run a turn's calls as concurrent tasks; results in call order. Identical calls
+        (same tool, same arguments after repair) are sent once; each call id gets its answer.
+
+        Not a coroutine function: the calls are parsed and their ``cancelled`` answers put
+        into `transcript` when it is called, so that a task cancelled before it ever ran
+        still leaves a valid transcript. Await what it returns.
+        """
+        answers, started = self._open_turn(calls, transcript, assistant)
+        return self._run_turn(answers, started)
+
+    def dispatch_many(
+        self,
+        calls: Iterable[Any],
+        *,
+        transcript: list[Any] | None = None,
+        assistant: Any = None,
+    ) -> Coroutine[Any, Any, list[ToolMessage]]:
+        """Run a turn's calls concurrently; see `Dispatcher.dispatch_many` and `run_many`."""
+        answers, started = self._open_turn(calls, transcript, assistant)
+        return self._messages(answers, started)
+
+    async def _messages(self, answers: PendingAnswers, started: float) -> list[ToolMessage]:
+        return [r.message for r in await self._run_turn(answers, started)]
+
+    async def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
+        tasks: list[asyncio.Future[ToolResult]] = []
+        begun: list[Begun] = []
+        unique: list[int] = []
+        copies: dict[int, int] = {}
+        try:
+            begun, unique, copies = self._plan(answers.calls, started)
+            tasks = [asyncio.ensure_future(self._complete(begun[i])) for i in unique]
+            done = list(await asyncio.gather(*tasks))
+        except BaseException:
+            # Cancelled: cancel every request still in flight and wait until they are gone,
+            # answer what finished, then let the cancellation go on.
+            for task in tasks:
+                task.cancel()
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            finally:
+                finished = {
+                    i: t.result() for i, t in zip(unique, tasks, strict=False)
+                    if t.done() and not t.cancelled() and t.exception() is None
+                }  # fmt: skip
+                self._salvage(answers, started, copies, finished)
+            raise
+        return self._answer_all(answers, self._assemble(begun, unique, copies, done))
+
+    async def _send(self, request: HttpRequest, deadline: Deadline) -> tuple[Outcome, int]:
+        attempts = 0
+
+        async def attempt() -> Outcome:
+            nonlocal attempts
+            if self._closed:
+                return Failure("cancelled", "the dispatcher was closed", self.url, sent=False)
+            attempts += 1
+            return await self._transport.send(request, deadline)
+
+        if self._gate is not None:  # the attempt runs once it holds a slot
+            attempt = functools.partial(self._gate.send, deadline, self.url, attempt)
+
+        first: list[Outcome] = [await attempt()]
+        if not should_retry(request, first[0], self.retry) or self.retry.max_attempts < 2:
+            return first[0], attempts
+
+        async def resume() -> Outcome:
+            return first.pop() if first else await attempt()
+
+        outcome: Outcome = await async_retrying(request, self.retry, self._sleep, deadline)(resume)
+        return outcome, attempts
+
+    async def _drive(self, flow: Flow, deadline: Deadline) -> tuple[dict[str, Any], int]:
+        total = 0
+        try:
+            request = next(flow)
+            while True:
+                outcome, attempts = await self._send(request, deadline)
+                if request.kind != "listing":  # a follow-up for the message, not the call
+                    total += attempts
+                request = flow.send((outcome, attempts))
+        except StopIteration as stop:
+            return stop.value, total
+
+    async def aclose(self) -> None:
+        """Close the owned HTTP client; any call after this raises `ClosedError`, and attempts
+        of calls still running end as ``cancelled``. Closing twice is harmless."""
+        self._closed = True
+        await self._transport.aclose()
+
+    async def __aenter__(self) -> AsyncDispatcher:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

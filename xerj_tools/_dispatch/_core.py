@@ -1,0 +1,393 @@
+"""The sans-I/O core of dispatch: call -> validated request -> (rerank fallback) -> tool message.
+
+Nothing here sends, sleeps or awaits. The sync and async dispatchers drive `DispatchCore.flow`,
+a generator that yields each request to send and receives what came back, so the two drivers
+share every decision.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from .._exceptions import (
+    ArgumentsError,
+    ConfigurationError,
+    EngineError,
+    MissingHandlerError,
+    ToolCallError,
+    UnknownToolError,
+)
+from .._http._models import HttpRequest, Outcome, Reply
+from .._http._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
+from .._http._retry import rerank_refusal
+from .._http._tracing import record, rerank_fallback
+from .._json import fast_raw
+from .._message._budget import (
+    DEFAULT_BUDGET,
+    Budget,
+    Fit,
+    cap_buckets,
+    checked_budget,
+    clean_envelope,
+    clean_json,
+    fit_message,
+    surely_longer,
+    within,
+)
+from .._message._format import dumps, engine_error, error_payload, sendable
+from .._schema._registry import ToolRegistry
+from .._schema._validation import integral_numbers
+from .._shapes import ToolCall, ToolMessage
+from ..tools import Handler, Received, Tool, reading_tool, served_advice, served_hints, tool_table
+from ..tools._listing import LISTING_TTL, IndexListing
+from ..tools._mappings import MAPPING_TTL, MappingCache
+from ..tools._paths import dot_segment
+from ._after import Flow, after_answer, with_known_vectors
+from ._body_indices import may_name_indices
+from ._index_guard import checked_answer, resolved_request
+from ._policy import Policy, PolicyDenied
+
+__all__ = ["DispatchCore", "ToolResult"]
+
+logger = logging.getLogger("xerj_tools")
+
+FALLBACK = "search repeated without rerank: engine order and engine scores"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of one call: the tool message, the payload behind it and a few figures."""
+
+    call: ToolCall
+    payload: Mapping[str, Any] = field(repr=False)
+    content: str = field(repr=False)
+    attempts: int = 0
+    elapsed: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.payload.get("ok"))
+
+    @property
+    def code(self) -> str | None:
+        """The error code when the call failed, else None."""
+        error = self.payload.get("error")
+        return error.get("code") if isinstance(error, Mapping) else None
+
+    @property
+    def message(self) -> ToolMessage:
+        """The tool message to append to the conversation, in the call's API shape."""
+        return self.call.answer(self.content, ok=self.ok)
+
+
+def _raised(tool: str, part: str, exc: Exception) -> ToolCallError:
+    # Where it was raised, not its message: a message may quote the arguments or the answer.
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    logger.error(
+        "%s for %s raised %s at %s:%s",
+        part, tool, type(exc).__name__, where.filename, where.lineno,
+    )  # fmt: skip
+    return ToolCallError(f"the {part} raised {type(exc).__name__}", code="handler_error")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A call that passed validation: its request, the repairs made, and its identity."""
+
+    request: HttpRequest
+    repairs: tuple[str, ...] = ()
+    tool: Tool | None = None
+    arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    page_from: int | None = None  # where a hit list that can page started (its `paging`)
+
+    @property
+    def key(self) -> str:
+        """Tool and canonical arguments: identical calls in one turn share it."""
+        name = self.tool.name if self.tool is not None else ""
+        return name + "\x00" + dumps(dict(sorted(self.arguments.items())))
+
+
+class DispatchCore:
+    """Every decision of dispatch, shared by `Dispatcher` and `AsyncDispatcher`.
+
+    `policy` None means the default `Policy()`: every path (both dispatchers, the CLI's
+    ``call --dry-run``, the integrations) is guarded alike.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        handlers: Mapping[str, Handler] | None,
+        *,
+        tools: Sequence[Tool] = (),
+        rerank_fallback: bool,
+        rerank_memory_seconds: float,
+        repair: bool = True,
+        budget: int | Budget = DEFAULT_BUDGET,
+        budgets: Mapping[str, int | Budget] | None = None,
+        max_buckets: int = 25,
+        policy: Policy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        # A Tool that carries its definition joins the registry: one home for a custom tool.
+        registry = registry.with_definitions(
+            [d for t in tools if (d := t.definition()) is not None]
+        )
+        table = tool_table(registry.names, handlers, tools)
+        missing = [name for name in registry.names if name not in table]
+        if missing:
+            raise MissingHandlerError(missing)
+        # A handler or Tool the model can never call (no definition to show it) is a mistake
+        # to report now, not an `unknown_tool` answer at the first call.
+        declared = [*(handlers or {}), *(t.name for t in tools)]
+        if undefined := sorted({name for name in declared if name not in registry}):
+            raise ConfigurationError(
+                f"no definition for tool(s) {', '.join(undefined)}: give each Tool its "
+                "description and parameters, or add it to the registry's tools file"
+            )
+        # Your tools' checks join their definitions (the library's own are attached on load).
+        registry = registry.with_checks(
+            {t.name: t.checks_for(registry[t.name].parameters) for t in tools},
+            {t.name: t.yes_for(registry[t.name].parameters) for t in tools},
+        )
+        # An argument hint that names a library tool not served here is left out.
+        if rechecked := served_hints(table, {n: registry[n].checks for n in registry.names}):
+            registry = registry.with_checks(
+                {t.name: t.checks_for(registry[t.name].parameters) for t in rechecked}
+            )
+        if max_buckets < 1:
+            raise ConfigurationError("max_buckets must be at least 1")
+        self.registry = registry
+        self.tools: Mapping[str, Tool] = MappingProxyType(table)
+        self.rerank_fallback = rerank_fallback
+        self.rerank_memory = RerankMemory(rerank_memory_seconds, clock)
+        self.listing = IndexListing(LISTING_TTL, clock)
+        self.mappings = MappingCache(MAPPING_TTL, clock)
+        self.repair = repair
+        self.budget = checked_budget(budget)
+        self.budgets = {tool: checked_budget(value) for tool, value in (budgets or {}).items()}
+        self.max_buckets = max_buckets
+        # Guardrails are on unless the operator says otherwise: no dot-indices (XERJ's memory
+        # indices among them), no oversized arguments.
+        self.policy = policy if policy is not None else Policy()
+        self.clock = clock
+
+    def prepare(self, call: ToolCall) -> Prepared | ToolCallError:
+        """Validate (and repair) the call and build its request, or say what the model must fix."""
+        spec = self.registry.get(call.name)
+        if spec is None or call.custom:
+            return UnknownToolError(call.name, self.registry.names)
+        if (malformed := call.arguments_error()) is not None:  # the shape's own rule
+            return malformed
+        if too_large := self.policy.check_size(call.arguments):
+            return too_large
+        result = self.registry.validate(call.name, call.arguments, repair=self.repair)
+        if not result.ok or result.arguments is None:
+            code = "invalid_json" if result.decode_error else "invalid_arguments"
+            count = len(result.problems)
+            reason = (
+                result.problems[0].message if count == 1 else f"{count} problems in the arguments"
+            )
+            error = ArgumentsError(reason, problems=result.problems, code=code)
+            if result.repairs:
+                error.details["repairs"] = list(result.repairs)
+            return error
+        # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
+        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.schema)
+        tool = self.tools[call.name]
+        applied = self.policy._apply(
+            tool, arguments, read_body=may_name_indices(call.arguments, arguments)
+        )
+        if isinstance(applied, PolicyDenied):
+            return applied
+        arguments, notes = applied
+        if notes and not (recheck := self.registry.validate(call.name, arguments)).ok:
+            return PolicyDenied(
+                "the operator's limits leave this call invalid: " + recheck.summary(),
+                details={"refused": "limits"},
+            )
+        try:
+            request = tool.build(arguments)
+        except ToolCallError as exc:  # a custom handler may refuse a call in the model's terms
+            return exc
+        except Exception as exc:
+            return _raised(call.name, "handler", exc)
+        if (segment := dot_segment(request.path)) is not None:
+            # Whatever handler built it: httpx2 would resolve the segment away and send the
+            # request elsewhere (see `dot_segment`), so it is refused before it reaches httpx2.
+            return ArgumentsError(
+                f"an argument became the path segment {segment!r}, which HTTP reads as a "
+                "relative path; nothing was sent. Use a real name"
+            )
+        if (refused := self.policy.write_refusal(tool, request)) is not None:
+            return refused
+        if notes:
+            request = replace(request, notes=(*request.notes, *notes))
+        if request.template is None and tool.path is not None:
+            request = replace(request, template=tool.path)
+        tool = reading_tool(tool, request)
+        page_from = None
+        if tool.paging is not None and tool.paging in spec.parameters.get("properties", {}):
+            value = (request.body or {}).get(tool.paging, 0)
+            page_from = value if isinstance(value, int) else 0
+        return Prepared(request, result.repairs, tool, arguments, page_from)
+
+    def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
+        """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
+        request = prepared.request
+        indexed = prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
+        if indexed and prepared.tool is not None:
+            # A pattern XERJ cannot glob is resolved here; a known alias of a denied index refused.
+            ready = yield from resolved_request(
+                self.listing, self.policy, prepared.tool, prepared.arguments, request, node
+            )
+            if isinstance(ready, ToolCallError):
+                return error_payload(ready)
+            request = ready
+        request = with_known_vectors(self, prepared, request, node)  # a cached mapping only
+        note: dict[str, Any] | None = None
+        provider = rerank_provider(request)
+        if request.reranked and (remembered := self.rerank_memory.recall(node, provider)):
+            if not self.rerank_fallback:
+                return error_payload(EngineError(remembered, code="rerank_unavailable"))
+            note = {"applied": False, "reason": remembered, "fallback": FALLBACK}
+            rerank_fallback(None)
+            request = request.without_rerank()
+        outcome, attempts = yield request
+        if isinstance(outcome, Reply) and (refusal := rerank_refusal(request, outcome)) is not None:
+            if refusal.lasting:  # the node's configuration; a transient fault is not remembered
+                scope = provider if refusal.provider_specific else EVERY_PROVIDER
+                self.rerank_memory.remember(node, refusal.reason, scope)
+            if not self.rerank_fallback:
+                advice = served_advice(prepared.tool, self.tools) if prepared.tool else None
+                error = engine_error(outcome, request, advice)
+                return error_payload(error, attempts=attempts)
+            note = {"applied": False, "reason": refusal.reason, "fallback": FALLBACK}
+            rerank_fallback(outcome.status)
+            request = request.without_rerank()
+            outcome, attempts = yield request
+        payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
+        if payload.get("ok") and (follow := getattr(prepared.tool, "follow_up", None)):
+            payload = yield from follow(prepared.arguments, payload, self.policy.allows_index)
+        if indexed and prepared.tool is not None:
+            payload = yield from checked_answer(
+                self.listing, self.policy, prepared.tool, prepared.arguments, payload, node
+            )
+        return (yield from after_answer(self, prepared, request, outcome, payload, node))
+
+    def payload_for(
+        self,
+        tool: Tool | str,
+        request: HttpRequest,
+        outcome: Outcome,
+        attempts: int,
+        note: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The payload for what came back: the tool's reading of an answer, else the error."""
+        if isinstance(tool, str):
+            tool = reading_tool(self.tools.get(tool) or tool, request)
+        try:
+            answered = isinstance(outcome, Reply) and tool.answered(outcome)
+            if answered and isinstance(outcome, Reply):
+                payload = tool.answer(
+                    Received(tool.name, outcome, request, note, attempts, self.tools)
+                )
+        except EngineError as exc:
+            return error_payload(exc, attempts=attempts)
+        except Exception as exc:  # a custom tool's reading: nothing raises out of dispatch
+            return error_payload(_raised(tool.name, "reader", exc), attempts=attempts)
+        if answered:
+            # From here on the engine's values are finite and at most MAX_DEPTH deep, so
+            # shaping and budget fitting (recursive) and serialising cannot fail on them.
+            payload = clean_envelope(payload)  # its hits: as the budget reaches them (`_shape`)
+            if "aggregations" in payload:
+                payload["aggregations"] = cap_buckets(payload["aggregations"], self.max_buckets)
+            return payload
+        error = engine_error(outcome, request, served_advice(tool, self.tools))
+        return error_payload(error, attempts=attempts)
+
+    def _shape(
+        self, tool: str, payload: dict[str, Any], prepared: Prepared | None
+    ) -> tuple[dict[str, Any], str]:
+        """Add the repairs, then fit the payload into the tool's budget; return it serialized.
+
+        The strategy is the tool's own (`fit` on the prepared call's tool object); without one,
+        a payload with a list of hits is fitted as hits (as memories for a recall), anything
+        else as any JSON."""
+        if prepared is not None and prepared.repairs:
+            payload = {**payload, "repairs": list(prepared.repairs)}
+        limit = self.budgets.get(tool, self.budget)
+        hits = payload.get("hits")
+        # a reader of the library's writes plain JSON, which orjson may measure and write
+        plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
+        short = not isinstance(hits, list) or len(hits) <= 10
+        raw = fast_raw(payload) if plain and short else None
+        if short and not (type(limit) is int and surely_longer(raw, limit)):
+            # The usual case, serialized once (its hits too, which `clean_envelope` left); a
+            # longer list is measured hit by hit instead, as is a short one orjson finds too long.
+            cleaned, content = clean_json(payload, plain=plain, raw=raw)
+            if within(content, limit):
+                return cleaned, content
+        page_from = prepared.page_from if prepared is not None else None
+
+        def next_page(shown: int) -> dict[str, int] | None:
+            return None if page_from is None else {"from": page_from + shown}
+
+        tool_object = prepared.tool if prepared is not None else None
+        fit: Fit | None = getattr(tool_object, "fit", None)
+        if fit is None:
+            memories = prepared is not None and prepared.request.kind == "memory_recall"
+            fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
+        # how to read a cut field whole, from the tool, naming only tools served here
+        refetch = tool_object.refetch_hint(self.tools) if tool_object is not None else None
+        return fit_message(
+            payload, limit, fit=fit, next_page=next_page, plain=plain, refetch=refetch
+        )
+
+    def result(
+        self,
+        call: ToolCall,
+        payload: dict[str, Any],
+        attempts: int,
+        started: float,
+        prepared: Prepared | None = None,
+    ) -> ToolResult:
+        payload, content = self._shape(call.name, payload, prepared)
+        result = ToolResult(call, payload, sendable(content), attempts, self.clock() - started)
+        record(result)
+        if logger.isEnabledFor(logging.DEBUG):
+            outcome = "ok" if result.ok else result.code
+            logger.debug(
+                "%s %s: %s after %d attempt(s)", call.name, call.call_id, outcome, attempts
+            )
+        return result
+
+    def refusal(self, call: ToolCall, error: ToolCallError, started: float) -> ToolResult:
+        return self.result(call, error_payload(error), 0, started)
+
+    def cancelled(self, call: ToolCall, started: float) -> ToolResult:
+        reason = "the turn was interrupted before this call finished"
+        return self.result(call, error_payload(EngineError(reason, code="cancelled")), 0, started)
+
+    def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
+        """An answer made without XERJ (a denied or repeated call)."""
+        return self.result(call, error_payload(ToolCallError(reason, code=code)), 0, self.clock())
+
+    def duplicate(self, call: ToolCall, first: ToolResult, started: float) -> ToolResult:
+        """The answer to a call identical to `first` in the same turn, which was sent once."""
+        note = f"identical to call {first.call.call_id} in this turn; XERJ was asked once"
+        payload = {**first.payload, "notes": [*first.payload.get("notes", []), note]}
+        content = sendable(dumps(payload))
+        if not within(content, self.budgets.get(call.name, self.budget)):
+            # The first answer was fitted to the budget already (its `next` included): refitting
+            # would drop hits behind `next`'s back, so the note gives way instead.
+            payload, content = dict(first.payload), first.content
+        result = ToolResult(call, payload, content, 0, self.clock() - started)
+        record(result, copy_of=first.call.call_id)
+        return result

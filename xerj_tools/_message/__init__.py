@@ -1,0 +1,1 @@
+"""What the model reads: error messages, hints, the budget and the fitting of answers."""

@@ -1,0 +1,1 @@
+"""Offline validation: tool calls found in recorded model output and validated."""

@@ -1,0 +1,1 @@
+"""Tool definitions and argument validation: the registry, the schema check, repairs and bounds."""

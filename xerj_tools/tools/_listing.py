@@ -1,0 +1,158 @@
+"""The index list an `index_not_found` answer carries: which request, how to read it, a cache.
+
+XERJ (1.0.0-rc.4, engine/crates/xerj-api/src) serves two listings:
+
+- ``GET /_resolve/index/*`` (router.rs:353, es_compat.rs:15816-15863) answers JSON
+  ``{"indices": [{"name", "attributes"}], "aliases": [{"name", "indices"}], "data_streams": []}``
+  from the engine's in-memory index map. It is asked first.
+- ``GET /_cat/indices`` (router.rs:216, es_compat.rs:393-488) takes no query parameters:
+  ``format=json`` is ignored and the answer is always ``text/plain`` lines
+  ``green open <name> <uuid> 1 0 <docs> 0 <size> <size> <size>`` (es_compat.rs:447-486). It
+  sums every index's data directory on disk for the size columns (es_compat.rs:448-457), so it
+  is only the fallback, for a node without ``_resolve``. Its third column is the name, as
+  XERJ's own client reads it (xerj-autoindex/src/esclient.rs:212-241).
+
+Either listing is kept for `LISTING_TTL` seconds per cluster, so a model that keeps guessing
+names costs one listing, not one per typo. It is never retried, and when both requests fail the
+message goes without it. Two more readers use it: an index pattern XERJ cannot glob is resolved
+against its index names, and an alias is judged by the indices behind it (only ``_resolve``
+names them; ``_cat/indices`` lists no alias). See `xerj_tools._dispatch._index_guard`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._http._models import HttpRequest, Outcome, Reply
+
+__all__ = [
+    "CAT_INDICES",
+    "LISTING_TTL",
+    "RESOLVE_ALL",
+    "IndexListing",
+    "Listing",
+    "list_indices",
+    "read_listing",
+]
+
+LISTING_TTL = 30.0
+"""Seconds a cluster's index list is reused; an index created meanwhile shows up after that."""
+
+RESOLVE_ALL = HttpRequest(
+    "GET", "/_resolve/index/*", None, kind="listing", template="/_resolve/index/*"
+)
+CAT_INDICES = HttpRequest("GET", "/_cat/indices", None, kind="listing", template="/_cat/indices")
+
+
+def _names(values: Any) -> list[str]:
+    if not isinstance(values, list):
+        return []
+    return [
+        row["name"] for row in values if isinstance(row, dict) and isinstance(row.get("name"), str)
+    ]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A cluster's indices, and its aliases with the indices behind each (``_resolve`` only)."""
+
+    indices: tuple[str, ...]
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        """Index and alias names, sorted: what an `index_not_found` offers."""
+        return sorted({*self.indices, *self.aliases})
+
+
+def listing_from_resolve(outcome: Outcome) -> Listing | None:
+    """The listing in a ``_resolve/index`` answer (es_compat.rs:15816-15863: each alias with its
+    backing ``indices``, 15839-15855), or None when it is not one."""
+    if names_from_resolve(outcome) is None:
+        return None
+    assert isinstance(outcome, Reply)
+    data = outcome.data
+    aliases: dict[str, tuple[str, ...]] = {}
+    for row in data.get("aliases") if isinstance(data.get("aliases"), list) else ():
+        if isinstance(row, dict) and isinstance(row.get("name"), str):
+            backing = row.get("indices")
+            targets = backing if isinstance(backing, list) else [backing]
+            aliases[row["name"]] = tuple(t if isinstance(t, str) else "" for t in targets)
+    return Listing(tuple(sorted(set(_names(data["indices"])))), aliases)
+
+
+def names_from_resolve(outcome: Outcome) -> list[str] | None:
+    """Index and alias names from a ``_resolve/index`` answer, or None when it is not one."""
+    if not isinstance(outcome, Reply) or outcome.status != 200:
+        return None
+    data = outcome.data
+    if not isinstance(data, dict) or not isinstance(data.get("indices"), list):
+        return None
+    return sorted({*_names(data["indices"]), *_names(data.get("aliases"))})
+
+
+def names_from_cat(outcome: Outcome) -> list[str] | None:
+    """Index names from a ``_cat/indices`` text table (column 3), or None when it is not one."""
+    if not isinstance(outcome, Reply) or outcome.status != 200:
+        return None
+    if isinstance(outcome.data, (dict, list)):
+        return None  # not XERJ's table (a proxy's error page in JSON, say)
+    text = outcome.body.decode("utf-8", "replace")
+    names = set()
+    for line in text.splitlines():
+        columns = line.split()
+        # XERJ's rows start with the health column; anything else (a proxy's HTML page) is not one
+        if len(columns) >= 3 and columns[0] in ("green", "yellow", "red"):
+            names.add(columns[2])
+    return sorted(names)
+
+
+class IndexListing:
+    """Per cluster: the listing last read, forgotten after `ttl` seconds."""
+
+    def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
+        self._ttl, self._clock = ttl, clock
+        self._entries: dict[str, tuple[float, Listing]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cluster: str) -> Listing | None:
+        with self._lock:
+            entry = self._entries.get(cluster)
+            if entry is None or self._clock() - entry[0] >= self._ttl:
+                self._entries.pop(cluster, None)
+                return None
+            return entry[1]
+
+    def put(self, cluster: str, listing: Listing) -> None:
+        if self._ttl > 0:
+            with self._lock:
+                self._entries[cluster] = (self._clock(), listing)
+
+
+def read_listing(
+    cache: IndexListing, cluster: str
+) -> Generator[HttpRequest, tuple[Outcome, int], Listing | None]:
+    """Yield the listing requests still needed; return the listing, or None when none was read."""
+    listing = cache.get(cluster)
+    if listing is not None:
+        return listing
+    outcome, _ = yield RESOLVE_ALL
+    listing = listing_from_resolve(outcome)
+    if listing is None:
+        outcome, _ = yield CAT_INDICES
+        names = names_from_cat(outcome)
+        listing = Listing(tuple(names)) if names is not None else None
+    if listing is not None:
+        cache.put(cluster, listing)
+    return listing
+
+
+def list_indices(
+    cache: IndexListing, cluster: str
+) -> Generator[HttpRequest, tuple[Outcome, int], list[str]]:
+    """Yield the listing requests still needed; return the names (empty when none could be read)."""
+    listing = yield from read_listing(cache, cluster)
+    return listing.names if listing is not None else []
