@@ -1,4 +1,5 @@
-"""The package's layout: modules stay a few screens long and imports form no cycle."""
+"""The package's layout: modules stay a few screens long, imports form no cycle, and each layer
+imports only from the layers below it."""
 
 from __future__ import annotations
 
@@ -106,6 +107,95 @@ def test_the_cycle_check_sees_lazy_and_type_only_imports(tmp_path: Path) -> None
     assert find_cycle(import_graph(package)) == []
 
 
+# The layers of the package, lowest first. A module imports only from its own layer and the
+# layers below it: every import counts, at module level, in a function or under TYPE_CHECKING,
+# relative or absolute (docs/development.md). "base" is the flat modules beside __init__.py.
+LAYERS = (
+    "testing",  # the stand-in XERJ: imports nothing of the library
+    "base",  # _version, _problems, _exceptions, _json
+    "_shapes",  # the model side: the neutral call, one adapter per model API
+    "_http",  # the engine side: one attempt, its body, deadline, retries, nodes, spans
+    "_message",  # what the model reads: errors, hints, budget, fitting
+    "tools",  # one Tool each, and the readers they share
+    "_schema",  # the registry (definitions joined with their tools), validation, repair, bounds
+    "_dispatch",  # the dispatchers: policy, core, sync and async drivers
+    "_agent",  # the agent loop
+    "_offline",  # offline validation of recorded model output
+    "integrations",  # MCP and the framework adapters
+    "_cli",  # the command line
+)
+# Above every layer, free to import any: the public names and the `python -m` entry points.
+ENTRY_POINTS = ("", "__main__", "testing.__main__")
+
+
+def layer_of(module: str, graph: dict[str, dict[str, int]]) -> str | None:
+    """The layer of a module of the graph (None for an entry point): its first subpackage, or
+    "base" for a flat module at the top."""
+    root, _, rest = module.partition(".")
+    if rest in ENTRY_POINTS:
+        return None
+    first = rest.split(".")[0]
+    is_package = any(m.startswith(f"{root}.{first}.") for m in graph)
+    return first if "." in rest or is_package else "base"
+
+
+def upward_imports(graph: dict[str, dict[str, int]], layers: tuple[str, ...] = LAYERS) -> list[str]:
+    """Each import from a lower layer to a higher one (an entry point is above all), and each
+    module in no declared layer, as `importer (line n) -> imported` lines."""
+    rank = {layer: i for i, layer in enumerate(layers)}
+    found: list[str] = []
+    for module, targets in graph.items():
+        layer = layer_of(module, graph)
+        if layer is not None and layer not in rank:
+            found.append(f"{module}: in no layer; add {layer!r} to LAYERS where it belongs")
+            continue
+        for target, line in targets.items():
+            above = layer_of(target, graph)
+            if layer is not None and (above is None or rank.get(above, -1) > rank[layer]):
+                found.append(f"{module} ({layer}, line {line}) -> {target} ({above or 'entry point'})")
+    return found
+
+
+def test_each_layer_imports_only_from_the_layers_below() -> None:
+    graph = import_graph(PACKAGE)
+    assert upward_imports(graph) == []
+    # every subpackage is a declared layer, and every declared layer exists
+    present = {layer_of(m, graph) for m in graph} - {None}
+    assert present == set(LAYERS)
+
+
+def test_the_layer_check_refuses_an_upward_import() -> None:
+    graph = import_graph(PACKAGE)
+    graph["xerj_tools._http._models"]["xerj_tools._dispatch._core"] = 7  # engine side -> dispatcher
+    graph["xerj_tools._json"]["xerj_tools"] = 3  # a base module -> the public names
+    assert sorted(upward_imports(graph)) == [
+        "xerj_tools._http._models (_http, line 7) -> xerj_tools._dispatch._core (_dispatch)",
+        "xerj_tools._json (base, line 3) -> xerj_tools (entry point)",
+    ]
+
+
+def test_the_layer_check_sees_lazy_type_only_and_absolute_imports(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for sub in ("low", "high"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from .high import b\n")  # an entry point: free
+    (package / "high" / "b.py").write_text("from ..low.a import f\n")  # downward: fine
+    (package / "low" / "a.py").write_text("def f():\n    return 1\n")
+    layers = ("low", "high")
+    assert upward_imports(import_graph(package), layers) == []
+    (package / "low" / "a.py").write_text("def f():\n    from ..high import b\n    return b\n")
+    assert upward_imports(import_graph(package), layers) == ["pkg.low.a (low, line 2) -> pkg.high.b (high)"]
+    (package / "low" / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.high.b\n")
+    assert upward_imports(import_graph(package), layers) == ["pkg.low.a (low, line 3) -> pkg.high.b (high)"]
+    (package / "low" / "a.py").write_text("")
+    (package / "side").mkdir()
+    (package / "side" / "c.py").write_text("")
+    assert upward_imports(import_graph(package), layers) == [
+        "pkg.side.c: in no layer; add 'side' to LAYERS where it belongs"]
+
+
 def test_the_http_value_types_live_in_one_module() -> None:
     import xerj_tools
     from xerj_tools._http import _models
@@ -153,7 +243,7 @@ def test_one_name_per_concept() -> None:
                 assert node.target.id != "finish", f"{path.name}:{node.lineno}"
 
 
-DISPATCHER = {"_base.py", "_sync.py", "_async.py"}
+DISPATCHER = {"_dispatch/_base.py", "_dispatch/_sync.py", "_dispatch/_async.py"}
 SEALED = {"_core", "_begin", "_complete", "_plan", "_endpoint", "_settings", "_open_turn"}
 
 
@@ -161,7 +251,7 @@ def _holder(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
-@pytest.mark.parametrize("path", [p for p in MODULES if p.name not in DISPATCHER],
+@pytest.mark.parametrize("path", [p for p in MODULES if str(p.relative_to(PACKAGE)) not in DISPATCHER],
                          ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_only_the_dispatcher_reads_its_private_attributes(path: Path) -> None:
     # The agent loop and the integrations use the public seam (`tools`, `begin`, `complete`,
