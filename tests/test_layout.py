@@ -214,6 +214,24 @@ def test_the_http_value_types_live_in_one_module() -> None:
             assert not defined & classes, path
 
 
+def test_the_tool_message_has_one_json_writer() -> None:
+    # The budget's guarantee (measured length = written length) rests on one encoder: the
+    # message writer, the fitter's measure and the orjson fast path all live in `_json`.
+    from xerj_tools import _json
+    from xerj_tools._message import _budget, _fit_hits, _format, _measure
+
+    assert _format.dumps is _json.dumps and _budget.written is _json.written
+    assert _measure.ENCODER is _fit_hits.ENCODER is _json.ENCODER
+    for path in MODULES:
+        if path.name == "_json.py" or path.parent.name != "_message":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr not in {"JSONEncoder", "dumps"} or _holder(node.func.value) != "json", (
+                    f"{path.name}:{node.lineno} writes JSON itself; use `_json`"
+                )
+
+
 def _top_level_names(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.parse(path.read_text(encoding="utf-8")).body:

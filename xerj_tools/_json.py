@@ -1,5 +1,9 @@
-"""The JSON seam: orjson where it is installed (the ``fast`` extra) and gives the same result as
-the standard library, else the standard library.
+"""The JSON seam: every writer the tool message and its budget rely on, and orjson where it is
+installed (the ``fast`` extra) and gives the same result as the standard library.
+
+One encoder (`ENCODER`: compact, not ASCII-only, strict) writes every tool message (`dumps`,
+`written`) and is the one the fitter measures with (`_message/_measure.py`): the budget's
+guarantee, measured length = written length, holds because there is no second one.
 
 Each function here returns exactly what the standard-library path would: the same Python values
 from a decode, the same characters from an encode (a test holds both, with and without orjson).
@@ -17,9 +21,70 @@ Where orjson reads or writes something differently, the call goes to the standar
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
-__all__ = ["checked", "fast_dumps", "fast_loads", "fast_raw"]
+__all__ = [
+    "ENCODER",
+    "MAX_DEPTH",
+    "checked",
+    "clean",
+    "dumps",
+    "fast_dumps",
+    "fast_loads",
+    "fast_raw",
+    "written",
+]
+
+MAX_DEPTH = 100  # levels of nesting kept from an engine value; deeper values are cut, marked
+
+# The tool message's encoder. It raises where `dumps` cleans: a non-finite number, a deep value.
+ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
+
+_T = TypeVar("_T")
+
+
+def clean(value: _T, max_depth: int = MAX_DEPTH) -> _T:
+    """`value` with every non-finite float made null and every container deeper than
+    `max_depth` replaced by a marker string. Iterative: any depth is safe. Returns a copy."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
+    while stack:
+        item, parent, key, depth = stack.pop()
+        if isinstance(item, float):
+            parent[key] = item if math.isfinite(item) else None
+        elif isinstance(item, (dict, list)):
+            if depth >= max_depth:
+                parent[key] = f"…[nested deeper than {max_depth} levels]"
+                continue
+            if isinstance(item, dict):
+                copy: Any = dict.fromkeys(item)
+                stack.extend((v, copy, k, depth + 1) for k, v in item.items())
+            else:
+                copy = [None] * len(item)
+                stack.extend((v, copy, i, depth + 1) for i, v in enumerate(item))
+            parent[key] = copy
+        else:
+            parent[key] = item
+    return root[0]  # type: ignore[no-any-return]
+
+
+def dumps(payload: Mapping[str, Any]) -> str:
+    """Compact, strict JSON, the form every tool message takes. A value JSON cannot carry (NaN,
+    an infinity) becomes null, and one nested past `MAX_DEPTH` a marker, rather than an error."""
+    try:
+        return ENCODER.encode(payload)
+    except (ValueError, RecursionError):
+        return ENCODER.encode(clean(payload))
+
+
+def written(value: Any, *, plain: bool = False) -> str:
+    """`value` as the tool message writes it (`dumps`), by orjson where `plain` (only plain JSON
+    types, no enum member) and it writes the same characters (`fast_dumps`)."""
+    return (fast_dumps(value) if plain else None) or dumps(value)
+
 
 _orjson: Any = None  # the module, once imported; False when it is not installed
 
@@ -101,7 +166,7 @@ def fast_raw(value: Any) -> bytes | None:
 
 
 def fast_dumps(value: Any) -> str | None:
-    """`value` as compact JSON, exactly as `_format.dumps` writes plain JSON values, or None where
+    """`value` as compact JSON, exactly as `dumps` writes plain JSON values, or None where
     the standard library must write it. Only for values made of plain JSON types and enum-free:
     orjson writes an `enum.Enum` member as its value, `json` (with ``default=str``) by name."""
     return checked(fast_raw(value))

@@ -1,5 +1,5 @@
 """What the engine sent, made safe to hold: bounded decoding of a body, and JSON that is finite
-and nested at most `MAX_DEPTH` levels.
+and nested at most `MAX_DEPTH` levels (`_json.clean`).
 
 The engine is untrusted input. A compressed body is decoded here, with an output bound, because
 httpx2 decodes a whole network chunk at once (a 2 KB ``gzip, gzip`` body holds a gigabyte);
@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import zlib
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import httpx2
@@ -22,17 +21,14 @@ if TYPE_CHECKING:
     from ._deadline import Deadline
 
 __all__ = [
-    "MAX_DEPTH",
     "BodyReader",
     "TooLarge",
     "Undecodable",
-    "clean",
     "decode_json",
     "read_async",
     "reader",
 ]
 
-MAX_DEPTH = 100  # levels of nesting kept from an engine value; deeper values are cut, marked
 _STEP = 64 * 1024  # decoded bytes produced per step, so that memory stays near the cap
 
 
@@ -131,34 +127,6 @@ def decode_json(body: bytes) -> tuple[Any, str | None]:
         return None, "the JSON is nested too deeply to read"
     except ValueError:
         return None, None
-
-
-_T = TypeVar("_T")
-
-
-def clean(value: _T, max_depth: int = MAX_DEPTH) -> _T:
-    """`value` with every non-finite float made null and every container deeper than
-    `max_depth` replaced by a marker string. Iterative: any depth is safe. Returns a copy."""
-    root: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
-    while stack:
-        item, parent, key, depth = stack.pop()
-        if isinstance(item, float):
-            parent[key] = item if math.isfinite(item) else None
-        elif isinstance(item, (dict, list)):
-            if depth >= max_depth:
-                parent[key] = f"…[nested deeper than {max_depth} levels]"
-                continue
-            if isinstance(item, dict):
-                copy: Any = dict.fromkeys(item)
-                stack.extend((v, copy, k, depth + 1) for k, v in item.items())
-            else:
-                copy = [None] * len(item)
-                stack.extend((v, copy, i, depth + 1) for i, v in enumerate(item))
-            parent[key] = copy
-        else:
-            parent[key] = item
-    return root[0]  # type: ignore[no-any-return]
 
 
 def reader(response: httpx2.Response, limit: int) -> BodyReader:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from .._exceptions import ConfigurationError
-from .._json import fast_dumps, fast_raw
+from .._json import fast_dumps, fast_raw, written
 from ._fit_hits import (
     MIN_CUT,
     Measured,
@@ -35,7 +35,6 @@ from ._fit_hits import (
     cut_strings,
     size,
     surely_longer,
-    written,
 )
 from ._fit_json import fit_document, fit_json
 from ._tokens import Budget

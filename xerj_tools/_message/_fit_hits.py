@@ -17,10 +17,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._http._body import MAX_DEPTH, clean
-from .._json import checked, fast_dumps
-from ._format import dumps
-from ._measure import IDENTITY, MIN_CUT, STRICT, Long, encoded, json_length, measure, path, put
+from .._json import ENCODER, MAX_DEPTH, checked, clean, dumps, fast_dumps
+from ._measure import IDENTITY, MIN_CUT, Long, encoded, json_length, measure, path, put
 
 __all__ = [
     "MIN_CUT",
@@ -33,19 +31,12 @@ __all__ = [
     "marker",
     "size",
     "surely_longer",
-    "written",
 ]
 
 
 def size(value: Any) -> int:
     """Characters of `value` in the tool message (`dumps`, compact JSON)."""
     return len(dumps(value))
-
-
-def written(value: Any, *, plain: bool = False) -> str:
-    """`value` as the tool message writes it (`dumps`), by orjson where `plain` (see
-    `clean_json`) and it writes the same characters."""
-    return (fast_dumps(value) if plain else None) or dumps(value)
 
 
 def surely_longer(raw: bytes | None, limit: int) -> bool:
@@ -83,7 +74,7 @@ def cut_strings(
 
 
 def clean_json(value: Any, *, plain: bool = False, raw: bytes | None = None) -> tuple[Any, str]:
-    """`value` made safe as `_body.clean` makes it, and its JSON (as `dumps` writes it), with
+    """`value` made safe as `_json.clean` makes it, and its JSON (as `dumps` writes it), with
     the walk and copy of `clean` only where they may change something: the encoder refuses a
     number that is not finite, and a text with no more brackets than `MAX_DEPTH` cannot nest
     deeper than that. `plain`: `value` holds plain JSON types only (no enum member), so orjson
@@ -92,7 +83,7 @@ def clean_json(value: Any, *, plain: bool = False, raw: bytes | None = None) -> 
     if text is not None and text.count("[") + text.count("{") <= MAX_DEPTH:
         return value, text
     try:
-        text = STRICT.encode(value)
+        text = ENCODER.encode(value)
     except (ValueError, RecursionError):
         text = ""
     if not text or text.count("[") + text.count("{") > MAX_DEPTH:
@@ -102,7 +93,7 @@ def clean_json(value: Any, *, plain: bool = False, raw: bytes | None = None) -> 
 
 
 def clean_envelope(payload: dict[str, Any]) -> dict[str, Any]:
-    """`payload` made safe to fit and serialise (`_body.clean`: finite, at most `MAX_DEPTH`
+    """`payload` made safe to fit and serialise (`_json.clean`: finite, at most `MAX_DEPTH`
     deep) except its list of hits, which `Measured` cleans one by one as it reaches them: of a
     1,000-hit answer only the hits that can be shown are ever walked and copied."""
     return {

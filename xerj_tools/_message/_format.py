@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from .._exceptions import ArgumentsError, EngineError, ToolCallError
-from .._http._body import clean
 from .._http._models import Failure, HttpRequest, Reply
 from .._http._retry import rerank_refusal, retry_after_seconds
+from .._json import dumps
 from ._hints import block_hint
 
 __all__ = [
@@ -118,18 +117,6 @@ TOO_MANY_BUCKETS = (
     "reason; you cannot raise it). Ask for fewer: a wider `interval` or `calendar_interval` for a "
     "histogram, a smaller `size` for terms, or a filter to a narrower range; then call again."
 )
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
-
-
-def dumps(payload: Mapping[str, Any]) -> str:
-    """Compact, strict JSON, the form every tool message takes. A value JSON cannot carry (NaN,
-    an infinity) becomes null, and one nested past `MAX_DEPTH` a marker, rather than an error."""
-    try:
-        return _ENCODER.encode(payload)
-    except (ValueError, RecursionError):
-        return _ENCODER.encode(clean(payload))
-
 
 # A lone surrogate: it can come from the engine's JSON ("\ud800"), or from arguments text that
 # is quoted back; UTF-8 cannot encode it, so a message holding it would fail the next request

@@ -1,7 +1,7 @@
 """A hit's length in the tool message, counted rather than written, and where its long strings
 are: what the hits fitter needs to choose without serialising or copying anything.
 
-`measure` adds up a hit's JSON as the message writer (`_format.dumps`: compact, not ASCII-only)
+`measure` adds up a hit's JSON as the message writer (`_json.dumps`: compact, not ASCII-only)
 would write it: a string is its length and two quotes unless JSON escapes something in it (a
 quote, a backslash, a control character, all of which `str.isprintable` refuses, so only then
 is it encoded to be counted); a number is its `repr`, which is what `json` writes. Only plain
@@ -13,18 +13,15 @@ message can then be written by orjson without looking for the numbers it writes 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from json.encoder import encode_basestring  # what `json` writes a str as (ensure_ascii=False)
 from typing import Any
 
-from .._http._body import MAX_DEPTH, clean
-from ._format import dumps
+from .._json import ENCODER, MAX_DEPTH, clean, dumps
 
 __all__ = [
     "IDENTITY",
     "MIN_CUT",
-    "STRICT",
     "Long",
     "encoded",
     "json_length",
@@ -39,8 +36,6 @@ MIN_CUT = 200  # a cut field keeps at least this many characters
 # `encoded` is asked), the keys from the hit to it, its path (None until `path` is asked)].
 Long = list[Any]
 
-# `dumps`'s encoder, but raising where `dumps` would clean: a non-finite number, a deep value
-STRICT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
 _NUMBERS = frozenset({int, float})
 _INF = float("inf")
 
@@ -89,7 +84,7 @@ def _count(value: Any, keys: tuple[Any, ...], longs: list[Long], named: dict[str
     elif type(value) is list:
         if len(value) > 16 and set(map(type, value)) <= _NUMBERS:
             # An embedding the model asked for: the C encoder writes it faster than it is counted
-            text = STRICT.encode(value)  # ValueError on NaN: measured by writing, below
+            text = ENCODER.encode(value)  # ValueError on NaN: measured by writing, below
             if "e" in text:
                 raise _Unplain  # an exponent: see `measure`
             return len(text)
@@ -184,7 +179,7 @@ def _measure(hit: Any, named: dict[str, int] | None) -> tuple[Any, int, list[Lon
         pass
     longs = []
     try:
-        text = STRICT.encode(hit)
+        text = ENCODER.encode(hit)
         _walk(hit, (), "", longs)
     except (ValueError, RecursionError):
         text = ""
@@ -204,7 +199,7 @@ def _walk(value: Any, keys: tuple[Any, ...], where: str, longs: list[Long]) -> N
     them (`isinstance`: subclasses too) and names them."""
     if isinstance(value, str):
         if len(value) > MIN_CUT:
-            longs.append([value, len(value), len(STRICT.encode(value)), keys, where])
+            longs.append([value, len(value), len(ENCODER.encode(value)), keys, where])
     elif isinstance(value, dict):
         for k, v in value.items():
             _walk(v, (*keys, k), f"{where}.{k}" if where else k, longs)
