@@ -278,3 +278,10 @@ def test_only_the_dispatcher_reads_its_private_attributes(path: Path) -> None:
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             reaches_in = node.attr in SEALED or "dispatcher" in _holder(node.value).lower()
             assert not reaches_in, f"{path.name}:{node.lineno} reads .{node.attr} of a dispatcher"
+
+
+def test_every_test_file_has_a_row_in_the_testing_table() -> None:
+    # docs/testing.md says where each behaviour's tests live; a new test file gets its row.
+    table = (PACKAGE.parent / "docs" / "testing.md").read_text(encoding="utf-8")
+    files = sorted(p.name for p in (PACKAGE.parent / "tests").glob("test_*.py"))
+    assert [name for name in files if f"`{name}`" not in table] == [], "add them to docs/testing.md"
