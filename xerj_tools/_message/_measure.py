@@ -152,7 +152,7 @@ _WHOLE = frozenset((key,) for key in IDENTITY)
 
 
 def measure(hit: Any, named: dict[str, int] | None = None) -> tuple[Any, int, list[Long], bool]:
-    """`hit` (cleaned, as `_body.clean` makes it, where that changes it), the characters of its
+    """`hit` (cleaned, as `_json.clean` makes it, where that changes it), the characters of its
     JSON less those of its long strings, its long strings (those a cut may touch: never the
     hit's own `_id`, `_index` or memory `id`), and whether it was counted: made of plain JSON
     types, with no number written with an exponent, so that orjson (which writes ``1e-07`` as
