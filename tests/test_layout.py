@@ -112,7 +112,7 @@ def test_the_cycle_check_sees_lazy_and_type_only_imports(tmp_path: Path) -> None
 # relative or absolute (docs/development.md). "base" is the flat modules beside __init__.py.
 LAYERS = (
     "testing",  # the stand-in XERJ: imports nothing of the library
-    "base",  # _version, _problems, _exceptions, _json
+    "base",  # _version, _problems, _exceptions, _json, _bounds
     "_shapes",  # the model side: the neutral call, one adapter per model API
     "_http",  # the engine side: one attempt, its body, deadline, retries, nodes, spans
     "_message",  # what the model reads: errors, hints, budget, fitting
