@@ -39,7 +39,7 @@ from xerj_tools._dispatch._policy import Policy  # noqa: E402
 from xerj_tools._http import _transport  # noqa: E402
 from xerj_tools._http._deadline import Deadline  # noqa: E402
 from xerj_tools._schema import _validation  # noqa: E402
-from xerj_tools._schema._registry import ToolRegistry  # noqa: E402
+from xerj_tools._schema._registry import ToolSpec  # noqa: E402
 from xerj_tools._shapes import parse_tool_call  # noqa: E402
 from xerj_tools.tools import Tool, _search  # noqa: E402
 
@@ -94,7 +94,7 @@ def install(hooks: Hooks, dispatcher: Any) -> Callable[[bool], None]:
 
     patch(_validation, "decode_arguments", "argument decode")
     patch(_validation, "quick_object", "argument decode")  # the one-pass decode (`_quick`)
-    patch(ToolRegistry, "validate", "validation")
+    patch(ToolSpec, "validate", "validation")
     patch(_core, "integral_numbers", "validation")
     for name in ("check_size", "_apply", "write_refusal"):
         patch(Policy, name, "policy")

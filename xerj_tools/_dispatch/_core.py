@@ -187,7 +187,7 @@ class DispatchCore:
             return malformed
         if too_large := self.policy.check_size(call.arguments):
             return too_large
-        result = self.registry.validate(call.name, call.arguments, repair=self.repair)
+        result = spec.validate(call.arguments, repair=self.repair)
         if not result.ok or result.arguments is None:
             code = "invalid_json" if result.decode_error else "invalid_arguments"
             count = len(result.problems)
@@ -207,7 +207,7 @@ class DispatchCore:
         if isinstance(applied, PolicyDenied):
             return applied
         arguments, notes = applied
-        if notes and not (recheck := self.registry.validate(call.name, arguments)).ok:
+        if notes and not (recheck := spec.validate(arguments)).ok:
             return PolicyDenied(
                 "the operator's limits leave this call invalid: " + recheck.summary(),
                 details={"refused": "limits"},

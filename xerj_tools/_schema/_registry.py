@@ -59,6 +59,17 @@ class ToolSpec:
     def _validator(self) -> Validator:
         return self.validator
 
+    def validate(self, arguments: object, *, repair: bool = False) -> ValidationResult:
+        """Validate what a model emitted for this tool (see `ToolRegistry.validate`)."""
+        return validate_arguments(
+            self._validator,
+            arguments,
+            self.checks,
+            repair=repair,
+            fast=self.fast_check,
+            yes=self.fast_yes,
+        )
+
     def chat_tool(self) -> dict[str, Any]:
         """The nested Chat Completions form: ``{"type": "function", "function": {...}}``."""
         return CHAT.definition(self)
@@ -171,14 +182,7 @@ class ToolRegistry:
             return ValidationResult.failure(
                 "$", f"unknown tool {name!r}; known tools: {', '.join(self._specs)}"
             )
-        return validate_arguments(
-            spec._validator,
-            arguments,
-            spec.checks,
-            repair=repair,
-            fast=spec.fast_check,
-            yes=spec.fast_yes,
-        )
+        return spec.validate(arguments, repair=repair)
 
 
 def _widen(schema: Any) -> Any:
