@@ -28,7 +28,7 @@ What sends a line to the full path, each for the guarantee it keeps:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
 
 from ._fastcheck import Predicate
@@ -43,7 +43,7 @@ from ._offline import (
 from ._quick import quick_object
 from ._registry import ToolRegistry
 
-__all__ = ["ENABLED", "Lane", "lane_lines", "validate_lines"]
+__all__ = ["ENABLED", "Lane", "LaneLines", "lane_lines", "validate_lines"]
 
 ENABLED = True
 """Internal switch: False sends every line to the full path (the tests compare the two)."""
@@ -57,7 +57,7 @@ _FLAT = frozenset({str, int, float, bool, type(None)})
 
 
 class Lane:
-    """The lane's verdict on lines, for one registry: `valid(line)`."""
+    """The lane's verdict on lines, for one registry: `valid(line)`, and `run` over a block."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         from ._json import _load
@@ -72,52 +72,69 @@ class Lane:
     def valid(self, line: bytes) -> bool:
         """True only when `line` is one Chat tool call that the full path counts valid with
         nothing to report."""
+        return self.run((line,), 0) == 1
+
+    def run(self, lines: Sequence[bytes], start: int) -> int:
+        """The position of the first of `lines` from `start` that `valid` would refuse, or
+        ``len(lines)`` when it passes them all: the hot loop, one line a turn, in one frame."""
+        end = len(lines)
         orjson = self._orjson
         if orjson is None:
-            return False
-        try:
-            # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes that
-            # are not UTF-8: each goes to the full path, which says it as it always did.
-            record = orjson.loads(line)
-        except ValueError:
-            return False
-        if type(record) is not dict or record.get("type") != "function":
-            return False
-        function = record.get("function")
-        if type(function) is not dict:
-            return False
-        if not (
-            record.keys() <= _RECORD_KEYS
-            and function.keys() <= _FUNCTION_KEYS
-            and type(record.get("id")) in _FLAT
-            and type(record.get("index")) in _FLAT
-        ) and (
-            "custom_id" in record
-            or "messages" in record
-            or line.count(b"{") + line.count(b"[") > RECORD_DEPTH
-        ):
-            return False  # a Batch output line, a fine-tuning example, or maybe too deep
-        name, arguments = function.get("name"), function.get("arguments")
-        if type(name) is not str or type(arguments) is not str:
-            return False
-        entry = self.tools.get(name)
-        if entry is None:
-            return False
-        schema, yes, checks = entry
-        value = quick_object(arguments)  # None: the full decode has something to say
-        if value is None:
-            return False
-        try:
-            if not schema(value):
-                return False
-        except Exception:  # a value the compiled check cannot read
-            return False
-        if yes is not None:  # where it says no, the full path runs the checks and explains
-            return bool(yes(value))
-        for check in checks:  # no quick yes: the checks decide
-            for _ in check(value):
-                return False
-        return True
+            return start
+        loads, tools = orjson.loads, self.tools
+        for at in range(start, end):
+            line = lines[at]
+            try:
+                # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes
+                # that are not UTF-8: each goes to the full path, which says it as it always did.
+                record = loads(line)
+            except ValueError:
+                return at
+            if type(record) is not dict or record.get("type") != "function":
+                return at
+            function = record.get("function")
+            if type(function) is not dict:
+                return at
+            name, arguments = function.get("name"), function.get("arguments")
+            if type(name) is not str or type(arguments) is not str:
+                return at
+            entry = tools.get(name)
+            if entry is None:
+                return at
+            if not (
+                record.keys() <= _RECORD_KEYS
+                and function.keys() <= _FUNCTION_KEYS
+                and type(record.get("id")) in _FLAT
+                and type(record.get("index")) in _FLAT
+            ) and not _plain_record(record, line):
+                return at  # a Batch output line, a fine-tuning example, or maybe too deep
+            value = quick_object(arguments)  # None: the full decode has something to say
+            if value is None:
+                return at
+            schema, yes, checks = entry
+            try:
+                if not schema(value):
+                    return at
+            except Exception:  # a value the compiled check cannot read
+                return at
+            if yes is not None:  # where it says no, the full path runs the checks and explains
+                if not yes(value):
+                    return at
+                continue
+            for check in checks:  # no quick yes: the checks decide
+                for _ in check(value):
+                    return at
+        return end
+
+
+def _plain_record(record: dict[str, Any], line: bytes) -> bool:
+    """A record of more keys (or an ``id`` or ``index`` that is no scalar): neither a Batch
+    output line nor a fine-tuning example, and not too deep to decode (a count bounds it)."""
+    return not (
+        "custom_id" in record
+        or "messages" in record
+        or line.count(b"{") + line.count(b"[") > RECORD_DEPTH
+    )
 
 
 def _schema_yes(fast: Any) -> Predicate | None:
@@ -135,20 +152,82 @@ def _schema_yes(fast: Any) -> Predicate | None:
 # ---------------------------------------------------------------- lines and the loop
 
 _NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+CHUNK = 1 << 20  # bytes read at a time: memory stays flat in the input's size
+
+Block = tuple[int, list[bytes], bytes, "list[Any] | None"]
+"""(the number of the first line, the lines as the lane reads them, the ending each line's
+text needs back for the full path, the full path's own lines where they differ (else None))."""
 
 
-def lane_lines(stream: Iterable[bytes], start: int = 1) -> Iterator[tuple[int, bytes]]:
-    """The lines of a binary stream numbered as text mode numbers them (universal newlines: a
-    lone ``\\r`` ends a line too), from `start`."""
-    number = start - 1
-    for raw in stream:
-        if b"\r" in raw and not (raw.endswith(b"\r\n") and raw.count(b"\r") == 1):
-            for part in _NEWLINE.findall(raw):
-                number += 1
-                yield number, part
-            continue
-        number += 1
-        yield number, raw
+def _split(raw: bytes) -> list[bytes]:
+    """One line as text mode reads it: a lone ``\r`` ends a line too."""
+    if b"\r" in raw and not (raw.endswith(b"\r\n") and raw.count(b"\r") == 1):
+        return _NEWLINE.findall(raw)  # type: ignore[no-any-return]
+    return [raw]
+
+
+class LaneLines:
+    """The lines of a binary stream (or an iterable of its lines) numbered as text mode numbers
+    them (universal newlines), from `start`: iterate for ``(number, line)``, each line with its
+    ending; `blocks` reads a stream in large chunks and hands over their lines a list at a time,
+    cut at ``\n`` (a chunk holding a ``\r`` is cut as text mode cuts it, line by line)."""
+
+    def __init__(self, stream: Iterable[bytes], start: int = 1) -> None:
+        self.stream, self.start = stream, start
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        for first, lines, ending, _ in self.blocks():
+            for offset, line in enumerate(lines):
+                yield first + offset, line + ending
+
+    def blocks(self) -> Iterator[Block]:
+        number = self.start
+        read = getattr(self.stream, "read", None)
+        if read is None:  # lines already cut
+            for raw in self.stream:
+                parts = _split(raw)
+                yield number, parts, b"", None
+                number += len(parts)
+            return
+        rest = b""
+        while True:
+            chunk = read(CHUNK)
+            if not chunk:
+                break
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                rest += chunk
+                continue
+            body, rest = rest + chunk[:cut], chunk[cut + 1 :]
+            if b"\r" not in body:
+                lines = body.split(b"\n")
+                yield number, lines, b"\n", None
+            else:
+                lines = [part for raw in body.split(b"\n") for part in _split(raw + b"\n")]
+                yield number, lines, b"", None
+            number += len(lines)
+        if rest:
+            yield number, _split(rest), b"", None
+
+
+def lane_lines(stream: Iterable[bytes], start: int = 1) -> LaneLines:
+    """`LaneLines` of a binary stream (or of its lines)."""
+    return LaneLines(stream, start)
+
+
+def _blocks_of(lines: Iterable[tuple[int, Any]]) -> Iterator[Block]:
+    """Numbered lines of any kind (bytes, text, decoded records, None) as blocks of one; the lane
+    reads bytes and UTF-8 text, and sees nothing it can pass in the rest."""
+    for number, line in lines:
+        raw = line
+        if type(line) is str:
+            try:
+                raw = line.encode()
+            except UnicodeEncodeError:
+                raw = b""
+        elif type(line) is not bytes:
+            raw = b""
+        yield number, [raw], b"", [line]
 
 
 def validate_lines(
@@ -160,42 +239,48 @@ def validate_lines(
     on_report: Callable[[CallReport], None] | None = None,
 ) -> ValidationSummary:
     """`validate_calls(registry, jsonl_calls(lines))`, with each line the lane says yes to
-    counted valid at once. Lines are bytes (the lane's), text, decoded records or None."""
+    counted valid at once. Lines are bytes (the lane's), text, decoded records or None; a
+    `LaneLines` is read a block at a time."""
     summary = ValidationSummary()
-    valid = Lane(registry).valid if ENABLED else None
-    index = lane = 0
-    for number, line in lines:
-        if valid is not None:
-            raw = line
-            if type(line) is str:
-                try:
-                    raw = line.encode()
-                except UnicodeEncodeError:
-                    raw = None
-            if type(raw) is bytes and valid(raw):
-                index += 1
-                lane += 1
-                if progress is not None and (summary.calls + lane) % 10_000 == 0:
-                    progress(summary.calls + lane)
-                continue
-        found: list[Any] = []
-        for item in line_calls(number, line):
-            if isinstance(item, FoundCall):
-                index += 1
-                item = FoundCall(
-                    item.name, item.arguments, item.call_id, number, index, item.api, item.registry
-                )
-            found.append(item)
-        if found:
-            summary.calls += lane
-            summary.valid += lane
-            lane = 0
-            validate_calls(
-                registry, found, repair=repair, progress=progress, on_report=on_report,
-                summary=summary,
-            )  # fmt: skip
-    summary.calls += lane
-    summary.valid += lane
+    lane = Lane(registry) if ENABLED else None
+    blocks = lines.blocks() if isinstance(lines, LaneLines) else _blocks_of(lines)
+    index = passed = 0  # calls numbered so far; lane calls not yet in `summary`
+    for first, block, ending, originals in blocks:
+        at, end = 0, len(block)
+        while at < end:
+            if lane is not None:
+                stop = lane.run(block, at)  # the lane passes block[at:stop]
+                if stop > at:
+                    before = summary.calls + passed
+                    index += stop - at
+                    passed += stop - at
+                    if progress is not None and before // 10_000 < (before + stop - at) // 10_000:
+                        progress((before + stop - at) // 10_000 * 10_000)
+                    at = stop
+                    if at == end:
+                        break
+            number = first + at
+            line = block[at] + ending if originals is None else originals[at]
+            at += 1
+            found: list[Any] = []
+            for item in line_calls(number, line):
+                if isinstance(item, FoundCall):
+                    index += 1
+                    item = FoundCall(
+                        item.name, item.arguments, item.call_id, number, index, item.api,
+                        item.registry,
+                    )  # fmt: skip
+                found.append(item)
+            if found:
+                summary.calls += passed
+                summary.valid += passed
+                passed = 0
+                validate_calls(
+                    registry, found, repair=repair, progress=progress, on_report=on_report,
+                    summary=summary,
+                )  # fmt: skip
+    summary.calls += passed
+    summary.valid += passed
     return summary
 
 
