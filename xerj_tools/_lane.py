@@ -28,10 +28,10 @@ What sends a line to the full path, each for the guarantee it keeps:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 
-from ._fastcheck import Predicate
+from ._fastcheck import Predicate, compiled_backend
 from ._offline import (
     RECORD_DEPTH,
     CallReport,
@@ -63,11 +63,15 @@ class Lane:
         from ._json import _load
 
         self._orjson = _load() or None
-        self.tools: dict[str, tuple[Predicate, Predicate | None, tuple[Any, ...]]] = {}
+        # name -> (strict schema check, its Python rest, schema check, quick yes, checks)
+        self.tools: dict[
+            str, tuple[Predicate | None, Predicate, Predicate, Predicate | None, tuple[Any, ...]]
+        ] = {}
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
-                self.tools[spec.name] = (schema, spec.fast_yes, tuple(spec.checks))
+                strict, rest = _strict_yes(spec)
+                self.tools[spec.name] = (strict, rest, schema, spec.fast_yes, tuple(spec.checks))
 
     def valid(self, line: bytes) -> bool:
         """True only when `line` is one Chat tool call that the full path counts valid with
@@ -111,8 +115,12 @@ class Lane:
             value = quick_object(arguments)  # None: the full decode has something to say
             if value is None:
                 return at
-            schema, yes, checks = entry
+            strict, rest, schema, yes, checks = entry
             try:
+                # the strict schema (the tool's, with the limits it can state) and its rest
+                # say yes only where the schema and the quick yes would (tools/_strict.py)
+                if strict is not None and strict(value) and rest(value):
+                    continue
                 if not schema(value):
                     return at
             except Exception:  # a value the compiled check cannot read
@@ -147,6 +155,40 @@ def _schema_yes(fast: Any) -> Predicate | None:
         is_valid = getattr(fast, "is_valid", None)
         return is_valid if is_valid is not None else fast.check  # type: ignore[no-any-return]
     return fast  # type: ignore[no-any-return]
+
+
+def _strict_yes(spec: Any) -> tuple[Predicate | None, Predicate]:
+    """jsonschema-rs's `is_valid` of the tool's schema with its quick yes's strict fragment and
+    its known argument names (`tools/_strict.py`), and the fragment's Python rest; (None, _)
+    where the quick yes has none, the schema is not compiled by jsonschema-rs, or the tool
+    lists no properties."""
+    from ._fastcheck import _plain
+    from .tools._strict import strict_for
+
+    found = strict_for(spec.fast_yes)
+    fast = spec.fast_check
+    properties = (spec.parameters or {}).get("properties")
+    if (
+        found is None
+        or getattr(fast, "backend", None) != "jsonschema-rs"
+        or not isinstance(properties, Mapping)
+        or not properties
+    ):
+        return None, _never
+    schema = dict(_plain(fast.schema))
+    root: dict[str, Any] = {}
+    if "$schema" in schema:
+        root["$schema"] = schema.pop("$schema")
+    root["allOf"] = [schema, found.fragment, {"propertyNames": {"enum": sorted(properties)}}]
+    try:
+        is_valid = compiled_backend().validator_for(root).is_valid
+    except Exception:  # a schema jsonschema-rs reads otherwise: the old way
+        return None, _never
+    return is_valid, found.rest  # type: ignore[return-value]
+
+
+def _never(value: Any) -> bool:
+    return False
 
 
 # ---------------------------------------------------------------- lines and the loop
