@@ -89,9 +89,25 @@ def arguments(draw: Any) -> tuple[str, dict[str, Any]]:
 
 
 def _strict_yes(lane: Any, name: str, args: Any) -> bool:
-    strict, rest = lane.tools[name][:2]
+    strict, found = lane.tools[name][:2]
     assert strict is not None, name
-    return bool(strict(args) and rest(args))
+    return bool(strict(args) and found.rest(args))
+
+
+def _strict_only(lane: Any) -> Any:
+    """The lane with its old way shut (schema says no): only its strict path says yes."""
+    strict_lane = _lane.Lane.__new__(_lane.Lane)
+    strict_lane._orjson = lane._orjson
+    strict_lane.tools = {
+        name: (strict, found, lambda value: False, yes, checks)
+        for name, (strict, found, _, yes, checks) in lane.tools.items()
+    }
+    return strict_lane
+
+
+def _line(name: str, args: Any) -> bytes:
+    function = {"name": name, "arguments": json.dumps(args)}
+    return json.dumps({"id": "c", "type": "function", "function": function}).encode()
 
 
 def _holds(registry: Any, name: str, args: Any) -> None:
@@ -112,6 +128,9 @@ def test_a_strict_yes_means_the_quick_yes_the_checks_and_validate_say_yes(
     args = orjson.loads(orjson.dumps(args))  # as the lane reads it
     if _strict_yes(lane, name, args):
         _holds(registry, name, args)
+    # the lane's own strict path (it looks at integers only where the text holds a fraction)
+    if _strict_only(lane).valid(_line(name, args)):
+        _holds(registry, name, args)
 
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "tea"}}}
@@ -121,6 +140,13 @@ SEARCH = {"index": "docs", "query": {"match": {"body": "tea"}}}
     ("name", "args"),
     [
         ("xerj_search", {**SEARCH, "size": 5000.0}),  # an integral float: JSON Schema's integer
+        ("xerj_search", {**SEARCH, "size": 5e3}),
+        ("xerj_search", {**SEARCH, "size": None}),
+        ("xerj_search", {**SEARCH, "index": "-docs"}),
+        ("xerj_search", {**SEARCH, "index": "a,+b"}),
+        ("xerj_search", {**SEARCH, "index": "a..b"}),
+        ("xerj_memory_store", {"namespace": "agent-edges", "text": "t"}),
+        ("xerj_memory_store", {"namespace": "a..b", "text": "t"}),
         ("xerj_search", {**SEARCH, "from": 9995, "size": 10}),  # past the window
         ("xerj_search", {**SEARCH, "from": 5001, "size": 10}),  # fine, but stated only up to 5,000
         ("xerj_search", {**SEARCH, "rerank": {"query": "q"}}),  # a rerank: the old way
@@ -135,6 +161,7 @@ SEARCH = {"index": "docs", "query": {"match": {"body": "tea"}}}
         ("xerj_vector_search", {"index": "d", "field": "f", "query_vector": [1e308, 1e308]}),
         ("xerj_vector_search", {"index": "d", "field": "f", "query_vector": []}),
         ("xerj_vector_search", {"index": "d", "field": "f", "query_vector": [1], "k": 10.0}),
+        ("xerj_vector_search", {"index": "d", "field": "f", "query_vector": [1], "k": 1e1}),
         ("xerj_hybrid_search", {"index": "d", "queries": [{"query": {}, "boost": 2}]}),
         ("xerj_hybrid_search", {"index": "d", "queries": [{"query": {}}], "rrf_k": 5, "fusion": "linear"}),
         ("xerj_hybrid_search", {"index": "d", "queries": []}),
@@ -154,6 +181,7 @@ def test_a_strict_schema_says_no_at_each_limit(
 ) -> None:
     for which in ("bundled", "loose"):
         assert not _strict_yes(lanes[which][1], name, args), which
+        assert not _strict_only(lanes[which][1]).valid(_line(name, args)), which
 
 
 def test_recorded_valid_calls_pass_the_strict_schema(lanes: dict[str, Any]) -> None:

@@ -40,8 +40,10 @@ from ._offline import (
     line_calls,
     validate_calls,
 )
-from ._quick import quick_object
+from ._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
+from ._quick import _FRACTION, _LONG, _MASK, MAX_QUICK
 from ._registry import ToolRegistry
+from .tools._strict import Strict
 
 __all__ = ["ENABLED", "Lane", "LaneLines", "lane_lines", "validate_lines"]
 
@@ -63,15 +65,16 @@ class Lane:
         from ._json import _load
 
         self._orjson = _load() or None
-        # name -> (strict schema check, its Python rest, schema check, quick yes, checks)
+        # name -> (strict schema check, its `Strict`, schema check, quick yes, checks)
         self.tools: dict[
-            str, tuple[Predicate | None, Predicate, Predicate, Predicate | None, tuple[Any, ...]]
+            str,
+            tuple[Predicate | None, Strict | None, Predicate, Predicate | None, tuple[Any, ...]],
         ] = {}
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
-                strict, rest = _strict_yes(spec)
-                self.tools[spec.name] = (strict, rest, schema, spec.fast_yes, tuple(spec.checks))
+                strict, found = _strict_yes(spec)
+                self.tools[spec.name] = (strict, found, schema, spec.fast_yes, tuple(spec.checks))
 
     def valid(self, line: bytes) -> bool:
         """True only when `line` is one Chat tool call that the full path counts valid with
@@ -105,22 +108,49 @@ class Lane:
             entry = tools.get(name)
             if entry is None:
                 return at
-            if not (
-                record.keys() <= _RECORD_KEYS
-                and function.keys() <= _FUNCTION_KEYS
-                and type(record.get("id")) in _FLAT
-                and type(record.get("index")) in _FLAT
-            ) and not _plain_record(record, line):
+            if (
+                not (  # the usual record: id (text), type, function (name, arguments)
+                    len(record) == 3 and len(function) == 2 and type(record.get("id", ())) is str
+                )
+                and not (
+                    record.keys() <= _RECORD_KEYS
+                    and function.keys() <= _FUNCTION_KEYS
+                    and type(record.get("id")) in _FLAT
+                    and type(record.get("index")) in _FLAT
+                )
+                and not _plain_record(record, line)
+            ):
                 return at  # a Batch output line, a fine-tuning example, or maybe too deep
-            value = quick_object(arguments)  # None: the full decode has something to say
-            if value is None:
+            # `_quick.quick_object`, inline (tests/test_lane.py holds the lane to the full path)
+            if len(arguments) > MAX_QUICK:
                 return at
-            strict, rest, schema, yes, checks = entry
             try:
-                # the strict schema (the tool's, with the limits it can state) and its rest
-                # say yes only where the schema and the quick yes would (tools/_strict.py)
-                if strict is not None and strict(value) and rest(value):
-                    continue
+                raw = arguments.encode()
+            except UnicodeEncodeError:  # a lone surrogate
+                return at
+            masked = raw.translate(_MASK)
+            if masked.count(b"{") > MAX_ARGUMENT_DEPTH or _LONG in masked:
+                return at  # maybe too deep, or an integer orjson reads as a float
+            try:
+                value = loads(raw)
+            except ValueError:
+                return at
+            if type(value) is not dict:
+                return at
+            strict, found, schema, yes, checks = entry
+            try:
+                # the strict schema (the tool's, with the limits it can state) and its Python
+                # rest say yes only where the schema and the quick yes would (tools/_strict.py)
+                if strict is not None and strict(value):
+                    plain = True
+                    if _FRACTION in masked:  # a number with a fraction or an exponent
+                        for key in found.ints:  # type: ignore[union-attr]
+                            plain = plain and type(value.get(key, 0)) is int
+                    for key in found.vectors:  # type: ignore[union-attr]
+                        vector = value.get(key)
+                        plain = plain and (type(vector) is not list or _finite_numbers(vector))
+                    if plain:
+                        continue
                 if not schema(value):
                     return at
             except Exception:  # a value the compiled check cannot read
@@ -157,11 +187,10 @@ def _schema_yes(fast: Any) -> Predicate | None:
     return fast  # type: ignore[no-any-return]
 
 
-def _strict_yes(spec: Any) -> tuple[Predicate | None, Predicate]:
+def _strict_yes(spec: Any) -> tuple[Predicate | None, Strict | None]:
     """jsonschema-rs's `is_valid` of the tool's schema with its quick yes's strict fragment and
-    its known argument names (`tools/_strict.py`), and the fragment's Python rest; (None, _)
-    where the quick yes has none, the schema is not compiled by jsonschema-rs, or the tool
-    lists no properties."""
+    its known argument names, with that `Strict` (`tools/_strict.py`); (None, None) where the
+    quick yes has none, the schema is not compiled by jsonschema-rs, or it lists no properties."""
     from ._fastcheck import _plain
     from .tools._strict import strict_for
 
@@ -174,7 +203,7 @@ def _strict_yes(spec: Any) -> tuple[Predicate | None, Predicate]:
         or not isinstance(properties, Mapping)
         or not properties
     ):
-        return None, _never
+        return None, None
     schema = dict(_plain(fast.schema))
     root: dict[str, Any] = {}
     if "$schema" in schema:
@@ -183,12 +212,8 @@ def _strict_yes(spec: Any) -> tuple[Predicate | None, Predicate]:
     try:
         is_valid = compiled_backend().validator_for(root).is_valid
     except Exception:  # a schema jsonschema-rs reads otherwise: the old way
-        return None, _never
-    return is_valid, found.rest  # type: ignore[return-value]
-
-
-def _never(value: Any) -> bool:
-    return False
+        return None, None
+    return is_valid, found
 
 
 # ---------------------------------------------------------------- lines and the loop

@@ -10,12 +10,13 @@ stricter than its quick yes (a search with a ``rerank`` goes the old way), never
 tests (tests/test_strict.py) hold every fragment and rest to their quick yes, the tool's checks
 and `validate`.
 
-What stays in Python, because JSON Schema cannot say it:
-- an integer written ``5.0``: JSON Schema counts it an integer, the checks do not
-  (`_ints`: each integer argument present is a Python int, not a float);
-- index names and memory namespaces (`_index_ok`, `_namespace_ok`: a cached verdict);
-- ``from + size <= 10,000`` is stated in the fragment only where both are small (an ``anyOf``);
-  a larger page goes the old way.
+What stays in Python, because JSON Schema cannot say it (`Strict.ints`, `Strict.vectors`):
+- an integer written ``5.0``: JSON Schema counts it an integer, the checks do not (the lane
+  looks only where the arguments' text holds a number with a fraction or an exponent);
+- a vector's finite sum (``fsum``): bounds on each number say it at ten times the cost.
+What the fragments state more narrowly than the checks, so that such calls go the old way:
+``from + size <= 10,000`` only where both are at most 5,000 or ``from`` is absent; index names
+and namespaces by a pattern (a subset of `_paths`' rules); no ``rerank`` (its rules are many).
 
 Text that must not be blank (``str.strip``'s whitespace differs from the regex ``\\s``) must
 hold an ASCII letter or digit here: blank text cannot, and text without one goes the old way.
@@ -30,10 +31,6 @@ from typing import Any, NamedTuple
 from .._bounds import _finite_numbers
 from ._checks import MAX_RECENCY_K
 from ._fastyes import (
-    _GOOD_INDICES,
-    _GOOD_NAMESPACES,
-    _index_ok,
-    _namespace_ok,
     document_yes,
     hybrid_yes,
     recall_yes,
@@ -46,14 +43,27 @@ from ._paths import MAX_ID_BYTES
 
 __all__ = ["STRICT", "Strict", "note", "strict_for"]
 
-Rest = Callable[[Mapping[str, Any]], bool]
-
 
 class Strict(NamedTuple):
-    """A quick yes's limits as JSON Schema (`fragment`), and what Python still checks (`rest`)."""
+    """A quick yes's limits as JSON Schema (`fragment`), and what Python still checks: each of
+    `ints` absent or a Python int (JSON Schema's integer takes 5.0, the checks do not), each of
+    `vectors` no list or one whose numbers have a finite sum (`_bounds._finite_numbers`:
+    stated as bounds in the schema it costs ten times as much)."""
 
     fragment: dict[str, Any]
-    rest: Rest
+    ints: tuple[str, ...] = ()
+    vectors: tuple[str, ...] = ()
+
+    def rest(self, args: Mapping[str, Any]) -> bool:
+        """The Python side (the lane inlines it)."""
+        for key in self.ints:
+            if type(args.get(key, 0)) is not int:
+                return False
+        for key in self.vectors:
+            vector = args.get(key)
+            if type(vector) is list and not _finite_numbers(vector):
+                return False
+        return True
 
 
 _WINDOW = 10_000
@@ -66,67 +76,18 @@ def _range(lo: int, hi: int) -> dict[str, Any]:
     return {"minimum": lo, "maximum": hi}
 
 
-# The Python rests, one per tool, written out (each a few look-ups: no call but the cached
-# name verdicts). An integer argument present must be a Python int (None too is refused here).
+def _int(lo: int, hi: int | None = None) -> dict[str, Any]:
+    """An integer argument (of `Strict.ints`): stated as one even where the tool's schema does
+    not, so that where no number has a fraction, it is a Python int."""
+    return {"type": "integer", "minimum": lo, **({} if hi is None else {"maximum": hi})}
 
 
-def _index_ok_now(args: Mapping[str, Any]) -> bool:
-    index = args.get("index")
-    return (type(index) is str and index in _GOOD_INDICES) or _index_ok(index)
-
-
-def _namespace_ok_now(args: Mapping[str, Any]) -> bool:
-    namespace = args.get("namespace")
-    return (type(namespace) is str and namespace in _GOOD_NAMESPACES) or _namespace_ok(namespace)
-
-
-def _vector_now(vector: Any) -> bool:
-    """_vector's finite sum (fsum), which a schema's bounds state only at ten times the cost."""
-    return type(vector) is not list or _finite_numbers(vector)
-
-
-def _search_rest(args: Mapping[str, Any]) -> bool:
-    return (
-        type(args.get("size", 0)) is int
-        and type(args.get("from", 0)) is int
-        and _index_ok_now(args)
-    )
-
-
-def _semantic_rest(args: Mapping[str, Any]) -> bool:
-    return (
-        type(args.get("k", 1)) is int and type(args.get("size", 0)) is int and _index_ok_now(args)
-    )
-
-
-def _vector_rest(args: Mapping[str, Any]) -> bool:
-    return (
-        type(args.get("k", 1)) is int
-        and type(args.get("size", 0)) is int
-        and type(args.get("num_candidates", 1)) is int
-        and _vector_now(args.get("query_vector"))
-        and _index_ok_now(args)
-    )
-
-
-def _hybrid_rest(args: Mapping[str, Any]) -> bool:
-    return (
-        type(args.get("size", 0)) is int
-        and type(args.get("rrf_k", 1)) is int
-        and _index_ok_now(args)
-    )
-
-
-def _store_rest(args: Mapping[str, Any]) -> bool:
-    return _vector_now(args.get("vector")) and _namespace_ok_now(args)
-
-
-def _recall_rest(args: Mapping[str, Any]) -> bool:
-    return (
-        type(args.get("k", 1)) is int
-        and _vector_now(args.get("vector"))
-        and _namespace_ok_now(args)
-    )
+# Names as a pattern: a subset of what `_paths` allows (lower-case letters, digits, ``_``, ``-``,
+# ``*``, no dot, not starting with ``_``, ``-`` or ``+``; an index also a comma list). Other
+# names (``_all``, ``.hidden``, upper case, Unicode) go the old way.
+_NAME = "[a-z0-9*][a-z0-9_*-]{0,199}"
+_INDEX = {"pattern": f"^{_NAME}(?:,{_NAME})*$", "maxLength": 1024}
+_NAMESPACE = {"pattern": "^[a-z0-9][a-z0-9_-]{0,199}$", "not": {"pattern": "-edges$"}}
 
 
 _NO_RERANK = {"not": {"required": ["rerank"]}}  # a rerank's rules: the old way
@@ -135,8 +96,9 @@ STRICT: dict[Callable[..., bool], Strict] = {
     search_yes: Strict(
         {
             "properties": {
-                "size": _range(0, _WINDOW),
-                "from": _range(0, _WINDOW),
+                "index": _INDEX,
+                "size": _int(0, _WINDOW),
+                "from": _int(0, _WINDOW),
                 "query": _CLAUSE,
                 "source": {"minItems": 1, "items": {"type": "string", "minLength": 1}},
                 "sort": {"items": {"type": ["string", "object"]}},
@@ -152,37 +114,41 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 },
             ],
         },
-        _search_rest,
+        ("size", "from"),
     ),
     semantic_yes: Strict(
         {
             "properties": {
+                "index": _INDEX,
                 "field": _TEXT,
                 "query": _TEXT,
-                "k": _range(1, _WINDOW),
-                "size": _range(0, _WINDOW),
+                "k": _int(1, _WINDOW),
+                "size": _int(0, _WINDOW),
                 "filter": _CLAUSE,
             }
         },
-        _semantic_rest,
+        ("k", "size"),
     ),
     vector_yes: Strict(
         {
             "properties": {
+                "index": _INDEX,
                 "field": _TEXT,
                 "query_vector": _VECTOR,
-                "k": _range(1, _WINDOW),
-                "size": _range(0, _WINDOW),
-                "num_candidates": _range(1, _WINDOW),
+                "k": _int(1, _WINDOW),
+                "size": _int(0, _WINDOW),
+                "num_candidates": _int(1, _WINDOW),
                 "filter": _CLAUSE,
             }
         },
-        _vector_rest,
+        ("k", "size", "num_candidates"),
+        ("query_vector",),
     ),
     hybrid_yes: Strict(
         {
             "properties": {
-                "size": _range(0, _WINDOW),
+                "index": _INDEX,
+                "size": _int(0, _WINDOW),
                 "queries": {
                     "minItems": 1,
                     "items": {
@@ -190,7 +156,7 @@ STRICT: dict[Callable[..., bool], Strict] = {
                         "propertyNames": {"enum": ["query", "weight"]},
                     },
                 },
-                "rrf_k": {"minimum": 1},
+                "rrf_k": _int(1),
             },
             "allOf": [
                 _NO_RERANK,
@@ -200,24 +166,27 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 },
             ],
         },
-        _hybrid_rest,
+        ("size", "rrf_k"),
     ),
     store_yes: Strict(
         {
             "properties": {
+                "namespace": _NAMESPACE,
                 "vector": _VECTOR,
                 "text": _TEXT,
                 "id": _TEXT,
                 "dedup_threshold": _range(0, 1),
             }
         },
-        _store_rest,
+        (),
+        ("vector",),
     ),
     recall_yes: Strict(
         {
             "properties": {
+                "namespace": _NAMESPACE,
                 "vector": _VECTOR,
-                "k": _range(1, _WINDOW),
+                "k": _int(1, _WINDOW),
                 "recency_weight": _range(0, 1),
             },
             "allOf": [
@@ -233,12 +202,13 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 },
             ],
         },
-        _recall_rest,
+        ("k",),
+        ("vector",),
     ),
     document_yes: Strict(
         {
             "properties": {
-                "index": {"not": {"anyOf": [{"const": "_all"}, {"pattern": "[,*]"}]}},
+                "index": {**_INDEX, "not": {"pattern": "[,*]"}},
                 "id": {
                     "minLength": 1,
                     "maxLength": MAX_ID_BYTES // 4,
@@ -246,7 +216,6 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 },
             }
         },
-        _index_ok_now,
     ),
 }
 
