@@ -204,16 +204,50 @@ def _strict_yes(spec: Any) -> tuple[Predicate | None, Strict | None]:
         or not properties
     ):
         return None, None
-    schema = dict(_plain(fast.schema))
-    root: dict[str, Any] = {}
-    if "$schema" in schema:
-        root["$schema"] = schema.pop("$schema")
-    root["allOf"] = [schema, found.fragment, {"propertyNames": {"enum": sorted(properties)}}]
+    root = _merged(_plain(fast.schema), found.fragment, frozenset(properties))
     try:
         is_valid = compiled_backend().validator_for(root).is_valid
     except Exception:  # a schema jsonschema-rs reads otherwise: the old way
         return None, None
     return is_valid, found
+
+
+# Keywords whose meaning depends on a sibling: a subschema holding one is never merged into.
+_SIBLINGS = frozenset({
+    "additionalProperties", "patternProperties", "unevaluatedProperties", "items",
+    "prefixItems", "additionalItems", "unevaluatedItems", "contains", "if", "then", "else",
+    "$ref", "$dynamicRef",
+})  # fmt: skip
+
+
+def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[str]) -> Any:
+    """``{"allOf": [schema, fragment, only these argument names]}``, as one schema where the
+    keywords do not meet (a tenth of a microsecond less per call in jsonschema-rs)."""
+    whole = {"allOf": [schema, fragment, {"propertyNames": {"enum": sorted(names)}}]}
+    properties = schema.get("properties", {})
+    if (
+        not isinstance(properties, dict)
+        or schema.keys() & _SIBLINGS
+        or schema.keys() & (fragment.keys() - {"properties"})
+    ):
+        return whole
+    merged = dict(properties)
+    for key, sub in fragment.get("properties", {}).items():
+        own = merged.get(key, True)
+        if (
+            isinstance(own, dict)
+            and not own.keys() & _SIBLINGS
+            and not sub.keys() & _SIBLINGS
+            and all(own[k] == v for k, v in sub.items() if k in own)
+        ):
+            merged[key] = {**own, **sub}
+        else:
+            merged[key] = {"allOf": [own, sub]}
+    for name in names:
+        merged.setdefault(name, True)
+    if not merged.keys() <= names:
+        return whole
+    return {**schema, **fragment, "properties": merged, "additionalProperties": False}
 
 
 # ---------------------------------------------------------------- lines and the loop
