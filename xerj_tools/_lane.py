@@ -41,7 +41,7 @@ from ._offline import (
     validate_calls,
 )
 from ._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
-from ._quick import _FRACTION, _LONG, _MASK, MAX_QUICK
+from ._quick import _LONG, _MASK, MAX_QUICK
 from ._registry import ToolRegistry
 from .tools._strict import Strict
 
@@ -143,9 +143,8 @@ class Lane:
                 # rest say yes only where the schema and the quick yes would (tools/_strict.py)
                 if strict is not None and strict(value):
                     plain = True
-                    if _FRACTION in masked:  # a number with a fraction or an exponent
-                        for key in found.ints:  # type: ignore[union-attr]
-                            plain = plain and type(value.get(key, 0)) is int
+                    for key in found.ints:  # type: ignore[union-attr]  # 5.0 is no int here
+                        plain = plain and type(value.get(key, 0)) is int
                     for key in found.vectors:  # type: ignore[union-attr]
                         vector = value.get(key)
                         plain = plain and (type(vector) is not list or _finite_numbers(vector))

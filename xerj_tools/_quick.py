@@ -23,21 +23,15 @@ from typing import Any
 from . import _json
 from ._bounds import MAX_ARGUMENT_DEPTH
 
-__all__ = ["MAX_QUICK", "quick_object"]  # and _MASK, _LONG, _FRACTION for `_lane`
+__all__ = ["MAX_QUICK", "quick_object"]  # `_lane` inlines it: _MASK, _LONG
 
 MAX_QUICK = 4096  # `_validation`: longer text is walked for its numbers and strings
 
-# Digits and signs to 0, `{` and `[` to `{`, `.`, `e` and `E` to `.`, anything else a space:
-# then one count bounds the depth, one search finds a long digit run, and where no ``0.`` is
-# found no number is written with a fraction or an exponent (the valid lane's `Strict.ints`).
+# Digits and signs to 0, `{` and `[` to `{`, anything else a space: then one count bounds the
+# depth and one search finds a long digit run.
 _MASK = bytes(
-    48 if 48 <= i <= 57 or i in (43, 45)
-    else 123 if i in (91, 123)
-    else 46 if i in (46, 69, 101)
-    else 32
-    for i in range(256)
-)  # fmt: skip
-_FRACTION = b"0."
+    48 if 48 <= i <= 57 or i in (43, 45) else 123 if i in (91, 123) else 32 for i in range(256)
+)
 _LONG = b"0" * 19
 
 

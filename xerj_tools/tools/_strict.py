@@ -11,8 +11,7 @@ tests (tests/test_strict.py) hold every fragment and rest to their quick yes, th
 and `validate`.
 
 What stays in Python, because JSON Schema cannot say it (`Strict.ints`, `Strict.vectors`):
-- an integer written ``5.0``: JSON Schema counts it an integer, the checks do not (the lane
-  looks only where the arguments' text holds a number with a fraction or an exponent);
+- an integer written ``5.0``: JSON Schema counts it an integer, the checks do not;
 - a vector's finite sum (``fsum``): bounds on each number say it at ten times the cost.
 What the fragments state more narrowly than the checks, so that such calls go the old way:
 ``from + size <= 10,000`` only where both are at most 5,000 or ``from`` is absent; index names
@@ -77,8 +76,7 @@ def _range(lo: int, hi: int) -> dict[str, Any]:
 
 
 def _int(lo: int, hi: int | None = None) -> dict[str, Any]:
-    """An integer argument (of `Strict.ints`): stated as one even where the tool's schema does
-    not, so that where no number has a fraction, it is a Python int."""
+    """An integer argument (of `Strict.ints`, where Python checks it is no float)."""
     return {"type": "integer", "minimum": lo, **({} if hi is None else {"maximum": hi})}
 
 
