@@ -162,7 +162,10 @@ NASTY: list[str] = [
     _call("xerj_search", '{"index": "-docs", "query": {}}'),
     _call("xerj_search", '{"index": "Docs", "query": {}}'),
     _call("xerj_hybrid_search", '{"index": "d", "queries": [{"query": {}}], "rrf_k": 2.0}'),
-    _call("xerj_hybrid_search", '{"index": "d", "queries": [{"query": {}}], "rrf_k": 12345678901234567890123}'),
+    _call(
+        "xerj_hybrid_search",
+        '{"index": "d", "queries": [{"query": {}}], "rrf_k": 12345678901234567890123}',
+    ),
     _call("xerj_vector_search", '{"index": "d", "field": "f", "query_vector": [1e308, 1e308]}'),
     _call("xerj_vector_search", '{"index": "d", "field": "f", "query_vector": [0.5], "k": 1e1}'),
     _call("xerj_memory_store", '{"namespace": "agent-edges", "text": "t"}'),

@@ -63,7 +63,9 @@ def _loose_registry(tmp: Path) -> Any:
     for spec in REGISTRY:
         names = list(spec.parameters.get("properties", {}))
         parameters = {"type": "object", "properties": {name: {} for name in names}}
-        tools.append({"type": "function", "function": {"name": spec.name, "parameters": parameters}})
+        tools.append(
+            {"type": "function", "function": {"name": spec.name, "parameters": parameters}}
+        )
     path = tmp / "loose.json"
     path.write_text(json.dumps(tools))
     return load_registry(path)
@@ -163,11 +165,17 @@ SEARCH = {"index": "docs", "query": {"match": {"body": "tea"}}}
         ("xerj_vector_search", {"index": "d", "field": "f", "query_vector": [1], "k": 10.0}),
         ("xerj_vector_search", {"index": "d", "field": "f", "query_vector": [1], "k": 1e1}),
         ("xerj_hybrid_search", {"index": "d", "queries": [{"query": {}, "boost": 2}]}),
-        ("xerj_hybrid_search", {"index": "d", "queries": [{"query": {}}], "rrf_k": 5, "fusion": "linear"}),
+        (
+            "xerj_hybrid_search",
+            {"index": "d", "queries": [{"query": {}}], "rrf_k": 5, "fusion": "linear"},
+        ),
         ("xerj_hybrid_search", {"index": "d", "queries": []}),
         ("xerj_memory_store", {"namespace": "Bad NS", "text": "t"}),
         ("xerj_memory_store", {"namespace": "agent", "text": "t", "dedup_threshold": 1.5}),
-        ("xerj_memory_recall", {"namespace": "agent", "query": "q", "k": 3000, "recency_weight": 0.5}),
+        (
+            "xerj_memory_recall",
+            {"namespace": "agent", "query": "q", "k": 3000, "recency_weight": 0.5},
+        ),
         ("xerj_memory_recall", {"namespace": "agent", "query": " "}),
         ("xerj_memory_recall", {"namespace": "agent", "vector": []}),
         ("xerj_get_document", {"index": "a,b", "id": "1"}),

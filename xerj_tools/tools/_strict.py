@@ -40,7 +40,7 @@ from ._fastyes import (
 )
 from ._paths import MAX_ID_BYTES
 
-__all__ = ["STRICT", "Strict", "note", "strict_for"]
+__all__ = ["STRICT", "Strict", "compiled_strict", "note", "strict_for"]
 
 
 class Strict(NamedTuple):
@@ -240,3 +240,65 @@ def strict_for(yes: Callable[..., bool] | None) -> Strict | None:
         own = _OWN.get(yes)
         found = STRICT.get(own) if own is not None else None
     return found
+
+
+def compiled_strict(spec: Any) -> tuple[Callable[[Any], bool] | None, Strict | None]:
+    """jsonschema-rs's `is_valid` of the tool's schema with its quick yes's strict fragment and
+    its known argument names, with that `Strict` (`tools/_strict.py`); (None, None) where the
+    quick yes has none, the schema is not compiled by jsonschema-rs, or it lists no properties."""
+    from .._fastcheck import _plain, compiled_backend
+
+    found = strict_for(spec.fast_yes)
+    fast = spec.fast_check
+    properties = (spec.parameters or {}).get("properties")
+    if (
+        found is None
+        or getattr(fast, "backend", None) != "jsonschema-rs"
+        or not isinstance(properties, Mapping)
+        or not properties
+    ):
+        return None, None
+    root = _merged(_plain(fast.schema), found.fragment, frozenset(properties))
+    try:
+        is_valid = compiled_backend().validator_for(root).is_valid
+    except Exception:  # a schema jsonschema-rs reads otherwise: the old way
+        return None, None
+    return is_valid, found
+
+
+# Keywords whose meaning depends on a sibling: a subschema holding one is never merged into.
+_SIBLINGS = frozenset({
+    "additionalProperties", "patternProperties", "unevaluatedProperties", "items",
+    "prefixItems", "additionalItems", "unevaluatedItems", "contains", "if", "then", "else",
+    "$ref", "$dynamicRef",
+})  # fmt: skip
+
+
+def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[str]) -> Any:
+    """``{"allOf": [schema, fragment, only these argument names]}``, as one schema where the
+    keywords do not meet (a tenth of a microsecond less per call in jsonschema-rs)."""
+    whole = {"allOf": [schema, fragment, {"propertyNames": {"enum": sorted(names)}}]}
+    properties = schema.get("properties", {})
+    if (
+        not isinstance(properties, dict)
+        or schema.keys() & _SIBLINGS
+        or schema.keys() & (fragment.keys() - {"properties"})
+    ):
+        return whole
+    merged = dict(properties)
+    for key, sub in fragment.get("properties", {}).items():
+        own = merged.get(key, True)
+        if (
+            isinstance(own, dict)
+            and not own.keys() & _SIBLINGS
+            and not sub.keys() & _SIBLINGS
+            and all(own[k] == v for k, v in sub.items() if k in own)
+        ):
+            merged[key] = {**own, **sub}
+        else:
+            merged[key] = {"allOf": [own, sub]}
+    for name in names:
+        merged.setdefault(name, True)
+    if not merged.keys() <= names:
+        return whole
+    return {**schema, **fragment, "properties": merged, "additionalProperties": False}

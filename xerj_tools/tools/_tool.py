@@ -267,7 +267,11 @@ class Tool:
         if len(checks) == len(self.checks):  # no unknown-argument check
             return own
         known = frozenset(parameters["properties"])
-        made: Callable[[Mapping[str, Any]], bool] = lambda args: args.keys() <= known and own(args)
+        yes = own
+
+        def made(args: Mapping[str, Any]) -> bool:
+            return args.keys() <= known and yes(args)
+
         note(made, own)  # its strict schema (`_strict`) is own's
         return made
 
