@@ -257,18 +257,36 @@ def lane_lines(stream: Iterable[bytes], start: int = 1) -> LaneLines:
 
 
 def _blocks_of(lines: Iterable[tuple[int, Any]]) -> Iterator[Block]:
-    """Numbered lines of any kind (bytes, text, decoded records, None) as blocks of one; the lane
-    reads bytes and UTF-8 text, and sees nothing it can pass in the rest."""
+    """Numbered lines of any kind (bytes, text, decoded records, None) as blocks: runs of bytes
+    lines numbered one after another together (up to 1,024), any other line alone; the lane reads
+    bytes and UTF-8 text, and sees nothing it can pass in the rest."""
+    run: list[bytes] = []
+    first = 0
     for number, line in lines:
-        raw = line
-        if type(line) is str:
-            try:
-                raw = line.encode()
-            except UnicodeEncodeError:
-                raw = b""
-        elif type(line) is not bytes:
-            raw = b""
-        yield number, [raw], b"", [line]
+        if type(line) is bytes:
+            if run and number == first + len(run) and len(run) < 1024:
+                run.append(line)
+                continue
+            if run:
+                yield first, run, b"", None
+            first, run = number, [line]
+            continue
+        if run:
+            yield first, run, b"", None
+            run = []
+        yield number, [_utf8(line)], b"", [line]
+    if run:
+        yield first, run, b"", None
+
+
+def _utf8(line: Any) -> bytes:
+    """Text as UTF-8 (b"" where it holds a lone surrogate); anything else b"" (no JSON)."""
+    if type(line) is str:
+        try:
+            return line.encode()
+        except UnicodeEncodeError:
+            return b""
+    return b""
 
 
 def validate_lines(
