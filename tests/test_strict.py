@@ -58,11 +58,16 @@ value = st.one_of(
 
 
 def _loose_registry(tmp: Path) -> Any:
-    """The bundled tools with schemas that state no type, no requirement: only names."""
+    """The bundled tools with schemas that state no type, no requirement: only names (in draft 6,
+    which reads fewer keywords than the default 2020-12)."""
     tools = []
     for spec in REGISTRY:
         names = list(spec.parameters.get("properties", {}))
-        parameters = {"type": "object", "properties": {name: {} for name in names}}
+        parameters = {
+            "$schema": "http://json-schema.org/draft-06/schema#",  # no if/then, no dependentSchemas
+            "type": "object",
+            "properties": {name: {} for name in names},
+        }
         tools.append(
             {"type": "function", "function": {"name": spec.name, "parameters": parameters}}
         )

@@ -88,7 +88,7 @@ _INDEX = {"pattern": f"^{_NAME}(?:,{_NAME})*$", "maxLength": 1024}
 _NAMESPACE = {"pattern": "^[a-z0-9][a-z0-9_-]{0,199}$", "not": {"pattern": "-edges$"}}
 
 
-_NO_RERANK = {"not": {"required": ["rerank"]}}  # a rerank's rules: the old way
+_NO_RERANK = {"not": {}}  # no rerank: its rules are the old way's
 
 STRICT: dict[Callable[..., bool], Strict] = {
     search_yes: Strict(
@@ -101,9 +101,9 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 "source": {"minItems": 1, "items": {"type": "string", "minLength": 1}},
                 "sort": {"items": {"type": ["string", "object"]}},
                 "track_total_hits": {"minimum": -1},
+                "rerank": _NO_RERANK,
             },
             "allOf": [
-                _NO_RERANK,
                 {  # from + size <= 10,000 where both are given and small, or no `from`
                     "anyOf": [
                         {"not": {"required": ["from"]}},
@@ -155,12 +155,14 @@ STRICT: dict[Callable[..., bool], Strict] = {
                     },
                 },
                 "rrf_k": _int(1),
+                "rerank": _NO_RERANK,
             },
             "allOf": [
-                _NO_RERANK,
                 {  # rrf_k only with the rrf fusion (the default)
-                    "if": {"required": ["rrf_k"]},
-                    "then": {"properties": {"fusion": {"const": "rrf"}}},
+                    "anyOf": [
+                        {"not": {"required": ["rrf_k"]}},
+                        {"properties": {"fusion": {"const": "rrf"}}},
+                    ]
                 },
             ],
         },
@@ -189,8 +191,10 @@ STRICT: dict[Callable[..., bool], Strict] = {
             },
             "allOf": [
                 {  # a recency weight re-ranks at most MAX_RECENCY_K memories
-                    "if": {"required": ["recency_weight", "k"]},
-                    "then": {"properties": {"k": {"maximum": MAX_RECENCY_K}}},
+                    "anyOf": [
+                        {"not": {"required": ["recency_weight", "k"]}},
+                        {"properties": {"k": {"maximum": MAX_RECENCY_K}}},
+                    ]
                 },
                 {  # something to recall by: a vector, or a query that is not blank
                     "anyOf": [
