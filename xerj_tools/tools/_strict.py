@@ -88,7 +88,7 @@ _INDEX = {"pattern": f"^{_NAME}(?:,{_NAME})*$", "maxLength": 1024}
 _NAMESPACE = {"pattern": "^[a-z0-9][a-z0-9_-]{0,199}$", "not": {"pattern": "-edges$"}}
 
 
-_NO_RERANK = {"not": {}}  # no rerank: its rules are the old way's
+_NO_RERANK: dict[str, Any] = {"not": {}}  # no rerank: its rules are the old way's
 
 STRICT: dict[Callable[..., bool], Strict] = {
     search_yes: Strict(
