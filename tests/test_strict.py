@@ -96,8 +96,10 @@ def arguments(draw: Any) -> tuple[str, dict[str, Any]]:
 
 
 def _strict_yes(lane: Any, name: str, args: Any) -> bool:
-    strict, found = lane.tools[name][:2]
+    strict = lane.tools[name][0]
     assert strict is not None, name
+    found = strict_for(REGISTRY[name].fast_yes)
+    assert found is not None and lane.tools[name][1:3] == (found.ints, found.vectors)
     return bool(strict(args) and found.rest(args))
 
 
@@ -106,8 +108,7 @@ def _strict_only(lane: Any) -> Any:
     strict_lane = _lane.Lane.__new__(_lane.Lane)
     strict_lane._orjson = lane._orjson
     strict_lane.tools = {
-        name: (strict, found, lambda value: False, yes, checks)
-        for name, (strict, found, _, yes, checks) in lane.tools.items()
+        name: (*entry[:3], lambda value: False, *entry[4:]) for name, entry in lane.tools.items()
     }
     return strict_lane
 

@@ -47,7 +47,7 @@ from ._offline import (
 )
 from ._quick import _LONG, _MASK, MAX_QUICK
 from ._registry import ToolRegistry
-from .tools._strict import Strict, compiled_strict
+from .tools._strict import compiled_strict
 
 __all__ = ["ENABLED", "Lane", "LaneLines", "lane_lines", "validate_lines"]
 
@@ -62,6 +62,16 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 _FLAT = frozenset({str, int, float, bool, type(None)})
 
 
+_Entry = tuple[
+    "Predicate | None",
+    tuple[str, ...],
+    tuple[str, ...],
+    Predicate,
+    "Predicate | None",
+    tuple[Any, ...],
+]
+
+
 class Lane:
     """The lane's verdict on lines, for one registry: `valid(line)`, and `run` over a block."""
 
@@ -69,16 +79,17 @@ class Lane:
         from ._json import _load
 
         self._orjson = _load() or None
-        # name -> (strict schema check, its `Strict`, schema check, quick yes, checks)
-        self.tools: dict[
-            str,
-            tuple[Predicate | None, Strict | None, Predicate, Predicate | None, tuple[Any, ...]],
-        ] = {}
+        # name -> (strict schema check, its integer and vector arguments (`Strict`), schema
+        # check, quick yes, checks)
+        self.tools: dict[str, _Entry] = {}
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
                 strict, found = compiled_strict(spec)
-                self.tools[spec.name] = (strict, found, schema, spec.fast_yes, tuple(spec.checks))
+                ints, vectors = (found.ints, found.vectors) if found is not None else ((), ())
+                self.tools[spec.name] = (
+                    strict, ints, vectors, schema, spec.fast_yes, tuple(spec.checks),
+                )  # fmt: skip
 
     def valid(self, line: bytes) -> bool:
         """True only when `line` is one Chat tool call that the full path counts valid with
@@ -93,24 +104,19 @@ class Lane:
         if orjson is None:
             return start
         loads, tools = orjson.loads, self.tools
-        for at in range(start, end):
-            line = lines[at]
+        for at, line in enumerate(lines[start:] if start else lines, start):
             try:
                 # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes
                 # that are not UTF-8: each goes to the full path, which says it as it always did.
                 record = loads(line)
-            except ValueError:
+                # a record that is no dict, a function that is no dict, a key missing, a name
+                # that is no tool's: each raises here (cheaper than asking each in turn)
+                function = record["function"]
+                name, arguments = function["name"], function["arguments"]
+                entry = tools[name]
+            except (ValueError, LookupError, TypeError):
                 return at
-            if type(record) is not dict or record.get("type") != "function":
-                return at
-            function = record.get("function")
-            if type(function) is not dict:
-                return at
-            name, arguments = function.get("name"), function.get("arguments")
-            if type(name) is not str or type(arguments) is not str:
-                return at
-            entry = tools.get(name)
-            if entry is None:
+            if record.get("type") != "function" or type(arguments) is not str:
                 return at
             if (
                 not (  # the usual record: id (text), type, function (name, arguments)
@@ -141,15 +147,15 @@ class Lane:
                 return at
             if type(value) is not dict:
                 return at
-            strict, found, schema, yes, checks = entry
+            strict, ints, vectors, schema, yes, checks = entry
             try:
                 # the strict schema (the tool's, with the limits it can state) and its Python
                 # rest say yes only where the schema and the quick yes would (tools/_strict.py)
                 if strict is not None and strict(value):
                     plain = True
-                    for key in found.ints:  # type: ignore[union-attr]  # 5.0 is no int here
+                    for key in ints:  # 5.0 is no int here
                         plain = plain and type(value.get(key, 0)) is int
-                    for key in found.vectors:  # type: ignore[union-attr]
+                    for key in vectors:
                         vector = value.get(key)
                         plain = plain and (type(vector) is not list or _finite_numbers(vector))
                     if plain:
