@@ -3,7 +3,8 @@ checked in Rust with the tool's schema in one `is_valid`.
 
 For each quick yes of `_fastyes` whose limits JSON Schema can state, `STRICT` holds a schema
 fragment and a small Python rest (`Strict`). The valid lane (`xerj_tools._lane`) asks
-``{"allOf": [tool schema, fragment, known argument names]}`` (jsonschema-rs) and then the rest;
+``{"allOf": [tool schema, fragment, known argument names]}`` (jsonschema-rs; `compiled_strict`
+merges it into one schema where the keywords do not meet) and then the rest;
 where both say yes, the quick yes would say yes too, so the call is valid with nothing to report.
 Where either says no, the lane asks the schema and the quick yes as before. So a fragment may be
 stricter than its quick yes (a search with a ``rerank`` goes the old way), never looser; property
