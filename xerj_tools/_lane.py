@@ -139,7 +139,9 @@ class Lane:
             except UnicodeEncodeError:  # a lone surrogate
                 return at
             masked = raw.translate(_MASK)
-            if masked.count(b"{") > MAX_ARGUMENT_DEPTH or _LONG in masked:
+            if masked.count(b"{") > MAX_ARGUMENT_DEPTH or (
+                masked.count(b"0") >= 19 and _LONG in masked  # the count: cheaper than the search
+            ):
                 return at  # maybe too deep, or an integer orjson reads as a float
             try:
                 value = loads(raw)

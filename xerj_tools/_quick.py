@@ -46,7 +46,7 @@ def quick_object(text: str) -> dict[str, Any] | None:
     except UnicodeEncodeError:  # a lone surrogate
         return None
     masked = raw.translate(_MASK)
-    if masked.count(b"{") > MAX_ARGUMENT_DEPTH or _LONG in masked:
+    if masked.count(b"{") > MAX_ARGUMENT_DEPTH or (masked.count(b"0") >= 19 and _LONG in masked):
         return None
     try:
         value = orjson.loads(raw)
