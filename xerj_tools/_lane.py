@@ -104,7 +104,8 @@ class Lane:
         if orjson is None:
             return start
         loads, tools = orjson.loads, self.tools
-        for at, line in enumerate(lines[start:] if start else lines, start):
+        for at in range(start, end):  # by index: a slice would copy the block at each stop
+            line = lines[at]
             try:
                 # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes
                 # that are not UTF-8: each goes to the full path, which says it as it always did.
