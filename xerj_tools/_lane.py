@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
 
 from ._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
-from ._fastcheck import Predicate
+from ._fastcheck import Predicate, compiled_backend
 from ._offline import (
     RECORD_DEPTH,
     CallReport,
@@ -82,10 +82,13 @@ class Lane:
         # name -> (strict schema check, its integer and vector arguments (`Strict`), schema
         # check, quick yes, checks)
         self.tools: dict[str, _Entry] = {}
+        backend = compiled_backend()
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
-                strict, found = compiled_strict(spec)
+                strict, found = (
+                    compiled_strict(spec, backend.validator_for) if backend else (None, None)
+                )
                 ints, vectors = (found.ints, found.vectors) if found is not None else ((), ())
                 self.tools[spec.name] = (
                     strict, ints, vectors, schema, spec.fast_yes, tuple(spec.checks),

@@ -247,12 +247,14 @@ def strict_for(yes: Callable[..., bool] | None) -> Strict | None:
     return found
 
 
-def compiled_strict(spec: Any) -> tuple[Callable[[Any], bool] | None, Strict | None]:
-    """jsonschema-rs's `is_valid` of the tool's schema with its quick yes's strict fragment and
-    its known argument names, with that `Strict` (`tools/_strict.py`); (None, None) where the
-    quick yes has none, the schema is not compiled by jsonschema-rs, or it lists no properties."""
-    from .._fastcheck import _plain, compiled_backend
-
+def compiled_strict(
+    spec: Any, validator_for: Callable[[Any], Any]
+) -> tuple[Callable[[Any], bool] | None, Strict | None]:
+    """The `is_valid` of the tool's schema (its compiled fast check's) with its quick yes's
+    strict fragment and its known argument names, compiled by `validator_for` (jsonschema-rs's,
+    which the caller brings: the schema layer sits above this one), with that `Strict`; (None,
+    None) where the quick yes has none, the schema is not compiled by jsonschema-rs, or it lists
+    no properties."""
     found = strict_for(spec.fast_yes)
     fast = spec.fast_check
     properties = (spec.parameters or {}).get("properties")
@@ -265,7 +267,7 @@ def compiled_strict(spec: Any) -> tuple[Callable[[Any], bool] | None, Strict | N
         return None, None
     root = _merged(_plain(fast.schema), found.fragment, frozenset(properties))
     try:
-        is_valid = compiled_backend().validator_for(root).is_valid
+        is_valid = validator_for(root).is_valid
     except Exception:  # a schema jsonschema-rs reads otherwise: the old way
         return None, None
     return is_valid, found
@@ -307,3 +309,12 @@ def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[s
     if not merged.keys() <= names:
         return whole
     return {**schema, **fragment, "properties": merged, "additionalProperties": False}
+
+
+def _plain(schema: Any) -> Any:
+    """`schema` as plain dicts and lists (jsonschema-rs reads no other mapping type)."""
+    if isinstance(schema, Mapping):
+        return {str(k): _plain(v) for k, v in schema.items()}
+    if isinstance(schema, (list, tuple)):
+        return [_plain(v) for v in schema]
+    return schema
