@@ -157,6 +157,24 @@ NASTY: list[str] = [
     _call("xerj_search", json.dumps(SEARCH)) + "\r" + _call("xerj_search", "{}"),  # a lone CR
     _call("xerj_search", json.dumps(SEARCH)) + "\r",
     _call("xerj_search", json.dumps({**SEARCH, "query": {"match": {"body": "x" * 5000}}})),  # long
+    # the strict schemas (xerj_tools/tools/_strict.py): each at or past a limit it states
+    _call("xerj_search", '{"index": "docs", "query": {}, "size": 5e3}'),  # an integer as a float
+    _call("xerj_search", '{"index": "docs", "query": {}, "size": 10, "from": 5001}'),
+    _call("xerj_search", '{"index": "-docs", "query": {}}'),
+    _call("xerj_search", '{"index": "Docs", "query": {}}'),
+    _call("xerj_hybrid_search", '{"index": "d", "queries": [{"query": {}}], "rrf_k": 2.0}'),
+    _call(
+        "xerj_hybrid_search",
+        '{"index": "d", "queries": [{"query": {}}], "rrf_k": 12345678901234567890123}',
+    ),
+    _call("xerj_vector_search", '{"index": "d", "field": "f", "query_vector": [1e308, 1e308]}'),
+    _call("xerj_vector_search", '{"index": "d", "field": "f", "query_vector": [0.5], "k": 1e1}'),
+    _call("xerj_memory_store", '{"namespace": "agent-edges", "text": "t"}'),
+    _call("xerj_memory_store", '{"namespace": "a.b", "text": "t", "id": "\\u001c"}'),
+    _call("xerj_memory_recall", '{"namespace": "agent", "query": "\\u3000"}'),
+    _call("xerj_get_document", '{"index": "docs", "id": ".."}'),
+    '{"id": 7, "type": "function", "function": {"name": "xerj_get_document", '
+    '"arguments": "{\\"index\\": \\"docs\\", \\"id\\": \\"1\\"}"}}',  # an id that is no text
 ]
 
 
@@ -262,3 +280,19 @@ def test_ranges_in_spawned_workers_give_the_same_report(
     monkeypatch.setattr(_ranges, "start_method", lambda: "spawn")
     monkeypatch.setattr(_ranges, "CHUNK_BYTES", 4000)
     assert _run(["validate", str(path), "--format", "json", "--jobs", "2"]) == one
+
+
+def test_small_chunks_get_the_same_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file read in chunks of a few bytes: lines cut across chunks, CRs and CRLFs at the
+    cuts, a last line without its newline."""
+    lines = [*calls.records(120, seed=13, invalid=0.3), *NASTY]
+    for newline in ("\n", "\r\n"):
+        path = tmp_path / "chunks.jsonl"
+        path.write_bytes(newline.join(lines).encode("utf-8", "surrogatepass"))  # no last newline
+        want = _run(["validate", str(path), "--format", "json"])
+        for size in (1, 7, 97):
+            monkeypatch.setattr(_lane, "CHUNK", size)
+            assert _run(["validate", str(path), "--format", "json"]) == want, (newline, size)
+        monkeypatch.setattr(_lane, "ENABLED", False)
+        assert _run(["validate", str(path), "--format", "json"]) == want
+        monkeypatch.undo()

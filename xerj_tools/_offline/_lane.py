@@ -1,23 +1,27 @@
 """The valid lane of offline validation (issue 24): a JSONL line holding one plain, valid Chat
 Completions tool call is counted in a few microseconds, without the objects of the full path.
 
-Per line (bytes), `Lane.valid` decodes the record with orjson, recognises the Chat tool-call
-record ``{"type": "function", "function": {"name", "arguments"}}`` (no ``custom_id``, no
-``messages``: never a Batch output line nor a fine-tuning example), decodes the arguments, and
-asks the tool's compiled schema check (jsonschema-rs, compiled at once) and its quick yes for the
-prose limits (`Tool.yes_for`; where a tool has none, its checks themselves). It says
-True only when the full path (`_offline._validate.line_calls` + `validate_calls`) would count one valid
-call with nothing to report; anything else goes to that path, line by line, which writes the
-report it always wrote. So the lane changes the speed, never the report (tests/test_lane.py
-compares both, with `ENABLED` off, on mixed files and on a file of hostile lines).
+`validate_lines` reads a file a block of lines at a time (`LaneLines`: 1 MiB chunks, split at
+``\n``) and hands each block to `Lane.run`, one loop in one frame: per line (bytes) it decodes
+the record with orjson, recognises the Chat tool-call record ``{"type": "function",
+"function": {"name", "arguments"}}`` (no ``custom_id``, no ``messages``: never a Batch output
+line nor a fine-tuning example), decodes the arguments as `_quick.quick_object` does, and asks
+the tool's strict schema (tools/_strict.py: the schema with the prose limits JSON Schema can
+state, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says no, the
+schema check and the quick yes (`Tool.yes_for`; where a tool has none, its checks themselves).
+A line passes only when the full path (`_offline._validate.line_calls` + `validate_calls`) would count
+one valid call with nothing to report; any other goes to that path, which writes the report it
+always wrote. So the lane changes the speed, never the report (tests/test_lane.py compares
+both, with `ENABLED` off, on mixed files, a file of hostile lines, chunks of a few bytes).
 
 What sends a line to the full path, each for the guarantee it keeps:
 - text orjson refuses: not JSON, a UTF-8 BOM, NaN or Infinity, a number past a double, a lone
   surrogate escape, bytes that are not UTF-8 (the full path says each as it always did);
 - a record of another shape, or one with keys beyond ``id``, ``type``, ``function``, ``index``
-  (or an ``id`` or ``index`` that is a list or an object) that holds ``custom_id`` (a Batch output line), ``messages`` (a fine-tuning example) or more
-  than `RECORD_DEPTH` brackets (`_bounds`' record depth limit; a count bounds the depth);
-- arguments that are not text, or that `_quick.quick_object` does not decode at once: more than
+  (or an ``id`` or ``index`` that is a list or an object) that holds ``custom_id`` (a Batch
+  output line), ``messages`` (a fine-tuning example) or more than `RECORD_DEPTH` brackets
+  (`_bounds`' record depth limit; a count bounds the depth);
+- arguments that are not text, or that the quick decode refuses: more than
   `MAX_ARGUMENT_DEPTH` brackets, a run of 19 digits (`_json`'s long integers, which orjson reads
   as floats), a lone surrogate, more than 4,096 characters, blank, not a JSON object;
 - a tool the registry lacks or whose schema is not compiled, a schema check that says no, a
@@ -28,12 +32,14 @@ What sends a line to the full path, each for the guarantee it keeps:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
 
-from .._schema._fastcheck import Predicate
-from .._schema._quick import quick_object
+from .._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
+from .._schema._fastcheck import Predicate, compiled_backend
+from .._schema._quick import _LONG, _MASK, MAX_QUICK
 from .._schema._registry import ToolRegistry
+from ..tools._strict import compiled_strict
 from ._validate import (
     RECORD_DEPTH,
     CallReport,
@@ -43,7 +49,7 @@ from ._validate import (
     validate_calls,
 )
 
-__all__ = ["ENABLED", "Lane", "lane_lines", "validate_lines"]
+__all__ = ["ENABLED", "Lane", "LaneLines", "lane_lines", "validate_lines"]
 
 ENABLED = True
 """Internal switch: False sends every line to the full path (the tests compare the two)."""
@@ -56,68 +62,132 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 _FLAT = frozenset({str, int, float, bool, type(None)})
 
 
+_Entry = tuple[
+    "Predicate | None",
+    tuple[str, ...],
+    tuple[str, ...],
+    Predicate,
+    "Predicate | None",
+    tuple[Any, ...],
+]
+
+
 class Lane:
-    """The lane's verdict on lines, for one registry: `valid(line)`."""
+    """The lane's verdict on lines, for one registry: `valid(line)`, and `run` over a block."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         from .._json import _load
 
         self._orjson = _load() or None
-        self.tools: dict[str, tuple[Predicate, Predicate | None, tuple[Any, ...]]] = {}
+        # name -> (strict schema check, its integer and vector arguments (`Strict`), schema
+        # check, quick yes, checks)
+        self.tools: dict[str, _Entry] = {}
+        backend = compiled_backend()
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
-                self.tools[spec.name] = (schema, spec.fast_yes, tuple(spec.checks))
+                strict, found = (
+                    compiled_strict(spec, backend.validator_for) if backend else (None, None)
+                )
+                ints, vectors = (found.ints, found.vectors) if found is not None else ((), ())
+                self.tools[spec.name] = (
+                    strict, ints, vectors, schema, spec.fast_yes, tuple(spec.checks),
+                )  # fmt: skip
 
     def valid(self, line: bytes) -> bool:
         """True only when `line` is one Chat tool call that the full path counts valid with
         nothing to report."""
+        return self.run((line,), 0) == 1
+
+    def run(self, lines: Sequence[bytes], start: int) -> int:
+        """The position of the first of `lines` from `start` that `valid` would refuse, or
+        ``len(lines)`` when it passes them all: the hot loop, one line a turn, in one frame."""
+        end = len(lines)
         orjson = self._orjson
         if orjson is None:
-            return False
-        try:
-            # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes that
-            # are not UTF-8: each goes to the full path, which says it as it always did.
-            record = orjson.loads(line)
-        except ValueError:
-            return False
-        if type(record) is not dict or record.get("type") != "function":
-            return False
-        function = record.get("function")
-        if type(function) is not dict:
-            return False
-        if not (
-            record.keys() <= _RECORD_KEYS
-            and function.keys() <= _FUNCTION_KEYS
-            and type(record.get("id")) in _FLAT
-            and type(record.get("index")) in _FLAT
-        ) and (
-            "custom_id" in record
-            or "messages" in record
-            or line.count(b"{") + line.count(b"[") > RECORD_DEPTH
-        ):
-            return False  # a Batch output line, a fine-tuning example, or maybe too deep
-        name, arguments = function.get("name"), function.get("arguments")
-        if type(name) is not str or type(arguments) is not str:
-            return False
-        entry = self.tools.get(name)
-        if entry is None:
-            return False
-        schema, yes, checks = entry
-        value = quick_object(arguments)  # None: the full decode has something to say
-        if value is None:
-            return False
-        try:
-            if not schema(value):
-                return False
-        except Exception:  # a value the compiled check cannot read
-            return False
-        if yes is not None:  # where it says no, the full path runs the checks and explains
-            return bool(yes(value))
-        for check in checks:  # no quick yes: the checks decide
-            for _ in check(value):
-                return False
-        return True
+            return start
+        loads, tools = orjson.loads, self.tools
+        for at in range(start, end):  # by index: a slice would copy the block at each stop
+            line = lines[at]
+            try:
+                # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes
+                # that are not UTF-8: each goes to the full path, which says it as it always did.
+                record = loads(line)
+                # a record that is no dict, a function that is no dict, a key missing, a name
+                # that is no tool's: each raises here (cheaper than asking each in turn)
+                function = record["function"]
+                name, arguments = function["name"], function["arguments"]
+                entry = tools[name]
+            except (ValueError, LookupError, TypeError):
+                return at
+            if record.get("type") != "function" or type(arguments) is not str:
+                return at
+            if (
+                not (  # the usual record: id (text), type, function (name, arguments)
+                    len(record) == 3 and len(function) == 2 and type(record.get("id", ())) is str
+                )
+                and not (
+                    record.keys() <= _RECORD_KEYS
+                    and function.keys() <= _FUNCTION_KEYS
+                    and type(record.get("id")) in _FLAT
+                    and type(record.get("index")) in _FLAT
+                )
+                and not _plain_record(record, line)
+            ):
+                return at  # a Batch output line, a fine-tuning example, or maybe too deep
+            # `_quick.quick_object`, inline (tests/test_lane.py holds the lane to the full path)
+            if len(arguments) > MAX_QUICK:
+                return at
+            try:
+                raw = arguments.encode()
+            except UnicodeEncodeError:  # a lone surrogate
+                return at
+            masked = raw.translate(_MASK)
+            if masked.count(b"{") > MAX_ARGUMENT_DEPTH or (
+                masked.count(b"0") >= 19 and _LONG in masked  # the count: cheaper than the search
+            ):
+                return at  # maybe too deep, or an integer orjson reads as a float
+            try:
+                value = loads(raw)
+            except ValueError:
+                return at
+            if type(value) is not dict:
+                return at
+            strict, ints, vectors, schema, yes, checks = entry
+            try:
+                # the strict schema (the tool's, with the limits it can state) and its Python
+                # rest say yes only where the schema and the quick yes would (tools/_strict.py)
+                if strict is not None and strict(value):
+                    plain = True
+                    for key in ints:  # 5.0 is no int here
+                        plain = plain and type(value.get(key, 0)) is int
+                    for key in vectors:
+                        vector = value.get(key)
+                        plain = plain and (type(vector) is not list or _finite_numbers(vector))
+                    if plain:
+                        continue
+                if not schema(value):
+                    return at
+            except Exception:  # a value the compiled check cannot read
+                return at
+            if yes is not None:  # where it says no, the full path runs the checks and explains
+                if not yes(value):
+                    return at
+                continue
+            for check in checks:  # no quick yes: the checks decide
+                for _ in check(value):
+                    return at
+        return end
+
+
+def _plain_record(record: dict[str, Any], line: bytes) -> bool:
+    """A record of more keys (or an ``id`` or ``index`` that is no scalar): neither a Batch
+    output line nor a fine-tuning example, and not too deep to decode (a count bounds it)."""
+    return not (
+        "custom_id" in record
+        or "messages" in record
+        or line.count(b"{") + line.count(b"[") > RECORD_DEPTH
+    )
 
 
 def _schema_yes(fast: Any) -> Predicate | None:
@@ -135,20 +205,100 @@ def _schema_yes(fast: Any) -> Predicate | None:
 # ---------------------------------------------------------------- lines and the loop
 
 _NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+CHUNK = 1 << 20  # bytes read at a time: memory stays flat in the input's size
+
+Block = tuple[int, list[bytes], bytes, "list[Any] | None"]
+"""(the number of the first line, the lines as the lane reads them, the ending each line's
+text needs back for the full path, the full path's own lines where they differ (else None))."""
 
 
-def lane_lines(stream: Iterable[bytes], start: int = 1) -> Iterator[tuple[int, bytes]]:
-    """The lines of a binary stream numbered as text mode numbers them (universal newlines: a
-    lone ``\\r`` ends a line too), from `start`."""
-    number = start - 1
-    for raw in stream:
-        if b"\r" in raw and not (raw.endswith(b"\r\n") and raw.count(b"\r") == 1):
-            for part in _NEWLINE.findall(raw):
-                number += 1
-                yield number, part
+def _split(raw: bytes) -> list[bytes]:
+    """One line as text mode reads it: a lone ``\r`` ends a line too."""
+    if b"\r" in raw and not (raw.endswith(b"\r\n") and raw.count(b"\r") == 1):
+        return _NEWLINE.findall(raw)
+    return [raw]
+
+
+class LaneLines:
+    """The lines of a binary stream (or an iterable of its lines) numbered as text mode numbers
+    them (universal newlines), from `start`: iterate for ``(number, line)``, each line with its
+    ending; `blocks` reads a stream in large chunks and hands over their lines a list at a time,
+    cut at ``\n`` (a chunk holding a ``\r`` is cut as text mode cuts it, line by line)."""
+
+    def __init__(self, stream: Iterable[bytes], start: int = 1) -> None:
+        self.stream, self.start = stream, start
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        for first, lines, ending, _ in self.blocks():
+            for offset, line in enumerate(lines):
+                yield first + offset, line + ending
+
+    def blocks(self) -> Iterator[Block]:
+        number = self.start
+        read = getattr(self.stream, "read", None)
+        if read is None:  # lines already cut
+            for raw in self.stream:
+                parts = _split(raw)
+                yield number, parts, b"", None
+                number += len(parts)
+            return
+        rest = b""
+        while True:
+            chunk = read(CHUNK)
+            if not chunk:
+                break
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                rest += chunk
+                continue
+            body, rest = rest + chunk[:cut], chunk[cut + 1 :]
+            if b"\r" not in body:
+                lines = body.split(b"\n")
+                yield number, lines, b"\n", None
+            else:
+                lines = [part for raw in body.split(b"\n") for part in _split(raw + b"\n")]
+                yield number, lines, b"", None
+            number += len(lines)
+        if rest:
+            yield number, _split(rest), b"", None
+
+
+def lane_lines(stream: Iterable[bytes], start: int = 1) -> LaneLines:
+    """`LaneLines` of a binary stream (or of its lines)."""
+    return LaneLines(stream, start)
+
+
+def _blocks_of(lines: Iterable[tuple[int, Any]]) -> Iterator[Block]:
+    """Numbered lines of any kind (bytes, text, decoded records, None) as blocks: runs of bytes
+    lines numbered one after another together (up to 1,024), any other line alone; the lane reads
+    bytes and UTF-8 text, and sees nothing it can pass in the rest."""
+    run: list[bytes] = []
+    first = 0
+    for number, line in lines:
+        if type(line) is bytes:
+            if run and number == first + len(run) and len(run) < 1024:
+                run.append(line)
+                continue
+            if run:
+                yield first, run, b"", None
+            first, run = number, [line]
             continue
-        number += 1
-        yield number, raw
+        if run:
+            yield first, run, b"", None
+            run = []
+        yield number, [_utf8(line)], b"", [line]
+    if run:
+        yield first, run, b"", None
+
+
+def _utf8(line: Any) -> bytes:
+    """Text as UTF-8 (b"" where it holds a lone surrogate); anything else b"" (no JSON)."""
+    if type(line) is str:
+        try:
+            return line.encode()
+        except UnicodeEncodeError:
+            return b""
+    return b""
 
 
 def validate_lines(
@@ -160,42 +310,48 @@ def validate_lines(
     on_report: Callable[[CallReport], None] | None = None,
 ) -> ValidationSummary:
     """`validate_calls(registry, jsonl_calls(lines))`, with each line the lane says yes to
-    counted valid at once. Lines are bytes (the lane's), text, decoded records or None."""
+    counted valid at once. Lines are bytes (the lane's), text, decoded records or None; a
+    `LaneLines` is read a block at a time."""
     summary = ValidationSummary()
-    valid = Lane(registry).valid if ENABLED else None
-    index = lane = 0
-    for number, line in lines:
-        if valid is not None:
-            raw = line
-            if type(line) is str:
-                try:
-                    raw = line.encode()
-                except UnicodeEncodeError:
-                    raw = None
-            if type(raw) is bytes and valid(raw):
-                index += 1
-                lane += 1
-                if progress is not None and (summary.calls + lane) % 10_000 == 0:
-                    progress(summary.calls + lane)
-                continue
-        found: list[Any] = []
-        for item in line_calls(number, line):
-            if isinstance(item, FoundCall):
-                index += 1
-                item = FoundCall(
-                    item.name, item.arguments, item.call_id, number, index, item.api, item.registry
-                )
-            found.append(item)
-        if found:
-            summary.calls += lane
-            summary.valid += lane
-            lane = 0
-            validate_calls(
-                registry, found, repair=repair, progress=progress, on_report=on_report,
-                summary=summary,
-            )  # fmt: skip
-    summary.calls += lane
-    summary.valid += lane
+    lane = Lane(registry) if ENABLED else None
+    blocks = lines.blocks() if isinstance(lines, LaneLines) else _blocks_of(lines)
+    index = passed = 0  # calls numbered so far; lane calls not yet in `summary`
+    for first, block, ending, originals in blocks:
+        at, end = 0, len(block)
+        while at < end:
+            if lane is not None:
+                stop = lane.run(block, at)  # the lane passes block[at:stop]
+                if stop > at:
+                    before = summary.calls + passed
+                    index += stop - at
+                    passed += stop - at
+                    if progress is not None and before // 10_000 < (before + stop - at) // 10_000:
+                        progress((before + stop - at) // 10_000 * 10_000)
+                    at = stop
+                    if at == end:
+                        break
+            number = first + at
+            line = block[at] + ending if originals is None else originals[at]
+            at += 1
+            found: list[Any] = []
+            for item in line_calls(number, line):
+                if isinstance(item, FoundCall):
+                    index += 1
+                    item = FoundCall(
+                        item.name, item.arguments, item.call_id, number, index, item.api,
+                        item.registry,
+                    )  # fmt: skip
+                found.append(item)
+            if found:
+                summary.calls += passed
+                summary.valid += passed
+                passed = 0
+                validate_calls(
+                    registry, found, repair=repair, progress=progress, on_report=on_report,
+                    summary=summary,
+                )  # fmt: skip
+    summary.calls += passed
+    summary.valid += passed
     return summary
 
 

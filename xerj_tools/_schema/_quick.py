@@ -23,7 +23,7 @@ from typing import Any
 from .. import _json
 from .._bounds import MAX_ARGUMENT_DEPTH
 
-__all__ = ["MAX_QUICK", "quick_object"]
+__all__ = ["MAX_QUICK", "quick_object"]  # `_lane` inlines it: _MASK, _LONG
 
 MAX_QUICK = 4096  # `_validation`: longer text is walked for its numbers and strings
 
@@ -46,7 +46,7 @@ def quick_object(text: str) -> dict[str, Any] | None:
     except UnicodeEncodeError:  # a lone surrogate
         return None
     masked = raw.translate(_MASK)
-    if masked.count(b"{") > MAX_ARGUMENT_DEPTH or _LONG in masked:
+    if masked.count(b"{") > MAX_ARGUMENT_DEPTH or (masked.count(b"0") >= 19 and _LONG in masked):
         return None
     try:
         value = orjson.loads(raw)

@@ -13,6 +13,7 @@ from .._message._format import engine_error, unusable
 from .._problems import Check
 from ._checks import unknown_keys
 from ._fastyes import quick_yes
+from ._strict import note
 
 __all__ = [
     "After", "FollowUp", "Handler", "IndexPolicy", "Origin", "Received", "Refetch", "Tool", "copy_args", "inferred_caps",
@@ -266,7 +267,13 @@ class Tool:
         if len(checks) == len(self.checks):  # no unknown-argument check
             return own
         known = frozenset(parameters["properties"])
-        return lambda args: args.keys() <= known and own(args)
+        yes = own
+
+        def made(args: Mapping[str, Any]) -> bool:
+            return args.keys() <= known and yes(args)
+
+        note(made, own)  # its strict schema (`_strict`) is own's
+        return made
 
     def answer(self, received: Received) -> dict[str, Any]:
         """The payload for an answered reply: `read`, then the request's notes."""
