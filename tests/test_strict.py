@@ -217,3 +217,41 @@ def test_only_the_bundled_quick_yes_has_a_strict_schema() -> None:
     assert strict_for(replaced["xerj_search"].fast_yes) is None
     assert _lane.Lane(replaced).tools["xerj_search"][0] is None
     assert math.isfinite(1e308)  # the vector cases above: each finite, their sum is not
+
+
+def test_the_dispatchers_validation_asks_the_strict_schema_once_compiled() -> None:
+    # `ToolSpec.validate` (what the dispatcher calls) takes the same strict schema once the fast
+    # check has switched to jsonschema-rs: a valid call is then answered by it alone, and every
+    # call gets the verdict it gets without it.
+    registry = load_registry()
+    spec = registry.get("xerj_search")
+    assert spec is not None and spec.fast_check is not None
+    before = spec.fast_check
+    if not before._compiled:  # type: ignore[attr-defined]
+        assert spec._strict_check() is None  # still counting its first calls: not yet
+        assert "_strict" not in spec.__dict__
+    before.compile_now()  # type: ignore[attr-defined]
+    if before.backend != "jsonschema-rs":  # type: ignore[attr-defined]
+        pytest.skip("jsonschema-rs is not installed")
+    assert spec._strict_check() is not None  # built now, kept
+    valid = {"index": "docs", "query": {"match": {"body": "tea"}}, "size": 5}
+
+    def never(value: Any) -> bool:
+        raise AssertionError("the schema check ran: the strict schema did not answer")
+
+    object.__setattr__(spec, "fast_check", never)
+    try:
+        assert spec.validate(json.dumps(valid)).ok
+    finally:
+        object.__setattr__(spec, "fast_check", before)
+    rng = random.Random(11)
+    cases = [json.dumps(valid)] + [
+        json.dumps(calls._invalid(rng, "xerj_search", calls._valid(rng, "xerj_search")))
+        for _ in range(30)
+    ] + [json.dumps(calls._valid(rng, "xerj_search")) for _ in range(30)]
+    for text in cases:
+        with_strict = spec.validate(text, repair=True)
+        object.__setattr__(spec, "_strict", None)
+        without = spec.validate(text, repair=True)
+        del spec.__dict__["_strict"]
+        assert with_strict == without, text
