@@ -50,17 +50,20 @@ def chunk_bounds(path: str, size: int = CHUNK_BYTES) -> Iterator[tuple[int, int]
             start = end
 
 
-def _range_lines(stream: BinaryIO, start: int, end: int) -> Iterator[bytes]:
-    stream.seek(start)
-    left = end - start
-    while left > 0:
-        line = stream.readline()
-        if not line:
-            return
-        if len(line) > left:
-            line = line[:left]  # the file grew after it was cut: keep to the range
-        left -= len(line)
-        yield line
+class _Range:
+    """Bytes [start, end) of a file as a stream (`read` only): a range cut on line starts holds
+    whole lines; should the file have grown since it was cut, the range still ends at `end`."""
+
+    def __init__(self, stream: BinaryIO, start: int, end: int) -> None:
+        stream.seek(start)
+        self.stream, self.left = stream, end - start
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        data = self.stream.read(self.left if size < 0 else min(size, self.left))
+        self.left = self.left - len(data) if data else 0
+        return data
 
 
 def validate_range(
@@ -68,27 +71,26 @@ def validate_range(
 ) -> BatchResult:
     """Validate the lines of bytes [start, end) of a JSONL file: `validate_batch`'s result
     (lines and indexes counted from the range's start)."""
-    from ._lane import lane_lines, validate_lines
+    from ._lane import LaneLines, validate_lines
+
+    class Counted(LaneLines):  # the range's lines read a block at a time, as one process reads
+        last = 0
+
+        def blocks(self) -> Iterator[Any]:
+            for block in super().blocks():
+                if block[1]:
+                    self.last = block[0] + len(block[1]) - 1
+                yield block
 
     registry = _registry(tools_file)
     _orjson()
     results: list[dict[str, Any]] = []
-    lines = 0
-
-    def counted(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-        nonlocal lines
-        for number, line in lane_lines(_range_lines(stream, start, end)):
-            lines = number
-            yield number, line
-
     with open(path, "rb") as stream:
+        read = Counted(_Range(stream, start, end))  # type: ignore[arg-type]  # read() is all it asks
         summary = validate_lines(
-            registry,
-            counted(stream),
-            repair=repair,
-            on_report=lambda r: results.append(r.as_dict()),
+            registry, read, repair=repair, on_report=lambda r: results.append(r.as_dict())
         )
-    return {"lines": lines, **_counts(summary), "results": results}
+    return {"lines": read.last, **_counts(summary), "results": results}
 
 
 def _task(path: str, start: int, end: int, tools_file: str | None, repair: bool) -> BatchResult:
