@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from .._exceptions import ToolDefinitionError
 from .._problems import Check, ValidationResult
 from .._shapes import ANTHROPIC, CHAT, GEMINI, RESPONSES
-from ._fastcheck import compiled_backend as _compiled_backend
 from ._fastcheck import fast_check as _compiled_check
 from ._validation import validate_arguments
 
@@ -30,9 +29,6 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # declare one JSON type per parameter and name the others in prose; validation accepts them all.
 _ALSO_ACCEPTS = re.compile(r"also accepts ([a-z]+(?:\s*,\s*[a-z]+)*)", re.IGNORECASE)
 _JSON_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
-
-
-_UNSET: Any = object()
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,6 @@ class ToolSpec:
 
     def validate(self, arguments: object, *, repair: bool = False) -> ValidationResult:
         """Validate what a model emitted for this tool (see `ToolRegistry.validate`)."""
-        strict = self.__dict__.get("_strict", _UNSET)
         return validate_arguments(
             self._validator,
             arguments,
@@ -73,31 +68,7 @@ class ToolSpec:
             repair=repair,
             fast=self.fast_check,
             yes=self.fast_yes,
-            strict=self._strict_check() if strict is _UNSET else strict,
         )
-
-    def _strict_check(self) -> Callable[[Any], bool] | None:
-        """The tool's strict schema (its schema with the limits its quick yes states, one
-        jsonschema-rs `is_valid`, tools/_strict.py) and its Python rest, as one yes/no: the same
-        check the offline lane makes. Built once the fast check has switched to jsonschema-rs
-        (None before, and for good where it never does or the quick yes has no strict form)."""
-        fast = self.fast_check
-        if not getattr(fast, "_compiled", True):
-            return None  # not yet: the fast check is still counting its first calls
-        check = None
-        backend = _compiled_backend()
-        if backend is not None and getattr(fast, "backend", None) == "jsonschema-rs":
-            from ..tools._strict import compiled_strict
-
-            is_valid, found = compiled_strict(self, backend.validator_for)
-            if is_valid is not None and found is not None:
-                rest = found.rest
-
-                def check(value: Any) -> bool:
-                    return bool(is_valid(value)) and rest(value)
-
-        object.__setattr__(self, "_strict", check)
-        return check
 
     def chat_tool(self) -> dict[str, Any]:
         """The nested Chat Completions form: ``{"type": "function", "function": {...}}``."""

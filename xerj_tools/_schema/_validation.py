@@ -111,15 +111,13 @@ def validate_arguments(
     repair: bool = False,
     fast: Callable[[Any], bool] | None = None,
     yes: Callable[[Any], bool] | None = None,
-    strict: Callable[[Any], bool] | None = None,
 ) -> ValidationResult:
     """Decode `raw` and check it against `validator` and `checks`, collecting every problem.
 
     `validator` returns the tool's compiled validator; it is called only when `fast` is None or
     says no, so that a valid call never needs jsonschema (nor its import). `yes` returns True
     only when `checks` find nothing (`Tool.yes_for`): where `fast` and it both say yes, the
-    checks do not run. `strict` says yes only where `fast` and `yes` both would (the tool's strict
-    schema, tools/_strict.py): one compiled check in place of the two.
+    checks do not run.
 
     With `repair`, a call that fails is first repaired where the schema allows exactly one
     reading (see `xerj_tools._schema._repair`); the repairs are listed in the result either way.
@@ -145,12 +143,6 @@ def validate_arguments(
     suspect = quick is None and (short is None or may_overflow(short) or may_hold_surrogate(short))
     if suspect and (problem := bounds_problem(value, decoded=text)):
         return ValidationResult(False, None, (problem,))
-    if strict is not None:
-        try:
-            if strict(value):
-                return ValidationResult(True, value)
-        except Exception:  # a value jsonschema-rs cannot read (a key that is not a string)
-            pass
     schema_ok = fast(value) if fast is not None else None
     if schema_ok and yes is not None and yes(value):
         return ValidationResult(True, value)
