@@ -296,3 +296,22 @@ def test_small_chunks_get_the_same_report(tmp_path: Path, monkeypatch: pytest.Mo
         monkeypatch.setattr(_lane, "ENABLED", False)
         assert _run(["validate", str(path), "--format", "json"]) == want
         monkeypatch.undo()
+
+
+def test_a_workers_rendered_report_is_the_report_line_moved_on() -> None:
+    # --jobs --format json: a worker writes each call's report line itself (`Rendered`), the
+    # parent moves its numbers on; the line is the one the plain form gives, numbers moved.
+    from xerj_tools._offline._batch import shifted
+    from xerj_tools._offline._records import FoundCall
+    from xerj_tools._offline._report import _json_line, render
+    from xerj_tools._offline._validate import CallReport
+    from xerj_tools._problems import Problem
+
+    call = FoundCall("xerj_search", "{}", 'id "ü\x1b', line=3, index=2)
+    report = CallReport(call, False, (Problem("$.size", "must be \x07 ≥ 0"),), ("$.k: '5' → 5",))
+    rendered = render(report)
+    assert rendered is not None and rendered.text() == _json_line(report.as_dict())
+    [moved] = shifted([rendered], 100, 40)
+    [plain] = shifted([report.as_dict()], 100, 40)
+    assert (moved.line, moved.call_index) == (103, 42)
+    assert moved.text() == _json_line(plain)

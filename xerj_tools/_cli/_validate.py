@@ -46,7 +46,7 @@ def _validate_in(
 
                 return _finish_parallel(args, out, err, lambda on_report, progress: validate_ranges(
                     args.input, args.jobs, tools_file=args.tools_file, repair=not args.strict,
-                    on_report=on_report, progress=progress,
+                    on_report=on_report, progress=progress, rendered=args.format == "json",
                 ))  # fmt: skip
             return _validate_lines(args, registry, binary, out, err)
         binary.close()

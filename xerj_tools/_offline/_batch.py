@@ -108,9 +108,17 @@ def add_counts(total: BatchResult, result: BatchResult) -> None:
         unrecognised[kind] = unrecognised.get(kind, 0) + n
 
 
-def shifted(reports: Iterable[dict[str, Any]], lines: int, calls: int) -> Iterator[dict[str, Any]]:
+def shifted(reports: Iterable[Any], lines: int, calls: int) -> Iterator[Any]:
     """`reports` of a batch that follows `lines` lines and `calls` calls."""
+    from ._report import Rendered
+
     for report in reports:
+        if type(report) is Rendered:  # a --jobs worker's rendered report (`_report.render`)
+            line = report.line
+            yield report._replace(
+                line=None if line is None else line + lines, call_index=report.call_index + calls
+            )
+            continue
         report = dict(report)
         if report.get("line") is not None:
             if "tool" not in report:  # an unreadable line: its message names the line too

@@ -67,11 +67,20 @@ class _Range:
 
 
 def validate_range(
-    path: str, start: int, end: int, *, tools_file: str | None = None, repair: bool = True
+    path: str,
+    start: int,
+    end: int,
+    *,
+    tools_file: str | None = None,
+    repair: bool = True,
+    rendered: bool = False,
 ) -> BatchResult:
     """Validate the lines of bytes [start, end) of a JSONL file: `validate_batch`'s result
-    (lines and indexes counted from the range's start)."""
+    (lines and indexes counted from the range's start). With `rendered`, a call's report is
+    `_report.Rendered` (its JSON line made here, in the worker) where it can be, else its plain
+    form."""
     from ._lane import LaneLines, validate_lines
+    from ._report import render
 
     class Counted(LaneLines):  # the range's lines read a block at a time, as one process reads
         last = 0
@@ -84,17 +93,26 @@ def validate_range(
 
     registry = _registry(tools_file)
     _orjson()
-    results: list[dict[str, Any]] = []
+    results: list[Any] = []  # plain forms, or `Rendered` reports
     with open(path, "rb") as stream:
         read = Counted(_Range(stream, start, end))  # type: ignore[arg-type]  # read() is all it asks
         summary = validate_lines(
-            registry, read, repair=repair, on_report=lambda r: results.append(r.as_dict())
+            registry,
+            read,
+            repair=repair,
+            on_report=(
+                (lambda r: results.append(render(r) or r.as_dict()))
+                if rendered
+                else (lambda r: results.append(r.as_dict()))
+            ),
         )
     return {"lines": read.last, **_counts(summary), "results": results}
 
 
-def _task(path: str, start: int, end: int, tools_file: str | None, repair: bool) -> BatchResult:
-    return validate_range(path, start, end, tools_file=tools_file, repair=repair)
+def _task(
+    path: str, start: int, end: int, tools_file: str | None, repair: bool, rendered: bool
+) -> BatchResult:
+    return validate_range(path, start, end, tools_file=tools_file, repair=repair, rendered=rendered)
 
 
 def _start_worker(tools_file: str | None) -> None:
@@ -121,9 +139,13 @@ def validate_ranges(
     on_report: Callable[[dict[str, Any]], None],
     progress: Callable[[int], None] | None = None,
     chunk: int | None = None,
+    rendered: bool = False,
 ) -> BatchResult:
     """Validate a seekable JSONL file in `jobs` processes, by byte ranges; each report goes to
-    `on_report` in input order, numbered as one process numbers it. Returns the merged counts."""
+    `on_report` in input order, numbered as one process numbers it. Returns the merged counts.
+    With `rendered` (the JSON report), the workers write each call's report line themselves
+    (`_report.Rendered`) and the parent only moves its numbers on: the parent's share of the
+    work, which competes with the workers for the cores, is a fraction of what it was."""
     import multiprocessing
 
     total: BatchResult = {
@@ -149,7 +171,9 @@ def validate_ranges(
                 progress(total["calls"])
 
         for start, end in chunk_bounds(path, chunk or CHUNK_BYTES):
-            pending.append(pool.apply_async(_task, (path, start, end, tools_file, repair)))
+            pending.append(
+                pool.apply_async(_task, (path, start, end, tools_file, repair, rendered))
+            )
             if len(pending) >= 2 * jobs:
                 drain_one()
         while pending:

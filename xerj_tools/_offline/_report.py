@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 __all__ = ["JsonReport", "TextReport", "formats_tried", "printable"]
 
@@ -67,10 +67,35 @@ def _escaped(text: str) -> str:
 _string = json.encoder.encode_basestring  # what `dumps` writes a str with (ensure_ascii=False)
 
 
+class Rendered(NamedTuple):
+    """A call's report as `JsonReport` writes it, cut after its numbers: `tail` is the rest of
+    the JSON line, escaped. A `--jobs` worker renders it; the parent moves `line` and `index` on
+    (`_batch.shifted`) and writes it, in place of the report's plain form."""
+
+    ok: bool
+    line: int | None
+    call_index: int  # (`index` is a tuple's method)
+    tail: str
+
+    def text(self) -> str:
+        return (
+            f'{{"ok": {"true" if self.ok else "false"}, '
+            f'"line": {"null" if self.line is None else self.line}, "index": {self.call_index}'
+            + self.tail
+        )
+
+
 def _call_line(report: Any) -> str | None:
     """`_json_line(report.as_dict())` for a `CallReport` of a call, written straight from its
     fields (no dict, no encoder: a third of the time), or None where a field is not of the
     plain type this writes exactly as `json` does (the caller then takes the long way)."""
+    rendered = render(report)
+    return None if rendered is None else rendered.text()
+
+
+def render(report: Any) -> Rendered | None:
+    """A `CallReport` of a call as `Rendered`, or None where `_call_line` would take the long
+    way. (The numbers are ASCII digits: escaping the tail alone escapes the whole line.)"""
     call = report.call
     if call is None:
         return None
@@ -84,9 +109,7 @@ def _call_line(report: Any) -> str | None:
     ):
         return None
     text = (
-        f'{{"ok": {"true" if report.ok else "false"}, '
-        f'"line": {"null" if line is None else line}, "index": {index}, '
-        f'"call_id": {"null" if call_id is None else _string(call_id)}, "tool": {_string(name)}'
+        f', "call_id": {"null" if call_id is None else _string(call_id)}, "tool": {_string(name)}'
     )
     if report.problems:
         shown = []
@@ -100,7 +123,7 @@ def _call_line(report: Any) -> str | None:
         if any(type(repair) is not str for repair in report.repairs):
             return None
         text += f', "repairs": [{", ".join(map(_string, report.repairs))}]'
-    return _escaped(text + "}")
+    return Rendered(report.ok, line, index, _escaped(text + "}"))
 
 
 class TextReport:
@@ -158,6 +181,8 @@ class JsonReport:
         """Write one report: a `CallReport`, or its plain form (`CallReport.as_dict`)."""
         if isinstance(report, dict):
             line = _json_line(report)
+        elif isinstance(report, Rendered):
+            line = report.text()
         else:
             line = _call_line(report) or _json_line(report.as_dict())
         self.out.write("," + line if self.started else self._open() + line)
