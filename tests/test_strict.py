@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,6 +28,9 @@ from xerj_tools.tools._strict import strict_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calls
+
+orjson = pytest.importorskip("orjson")  # the `fast` extra: the lane and its strict schemas
+pytest.importorskip("jsonschema_rs")
 
 REGISTRY = load_registry()
 NAMES = [name for name in calls.TOOLS]
