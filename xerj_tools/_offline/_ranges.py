@@ -116,9 +116,9 @@ def _task(
 
 
 def _start_worker(tools_file: str | None) -> None:
-    from ._lane import Lane
+    from ._lane import lane_for
 
-    Lane(_registry(tools_file))  # orjson loaded and the schema checks compiled, once
+    lane_for(_registry(tools_file))  # orjson loaded and the schema checks compiled, once
 
 
 def start_method() -> str:
