@@ -207,7 +207,35 @@ def _unreadable(exc: Undecodable, node: str) -> Failure:
     return Failure("protocol", f"the response could not be decoded: {exc}", node)
 
 
-class SyncTransport:
+class _Transport:
+    """What both transports keep: the endpoint and its nodes, the settings, the scrubber, whether
+    the client is theirs to close, and the HTTP library the client comes from."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        settings: TransportSettings,
+        client: Any,
+        clock: Callable[[], float],
+    ) -> None:
+        self.endpoint = endpoint
+        self.nodes = NodePool(endpoint.base_urls, clock)
+        self.settings = settings
+        self.scrub = endpoint.scrubber()
+        self._owned = client is None
+        self._lib = httpx2 if client is None else http_library(client)
+
+
+def _owned_client(
+    endpoint: Endpoint, settings: TransportSettings, transport: Any, client: Any
+) -> Any:
+    """A pooled httpx2 client of the settings' timeouts and limits, its transport guarded."""
+    options = settings.httpx_options(tls=endpoint.tls)
+    guarded = guard(transport(verify=options["verify"], limits=options["limits"]))
+    return client(timeout=options["timeout"], transport=guarded)
+
+
+class SyncTransport(_Transport):
     """Sends one attempt with an `httpx2.Client` (the caller's, or one owned and pooled; a
     caller's plain `httpx.Client` works too)."""
 
@@ -218,19 +246,12 @@ class SyncTransport:
         client: httpx2.Client | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.endpoint = endpoint
-        self.nodes = NodePool(endpoint.base_urls, clock)
-        self.settings = settings
-        self.scrub = endpoint.scrubber()
-        self._owned = client is None
-        self._lib = httpx2 if client is None else http_library(client)
-        if client is None:
-            options = settings.httpx_options(tls=endpoint.tls)
-            transport = guard(
-                httpx2.HTTPTransport(verify=options["verify"], limits=options["limits"])
-            )
-            client = httpx2.Client(timeout=options["timeout"], transport=transport)
-        self._client = client
+        super().__init__(endpoint, settings, client, clock)
+        self._client = (
+            client
+            if client is not None
+            else _owned_client(endpoint, settings, httpx2.HTTPTransport, httpx2.Client)
+        )
 
     def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
         node = self.nodes.pick()
@@ -273,7 +294,7 @@ class SyncTransport:
             self._client.close()
 
 
-class AsyncTransport:
+class AsyncTransport(_Transport):
     """Sends one attempt with an `httpx2.AsyncClient` (the caller's, or one owned and pooled; a
     caller's plain `httpx.AsyncClient` works too, without the cancellation guarantee: see
     `AsyncDispatcher._exchange` and docs/configuration.md)."""
@@ -285,18 +306,11 @@ class AsyncTransport:
         client: Any = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.endpoint = endpoint
-        self.nodes = NodePool(endpoint.base_urls, clock)
-        self.settings = settings
-        self.scrub = endpoint.scrubber()
-        self._owned = client is None
-        self._lib = httpx2 if client is None else http_library(client)
+        super().__init__(endpoint, settings, client, clock)
         if client is None:
-            options = settings.httpx_options(tls=endpoint.tls)
-            transport = guard(
-                httpx2.AsyncHTTPTransport(verify=options["verify"], limits=options["limits"])
+            client = _owned_client(
+                endpoint, settings, httpx2.AsyncHTTPTransport, httpx2.AsyncClient
             )
-            client = httpx2.AsyncClient(timeout=options["timeout"], transport=transport)
         else:
             _check_client(client, self._lib)
         self.client: httpx2.AsyncClient = client
