@@ -26,6 +26,8 @@ from xerj_tools.tools import XERJ_TOOLS, Tool
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calls
 
+from argument_values import argument_values
+
 REGISTRY = load_registry()
 NAMES = [spec.name for spec in REGISTRY]
 _RERANK = ["provider", "model", "window", "min_score", "query", "fields", "instructions",
@@ -39,22 +41,7 @@ LISTS = [[], [0.1, 0.2], [math.nan], [math.inf, 1.0], [1, "a"], ["title"], [""],
          [{"_score": "desc"}], ["_score", 3], [10**400 if False else 1e308, 1e308], [True]]  # fmt: skip
 CLAUSES = [{}, {"match": {"body": "tea"}}, {"semantic": {"body": {"query": "q"}}},
            {"term": {"a": 1}}, {"match": {}, "size": 3}, {"bool": {"must": []}}]  # fmt: skip
-leaf = st.sampled_from([None, *NUMBERS, *TEXTS])
-rerank = st.dictionaries(
-    st.sampled_from(_RERANK), st.one_of(leaf, st.sampled_from(LISTS)), max_size=5
-)
-sub_query = st.dictionaries(
-    st.sampled_from(["query", "weight", "boost"]),
-    st.one_of(leaf, st.sampled_from(CLAUSES)),
-    max_size=3,
-)
-value = st.one_of(
-    leaf,
-    st.sampled_from(LISTS),
-    st.sampled_from(CLAUSES),
-    rerank,
-    st.lists(st.one_of(sub_query, leaf), max_size=3),
-)
+leaf, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, _RERANK, rerank_size=5)
 
 
 def _valid(name: str, seed: int) -> dict[str, Any]:

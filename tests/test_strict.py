@@ -29,6 +29,8 @@ from xerj_tools.tools._strict import strict_for
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calls
 
+from argument_values import argument_values
+
 orjson = pytest.importorskip("orjson")  # the `fast` extra: the lane and its strict schemas
 pytest.importorskip("jsonschema_rs")
 
@@ -44,20 +46,7 @@ LISTS = [[], [0.1, 0.2], [1e308, 1e308], [-1e308, 1e308, 1.0], [1, "a"], ["title
          [None], [{"_score": "desc"}], ["_score", 3], [True], [[1]]]  # fmt: skip
 CLAUSES = [{}, {"match": {"body": "tea"}}, {"semantic": {"body": {"query": "q"}}},
            {"match": {}, "size": 3}, {"bool": {"must": []}}]  # fmt: skip
-leaf = st.sampled_from([None, *NUMBERS, *TEXTS])
-rerank = st.dictionaries(st.sampled_from(_RERANK), st.one_of(leaf, st.sampled_from(LISTS)))
-sub_query = st.dictionaries(
-    st.sampled_from(["query", "weight", "boost"]),
-    st.one_of(leaf, st.sampled_from(CLAUSES)),
-    max_size=3,
-)
-value = st.one_of(
-    leaf,
-    st.sampled_from(LISTS),
-    st.sampled_from(CLAUSES),
-    rerank,
-    st.lists(st.one_of(sub_query, leaf), max_size=3),
-)
+leaf, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, _RERANK)
 
 
 def _loose_registry(tmp: Path) -> Any:
