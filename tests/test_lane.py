@@ -20,7 +20,7 @@ import pytest
 
 from xerj_tools import load_registry
 from xerj_tools._cli._main import main
-from xerj_tools._offline import _lane, _ranges
+from xerj_tools._offline import _lane, _lines, _ranges
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calls
@@ -292,7 +292,7 @@ def test_small_chunks_get_the_same_report(tmp_path: Path, monkeypatch: pytest.Mo
         path.write_bytes(newline.join(lines).encode("utf-8", "surrogatepass"))  # no last newline
         want = _run(["validate", str(path), "--format", "json"])
         for size in (1, 7, 97):
-            monkeypatch.setattr(_lane, "CHUNK", size)
+            monkeypatch.setattr(_lines, "CHUNK", size)
             assert _run(["validate", str(path), "--format", "json"]) == want, (newline, size)
         monkeypatch.setattr(_lane, "ENABLED", False)
         assert _run(["validate", str(path), "--format", "json"]) == want

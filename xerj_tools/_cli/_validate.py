@@ -36,7 +36,7 @@ def _validate_in(
     elif args.input and args.input.endswith(".parquet"):
         found = _parquet_calls(args.input, args.column)
     elif args.input and args.input != "-" and (binary := _seekable(args.input, closing)):
-        from .._offline._lane import starts_jsonl
+        from .._offline._lines import starts_jsonl
 
         if starts_jsonl(
             binary
@@ -100,7 +100,8 @@ def _seekable(path: str, closing: contextlib.ExitStack) -> Any:
 def _validate_lines(
     args: argparse.Namespace, registry: Any, binary: Any, out: TextIO, err: TextIO
 ) -> int:
-    from .._offline._lane import lane_lines, validate_lines
+    from .._offline._lane import validate_lines
+    from .._offline._lines import lane_lines
     from .._offline._report import JsonReport, TextReport
 
     writer = JsonReport(out) if args.format == "json" else TextReport(out)

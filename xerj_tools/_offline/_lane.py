@@ -31,15 +31,15 @@ What sends a line to the full path, each for the guarantee it keeps:
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, BinaryIO
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
 from .._schema._quick import _LONG, _MASK, MAX_QUICK
 from .._schema._registry import ToolRegistry
 from ..tools._strict import compiled_strict
+from ._lines import LaneLines, blocks_of
 from ._validate import (
     RECORD_DEPTH,
     CallReport,
@@ -49,7 +49,7 @@ from ._validate import (
     validate_calls,
 )
 
-__all__ = ["ENABLED", "Lane", "LaneLines", "lane_lines", "validate_lines"]
+__all__ = ["ENABLED", "Lane", "lane_for", "validate_lines"]
 
 ENABLED = True
 """Internal switch: False sends every line to the full path (the tests compare the two)."""
@@ -79,6 +79,10 @@ class Lane:
         from .._json import _load
 
         self._orjson = _load() or None
+        self.held: tuple[str, str, str | None, dict[str, Any]] | None = None
+        """After `run` stopped at a usual Chat tool call whose arguments it decoded (a JSON
+        object, within the bounds, as `_quick.quick_object` reads it): the call's name, its
+        arguments text, its id (None where empty) and the decoded object; else None."""
         # name -> (strict schema check, its integer and vector arguments (`Strict`), schema
         # check, quick yes, checks)
         self.tools: dict[str, _Entry] = {}
@@ -103,6 +107,7 @@ class Lane:
         """The position of the first of `lines` from `start` that `valid` would refuse, or
         ``len(lines)`` when it passes them all: the hot loop, one line a turn, in one frame."""
         end = len(lines)
+        self.held = None
         orjson = self._orjson
         if orjson is None:
             return start
@@ -122,10 +127,10 @@ class Lane:
                 return at
             if record.get("type") != "function" or type(arguments) is not str:
                 return at
+            # the usual record: id (text), type, function (name, arguments)
+            usual = len(record) == 3 and len(function) == 2 and type(record.get("id", ())) is str
             if (
-                not (  # the usual record: id (text), type, function (name, arguments)
-                    len(record) == 3 and len(function) == 2 and type(record.get("id", ())) is str
-                )
+                not usual
                 and not (
                     record.keys() <= _RECORD_KEYS
                     and function.keys() <= _FUNCTION_KEYS
@@ -166,17 +171,18 @@ class Lane:
                         plain = plain and (type(vector) is not list or _finite_numbers(vector))
                     if plain:
                         continue
-                if not schema(value):
-                    return at
+                if schema(value):
+                    if yes is not None:  # where it says no, the checks run and explain
+                        if yes(value):
+                            continue
+                    elif not any(True for check in checks for _ in check(value)):
+                        continue  # no quick yes: the checks decide
             except Exception:  # a value the compiled check cannot read
-                return at
-            if yes is not None:  # where it says no, the full path runs the checks and explains
-                if not yes(value):
-                    return at
-                continue
-            for check in checks:  # no quick yes: the checks decide
-                for _ in check(value):
-                    return at
+                pass
+            if usual:  # what `line_calls` would find: the full path starts from the object
+                call_id = record["id"]
+                self.held = (name, arguments, call_id if call_id else None, value)
+            return at
         return end
 
 
@@ -200,105 +206,6 @@ def _schema_yes(fast: Any) -> Predicate | None:
         is_valid = getattr(fast, "is_valid", None)
         return is_valid if is_valid is not None else fast.check  # type: ignore[no-any-return]
     return fast  # type: ignore[no-any-return]
-
-
-# ---------------------------------------------------------------- lines and the loop
-
-_NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
-CHUNK = 1 << 20  # bytes read at a time: memory stays flat in the input's size
-
-Block = tuple[int, list[bytes], bytes, "list[Any] | None"]
-"""(the number of the first line, the lines as the lane reads them, the ending each line's
-text needs back for the full path, the full path's own lines where they differ (else None))."""
-
-
-def _split(raw: bytes) -> list[bytes]:
-    """One line as text mode reads it: a lone ``\r`` ends a line too."""
-    if b"\r" in raw and not (raw.endswith(b"\r\n") and raw.count(b"\r") == 1):
-        return _NEWLINE.findall(raw)
-    return [raw]
-
-
-class LaneLines:
-    """The lines of a binary stream (or an iterable of its lines) numbered as text mode numbers
-    them (universal newlines), from `start`: iterate for ``(number, line)``, each line with its
-    ending; `blocks` reads a stream in large chunks and hands over their lines a list at a time,
-    cut at ``\n`` (a chunk holding a ``\r`` is cut as text mode cuts it, line by line)."""
-
-    def __init__(self, stream: Iterable[bytes], start: int = 1) -> None:
-        self.stream, self.start = stream, start
-
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        for first, lines, ending, _ in self.blocks():
-            for offset, line in enumerate(lines):
-                yield first + offset, line + ending
-
-    def blocks(self) -> Iterator[Block]:
-        number = self.start
-        read = getattr(self.stream, "read", None)
-        if read is None:  # lines already cut
-            for raw in self.stream:
-                parts = _split(raw)
-                yield number, parts, b"", None
-                number += len(parts)
-            return
-        rest = b""
-        while True:
-            chunk = read(CHUNK)
-            if not chunk:
-                break
-            cut = chunk.rfind(b"\n")
-            if cut < 0:
-                rest += chunk
-                continue
-            body, rest = rest + chunk[:cut], chunk[cut + 1 :]
-            if b"\r" not in body:
-                lines = body.split(b"\n")
-                yield number, lines, b"\n", None
-            else:
-                lines = [part for raw in body.split(b"\n") for part in _split(raw + b"\n")]
-                yield number, lines, b"", None
-            number += len(lines)
-        if rest:
-            yield number, _split(rest), b"", None
-
-
-def lane_lines(stream: Iterable[bytes], start: int = 1) -> LaneLines:
-    """`LaneLines` of a binary stream (or of its lines)."""
-    return LaneLines(stream, start)
-
-
-def _blocks_of(lines: Iterable[tuple[int, Any]]) -> Iterator[Block]:
-    """Numbered lines of any kind (bytes, text, decoded records, None) as blocks: runs of bytes
-    lines numbered one after another together (up to 1,024), any other line alone; the lane reads
-    bytes and UTF-8 text, and sees nothing it can pass in the rest."""
-    run: list[bytes] = []
-    first = 0
-    for number, line in lines:
-        if type(line) is bytes:
-            if run and number == first + len(run) and len(run) < 1024:
-                run.append(line)
-                continue
-            if run:
-                yield first, run, b"", None
-            first, run = number, [line]
-            continue
-        if run:
-            yield first, run, b"", None
-            run = []
-        yield number, [_utf8(line)], b"", [line]
-    if run:
-        yield first, run, b"", None
-
-
-def _utf8(line: Any) -> bytes:
-    """Text as UTF-8 (b"" where it holds a lone surrogate); anything else b"" (no JSON)."""
-    if type(line) is str:
-        try:
-            return line.encode()
-        except UnicodeEncodeError:
-            return b""
-    return b""
 
 
 _LANES: dict[int, tuple[ToolRegistry, Lane]] = {}
@@ -330,8 +237,9 @@ def validate_lines(
     counted valid at once. Lines are bytes (the lane's), text, decoded records or None; a
     `LaneLines` is read a block at a time."""
     summary = ValidationSummary()
+    report = on_report if on_report is not None else summary.reports.append
     lane = lane_for(registry) if ENABLED else None
-    blocks = lines.blocks() if isinstance(lines, LaneLines) else _blocks_of(lines)
+    blocks = lines.blocks() if isinstance(lines, LaneLines) else blocks_of(lines)
     index = passed = 0  # calls numbered so far; lane calls not yet in `summary`
     for first, block, ending, originals in blocks:
         at, end = 0, len(block)
@@ -348,6 +256,27 @@ def validate_lines(
                     if at == end:
                         break
             number = first + at
+            held = lane.held if lane is not None else None
+            if held is not None:  # one call, decoded already: `validate_calls` of it, inline
+                name, arguments, call_id, value = held
+                at += 1
+                index += 1
+                summary.calls += passed + 1
+                summary.valid += passed
+                passed = 0
+                call = FoundCall(name, arguments, call_id, number, index, "chat")
+                result = registry[name].validate_decoded(value, repair=repair)
+                if result.ok:
+                    summary.valid += 1
+                    if result.repairs:
+                        summary.repaired += 1
+                        report(CallReport(call, True, repairs=result.repairs))
+                else:
+                    summary.invalid += 1
+                    report(CallReport(call, False, result.problems, result.repairs))
+                if progress is not None and summary.calls % 10_000 == 0:
+                    progress(summary.calls)
+                continue
             line = block[at] + ending if originals is None else originals[at]
             at += 1
             found: list[Any] = []
@@ -370,21 +299,3 @@ def validate_lines(
     summary.calls += passed
     summary.valid += passed
     return summary
-
-
-def starts_jsonl(stream: BinaryIO) -> bool:
-    """Whether a seekable binary input is JSON Lines, as `read_calls` decides it (its first
-    non-blank line is a JSON value); the stream is left at its start. False also where the head
-    is not UTF-8: the text path then says so as it always did."""
-    from ._validate import is_jsonl
-
-    try:
-        for _, line in lane_lines(stream):
-            text = line.decode("utf-8")
-            if text.strip():
-                return is_jsonl(text)
-        return True  # empty: no line, no call, as the text path reads it
-    except UnicodeDecodeError:
-        return False
-    finally:
-        stream.seek(0)

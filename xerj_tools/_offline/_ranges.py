@@ -79,7 +79,8 @@ def validate_range(
     (lines and indexes counted from the range's start). With `rendered`, a call's report is
     `_report.Rendered` (its JSON line made here, in the worker) where it can be, else its plain
     form."""
-    from ._lane import LaneLines, validate_lines
+    from ._lane import validate_lines
+    from ._lines import LaneLines
     from ._report import render
 
     class Counted(LaneLines):  # the range's lines read a block at a time, as one process reads

@@ -15,7 +15,7 @@ from .._exceptions import ToolDefinitionError
 from .._problems import Check, ValidationResult
 from .._shapes import ANTHROPIC, CHAT, GEMINI, RESPONSES
 from ._fastcheck import fast_check as _compiled_check
-from ._validation import validate_arguments
+from ._validation import validate_arguments, validate_decoded
 
 if TYPE_CHECKING:  # jsonschema is imported when a schema is first checked or a call fails
     from jsonschema.protocols import Validator
@@ -64,6 +64,18 @@ class ToolSpec:
         return validate_arguments(
             self._validator,
             arguments,
+            self.checks,
+            repair=repair,
+            fast=self.fast_check,
+            yes=self.fast_yes,
+        )
+
+    def validate_decoded(self, value: dict[str, Any], *, repair: bool = False) -> ValidationResult:
+        """`validate` of arguments already decoded as `validate` decodes text
+        (`_validation.validate_decoded`): the same result as for their text."""
+        return validate_decoded(
+            self._validator,
+            value,
             self.checks,
             repair=repair,
             fast=self.fast_check,

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # jsonschema is imported when a call first fails its fast che
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
 
-__all__ = ["decode_arguments", "integral_numbers", "validate_arguments"]
+__all__ = ["decode_arguments", "integral_numbers", "validate_arguments", "validate_decoded"]
 
 
 def _schema_problem(error: ValidationError) -> Problem:
@@ -124,25 +124,44 @@ def validate_arguments(
     """
     # Text with nothing for the bounds to find decodes at once (`_quick`), else in full.
     quick = quick_object(raw) if type(raw) is str else None
-    value, problem = (quick, None) if quick is not None else decode_arguments(raw)
-    if problem is not None:
-        return ValidationResult(False, None, (problem,), decode_error=True)
-    if not isinstance(value, dict):
-        return ValidationResult(
-            False,
-            None,
-            (Problem("$", f"arguments must be a JSON object, got {json_type(value)}"),),
-            decode_error=True,
-        )
-    # Decoded text is no deeper than the limit already, but a number too large for a float
-    # (1e400) decodes to inf, "\ud800" to a lone surrogate; a dict handed over may hold anything.
-    # A walk checks all three; short text is first looked at for such a number or escape, which
-    # is cheaper than the walk.
-    text = isinstance(raw, (str, bytes))
-    short = raw if isinstance(raw, str) and len(raw) <= 4096 else None
-    suspect = quick is None and (short is None or may_overflow(short) or may_hold_surrogate(short))
-    if suspect and (problem := bounds_problem(value, decoded=text)):
-        return ValidationResult(False, None, (problem,))
+    if quick is None:
+        value, problem = decode_arguments(raw)
+        if problem is not None:
+            return ValidationResult(False, None, (problem,), decode_error=True)
+        if not isinstance(value, dict):
+            return ValidationResult(
+                False,
+                None,
+                (Problem("$", f"arguments must be a JSON object, got {json_type(value)}"),),
+                decode_error=True,
+            )
+        # Decoded text is no deeper than the limit already, but a number too large for a float
+        # (1e400) decodes to inf, "\ud800" to a lone surrogate; a dict handed over may hold
+        # anything. A walk checks all three; short text is first looked at for such a number or
+        # escape, which is cheaper than the walk.
+        text = isinstance(raw, (str, bytes))
+        short = raw if isinstance(raw, str) and len(raw) <= 4096 else None
+        if (short is None or may_overflow(short) or may_hold_surrogate(short)) and (
+            problem := bounds_problem(value, decoded=text)
+        ):
+            return ValidationResult(False, None, (problem,))
+    else:
+        value = quick
+    return validate_decoded(validator, value, checks, repair=repair, fast=fast, yes=yes)
+
+
+def validate_decoded(
+    validator: Callable[[], Validator],
+    value: dict[str, Any],
+    checks: Sequence[Check] = (),
+    *,
+    repair: bool = False,
+    fast: Callable[[Any], bool] | None = None,
+    yes: Callable[[Any], bool] | None = None,
+) -> ValidationResult:
+    """`validate_arguments` from its decoded object on: `value` is a dict of JSON values within
+    the bounds (as `quick_object` or the full decode and its walk leave it). The offline lane
+    hands over what it decoded already (`_offline._lane`), so a failing line is decoded once."""
     schema_ok = fast(value) if fast is not None else None
     if schema_ok and yes is not None and yes(value):
         return ValidationResult(True, value)

@@ -1,0 +1,125 @@
+"""The lines offline validation reads (issue 24): a binary stream cut into blocks of lines, numbered
+as text mode numbers them, for the lane (`_lane`) and the full path; and whether an input is JSON
+Lines at all (`starts_jsonl`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
+
+__all__ = ["CHUNK", "Block", "LaneLines", "blocks_of", "lane_lines", "starts_jsonl"]
+
+_NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+CHUNK = 1 << 20  # bytes read at a time: memory stays flat in the input's size
+
+Block = tuple[int, list[bytes], bytes, "list[Any] | None"]
+"""(the number of the first line, the lines as the lane reads them, the ending each line's
+text needs back for the full path, the full path's own lines where they differ (else None))."""
+
+
+def _split(raw: bytes) -> list[bytes]:
+    """One line as text mode reads it: a lone ``\r`` ends a line too."""
+    if b"\r" in raw and not (raw.endswith(b"\r\n") and raw.count(b"\r") == 1):
+        return _NEWLINE.findall(raw)
+    return [raw]
+
+
+class LaneLines:
+    """The lines of a binary stream (or an iterable of its lines) numbered as text mode numbers
+    them (universal newlines), from `start`: iterate for ``(number, line)``, each line with its
+    ending; `blocks` reads a stream in large chunks and hands over their lines a list at a time,
+    cut at ``\n`` (a chunk holding a ``\r`` is cut as text mode cuts it, line by line)."""
+
+    def __init__(self, stream: Iterable[bytes], start: int = 1) -> None:
+        self.stream, self.start = stream, start
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        for first, lines, ending, _ in self.blocks():
+            for offset, line in enumerate(lines):
+                yield first + offset, line + ending
+
+    def blocks(self) -> Iterator[Block]:
+        number = self.start
+        read = getattr(self.stream, "read", None)
+        if read is None:  # lines already cut
+            for raw in self.stream:
+                parts = _split(raw)
+                yield number, parts, b"", None
+                number += len(parts)
+            return
+        rest = b""
+        while True:
+            chunk = read(CHUNK)
+            if not chunk:
+                break
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                rest += chunk
+                continue
+            body, rest = rest + chunk[:cut], chunk[cut + 1 :]
+            if b"\r" not in body:
+                lines = body.split(b"\n")
+                yield number, lines, b"\n", None
+            else:
+                lines = [part for raw in body.split(b"\n") for part in _split(raw + b"\n")]
+                yield number, lines, b"", None
+            number += len(lines)
+        if rest:
+            yield number, _split(rest), b"", None
+
+
+def lane_lines(stream: Iterable[bytes], start: int = 1) -> LaneLines:
+    """`LaneLines` of a binary stream (or of its lines)."""
+    return LaneLines(stream, start)
+
+
+def blocks_of(lines: Iterable[tuple[int, Any]]) -> Iterator[Block]:
+    """Numbered lines of any kind (bytes, text, decoded records, None) as blocks: runs of bytes
+    lines numbered one after another together (up to 1,024), any other line alone; the lane reads
+    bytes and UTF-8 text, and sees nothing it can pass in the rest."""
+    run: list[bytes] = []
+    first = 0
+    for number, line in lines:
+        if type(line) is bytes:
+            if run and number == first + len(run) and len(run) < 1024:
+                run.append(line)
+                continue
+            if run:
+                yield first, run, b"", None
+            first, run = number, [line]
+            continue
+        if run:
+            yield first, run, b"", None
+            run = []
+        yield number, [_utf8(line)], b"", [line]
+    if run:
+        yield first, run, b"", None
+
+
+def _utf8(line: Any) -> bytes:
+    """Text as UTF-8 (b"" where it holds a lone surrogate); anything else b"" (no JSON)."""
+    if type(line) is str:
+        try:
+            return line.encode()
+        except UnicodeEncodeError:
+            return b""
+    return b""
+
+
+def starts_jsonl(stream: BinaryIO) -> bool:
+    """Whether a seekable binary input is JSON Lines, as `read_calls` decides it (its first
+    non-blank line is a JSON value); the stream is left at its start. False also where the head
+    is not UTF-8: the text path then says so as it always did."""
+    from ._validate import is_jsonl
+
+    try:
+        for _, line in lane_lines(stream):
+            text = line.decode("utf-8")
+            if text.strip():
+                return is_jsonl(text)
+        return True  # empty: no line, no call, as the text path reads it
+    except UnicodeDecodeError:
+        return False
+    finally:
+        stream.seek(0)
