@@ -26,6 +26,25 @@ class FoundCall:
     # The tools it is validated against when not the registry in use (a fine-tuning example's)
     registry: Any = field(default=None, repr=False, compare=False)
 
+    def __init__(
+        self,
+        name: str,
+        arguments: Any,
+        call_id: str | None = None,
+        line: int | None = None,
+        index: int = 0,
+        api: str | None = None,
+        registry: Any = None,
+    ) -> None:
+        fields = self.__dict__  # (as `Problem.__init__`: the dataclass's fields, set faster)
+        fields["name"] = name
+        fields["arguments"] = arguments
+        fields["call_id"] = call_id
+        fields["line"] = line
+        fields["index"] = index
+        fields["api"] = api
+        fields["registry"] = registry
+
     @property
     def position(self) -> str:
         where = f"line {self.line}" if self.line is not None else f"call #{self.index}"

@@ -89,13 +89,30 @@ def _call_line(report: Any) -> str | None:
     """`_json_line(report.as_dict())` for a `CallReport` of a call, written straight from its
     fields (no dict, no encoder: a third of the time), or None where a field is not of the
     plain type this writes exactly as `json` does (the caller then takes the long way)."""
-    rendered = render(report)
-    return None if rendered is None else rendered.text()
+    tail = _tail(report)
+    if tail is None:
+        return None
+    call = report.call
+    line = call.line
+    return (
+        f'{{"ok": {"true" if report.ok else "false"}, '
+        f'"line": {"null" if line is None else line}, "index": {call.index}{tail}'
+    )
 
 
 def render(report: Any) -> Rendered | None:
     """A `CallReport` of a call as `Rendered`, or None where `_call_line` would take the long
     way. (The numbers are ASCII digits: escaping the tail alone escapes the whole line.)"""
+    tail = _tail(report)
+    if tail is None:
+        return None
+    call = report.call
+    return Rendered(report.ok, call.line, call.index, tail)
+
+
+def _tail(report: Any) -> str | None:
+    """The report's JSON line after its numbers, escaped; None where a field is not of the
+    plain type this writes exactly as `json` does."""
     call = report.call
     if call is None:
         return None
@@ -123,7 +140,7 @@ def render(report: Any) -> Rendered | None:
         if any(type(repair) is not str for repair in report.repairs):
             return None
         text += f', "repairs": [{", ".join(map(_string, report.repairs))}]'
-    return Rendered(report.ok, line, index, _escaped(text + "}"))
+    return _escaped(text + "}")
 
 
 class TextReport:
