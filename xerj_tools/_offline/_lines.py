@@ -57,11 +57,17 @@ class LaneLines:
             if cut < 0:
                 rest += chunk
                 continue
-            body, rest = rest + chunk[:cut], chunk[cut + 1 :]
-            if b"\r" not in body:
-                lines = body.split(b"\n")
+            if chunk.find(b"\r", 0, cut) < 0 and b"\r" not in rest:
+                # the chunk's own lines, split in place (no copy of the chunk): its first joins
+                # what the last chunk left, its last (after the last newline) is left for the next
+                lines = chunk.split(b"\n")
+                tail = lines.pop()
+                if rest:
+                    lines[0] = rest + lines[0]
+                rest = tail
                 yield number, lines, b"\n", None
             else:
+                body, rest = rest + chunk[:cut], chunk[cut + 1 :]
                 lines = [part for raw in body.split(b"\n") for part in _split(raw + b"\n")]
                 yield number, lines, b"", None
             number += len(lines)
