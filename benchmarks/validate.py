@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -120,6 +121,60 @@ def timed(argv: list[str]) -> dict[str, float]:
                                                        if line.startswith("PEAK")]) else usage.ru_maxrss / 1024}
 
 
+def _breakdown(path: Path, folder: Path, root: str, rounds: int) -> dict[str, dict[str, float]]:
+    """`validate` on the lines the lane passes, on those it refuses, and on one line: CPU s."""
+    sys.path.insert(0, root)
+    from xerj_tools import load_registry
+    from xerj_tools._offline._lane import Lane
+
+    lane = Lane(load_registry())
+    parts = {"lines the lane passes": folder / "passed.jsonl",
+             "lines the lane refuses": folder / "refused.jsonl", "one line": folder / "one.jsonl"}
+    counts = dict.fromkeys(parts, 0)
+    with path.open("rb") as source, parts["lines the lane passes"].open("wb") as passed, \
+            parts["lines the lane refuses"].open("wb") as refused, parts["one line"].open("wb") as one:
+        for line in source:
+            if not counts["one line"]:
+                one.write(line)
+                counts["one line"] = 1
+            part = "lines the lane passes" if lane.valid(line.rstrip(b"\n")) else "lines the lane refuses"
+            (passed if part == "lines the lane passes" else refused).write(line)
+            counts[part] += 1
+    out = {}
+    for name, part in parts.items():
+        script = folder / f"part-{part.stem}.py"
+        script.write_text(VALIDATE.format(root=root, argv=["validate", str(part), "--format", "json"]))
+        cpu = statistics.median(timed([sys.executable, str(script)])["cpu"] for _ in range(rounds))
+        out[name] = {"lines": counts[name], "cpu": cpu, "us_per_line": cpu / counts[name] * 1e6}
+    fixed = out["one line"]["cpu"]
+    for name in ("lines the lane passes", "lines the lane refuses"):
+        out[name]["us_per_line"] = (out[name]["cpu"] - fixed) / out[name]["lines"] * 1e6
+    return out
+
+
+def _budget(breakdown: dict[str, dict[str, float]], median: dict[str, float], calls: int) -> dict[str, Any]:
+    """For each one-core goal: the seconds it allows for the file, and what that leaves a refused
+    line after the fixed cost and the passed lines (at their measured cost, and at the cost of the
+    reference loop's call)."""
+    passed, refused = breakdown["lines the lane passes"], breakdown["lines the lane refuses"]
+    fixed = breakdown["one line"]["cpu"]
+    limits = {}
+    if "loop: jsonschema" in median:
+        limits["≥ 10× the jsonschema loop"] = calls / (10 * median["loop: jsonschema"])
+    if "loop: orjson + jsonschema-rs" in median:
+        limits["≥ 0.5× orjson + jsonschema-rs"] = calls / (0.5 * median["loop: orjson + jsonschema-rs"])
+    loop_us = 1e6 / median["loop: orjson + jsonschema-rs"] if "loop: orjson + jsonschema-rs" in median else float("nan")
+    out = {}
+    for name, seconds in limits.items():
+        left = seconds - fixed
+        out[name] = {
+            "seconds": seconds,
+            "refused_us": (left - passed["lines"] * passed["us_per_line"] / 1e6) / refused["lines"] * 1e6,
+            "refused_us_at_loop_cost": (left - passed["lines"] * loop_us / 1e6) / refused["lines"] * 1e6,
+        }
+    return out
+
+
 def available(module: str) -> bool:
     return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode == 0
 
@@ -168,6 +223,7 @@ def main() -> None:
             usage = timed([sys.executable, str(script)])
             memory.append({"calls": calls // fraction, "bytes": part.stat().st_size,
                            "peak_mib": usage["peak_mib"]})
+        breakdown = _breakdown(path, Path(folder), root, rounds)
     # One process: calls per CPU second inside it (the machine is shared: CPU time is what one
     # core gives it); --jobs 2 and Dask: calls per wall second, as only the clock sees processes.
     rates = {name: [calls / (r["wall"] if "jobs" in name or "Dask" in name else r["cpu"]) for r in values]
@@ -188,10 +244,12 @@ def main() -> None:
     per_gib = (peaks[-1] - peaks[0]) / max(memory[-1]["bytes"] - memory[0]["bytes"], 1) * 2**30
     machine = {"python": platform.python_version(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
                "load_average": os.getloadavg()[0], "file_bytes": size}
+    budget = _budget(breakdown, median, calls)
     report = {"machine": machine, "calls": calls, "rounds": rounds, "seconds": round(time.perf_counter() - started, 1),
               "runs": runs, "calls_per_second": {k: {"median": v, "all": rates[k]} for k, v in median.items()},
               "goals": {k: {"ratio": v, "met": v >= thresholds[k]} for k, v in goals.items()},
-              "memory": memory, "memory_growth_mib_per_gib": per_gib}
+              "memory": memory, "memory_growth_mib_per_gib": per_gib,
+              "breakdown": breakdown, "budget": budget}
     (out_dir / "validate.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     rows = [f"Machine: Python {machine['python']}, {machine['cores']} cores, {machine['date']}, load average "
             f"{machine['load_average']:.1f} at the end; {calls:,} calls ({size / 2**20:.1f} MiB), "
@@ -207,6 +265,19 @@ def main() -> None:
     rows += ["", "| `validate` on | calls | peak MiB |", "|---|---|---|"]
     rows += [f"| {m['bytes'] / 2**20:.1f} MiB | {m['calls']:,} | {m['peak_mib']:.1f} |" for m in memory]
     rows += ["", f"Peak memory grows by {per_gib:.1f} MiB per GiB of input between the smallest and the largest file."]
+    rows += ["", "Where one core's time goes: `validate` on the lines the lane passes alone, on the lines it "
+             "refuses alone (the full path: each explained and reported), and on one line (the fixed cost); "
+             "CPU seconds, median.", "",
+             "| part | lines | CPU s | µs a line |", "|---|---|---|---|"]
+    rows += [f"| {k} | {v['lines']:,} | {v['cpu']:.3f} | "
+             f"{'(the fixed cost)' if k == 'one line' else format(v['us_per_line'], '.2f')} |"
+             for k, v in breakdown.items()]
+    rows += ["", "What each one-core goal leaves a refused line, given the cost measured for a passed line and "
+             "the fixed cost (and given a passed line as cheap as the reference loop's call):", "",
+             f"| goal | all {calls:,} calls within | a refused line within | with passed lines at the loop's cost |",
+             "|---|---|---|---|"]
+    rows += [f"| {k} | {v['seconds']:.3f} s | {v['refused_us']:.1f} µs | {v['refused_us_at_loop_cost']:.1f} µs |"
+             for k, v in budget.items()]
     (out_dir / "validate.md").write_text("\n".join(rows) + "\n")
     print("\n".join(rows))
 

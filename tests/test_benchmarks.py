@@ -100,3 +100,7 @@ def test_validate_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
     assert report["calls"] == 10_000 and "xerj-tools validate --jobs 2" in report["calls_per_second"]
     assert [m["calls"] for m in report["memory"]] == [2_500, 5_000, 10_000]
     assert "| goal | ratio |" in (tmp_path / "validate.md").read_text()
+    parts = report["breakdown"]
+    assert parts["lines the lane passes"]["lines"] + parts["lines the lane refuses"]["lines"] == 10_000
+    assert parts["lines the lane refuses"]["lines"] > 0 and parts["one line"]["lines"] == 1
+    assert set(report["budget"]) == {"≥ 10× the jsonschema loop", "≥ 0.5× orjson + jsonschema-rs"}
