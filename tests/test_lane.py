@@ -316,3 +316,64 @@ def test_a_workers_rendered_report_is_the_report_line_moved_on() -> None:
     [plain] = shifted([report.as_dict()], 100, 40)
     assert (moved.line, moved.call_index) == (103, 42)
     assert moved.text() == _json_line(plain)
+
+
+def test_threads_sharing_a_registry_get_their_own_reports() -> None:
+    """`lane_for` gives the threads that validate with one registry one lane: what it holds of a
+    refused call stays with the thread that asked (Dask's threaded workers validate so)."""
+    import threading
+
+    from xerj_tools._offline._lines import lane_lines
+    from xerj_tools._offline._validate import CallReport
+
+    registry = load_registry()
+    inputs = [
+        "\n".join(calls.records(300, seed=seed, invalid=0.5)).encode() + b"\n" for seed in range(4)
+    ]
+
+    def run(data: bytes) -> tuple[Any, list[dict[str, Any]]]:
+        reports: list[CallReport] = []
+        summary = _lane.validate_lines(registry, lane_lines(io.BytesIO(data)), on_report=reports.append)
+        return (summary.calls, summary.valid, summary.invalid), [r.as_dict() for r in reports]
+
+    alone = [run(data) for data in inputs]
+    got: dict[int, Any] = {}
+    start = threading.Barrier(len(inputs))
+
+    def worker(i: int) -> None:
+        start.wait()
+        got[i] = [run(inputs[i]) for _ in range(3)]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(inputs))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for i, want in enumerate(alone):
+        assert want[0][2] > 50  # many refused calls, each held by the lane
+        assert got[i] == [want] * 3
+
+
+def test_a_refused_call_is_held_in_the_callers_box_not_in_the_lane() -> None:
+    lane = _lane.Lane(load_registry())
+    before = dict(vars(lane))
+    good = _call("xerj_search", json.dumps(SEARCH)).encode()
+    bad = json.dumps(
+        {"id": "c9", "type": "function",
+         "function": {"name": "xerj_search", "arguments": json.dumps({**SEARCH, "size": -1})}}
+    ).encode()  # fmt: skip
+    box: list[Any] = [None]
+    assert lane.run([good, bad, good], 0, box) == 1
+    assert box[0] == ("xerj_search", json.dumps({**SEARCH, "size": -1}), "c9", {**SEARCH, "size": -1})
+    box[0] = None
+    assert lane.run([b"not json", bad], 0, box) == 0 and box[0] is None  # nothing decoded
+    unusual = json.dumps({"id": "c", "type": "function", "index": 0, "function": {
+        "name": "xerj_search", "arguments": json.dumps({**SEARCH, "size": -1})}}).encode()
+    assert lane.run([unusual], 0, box) == 0 and box[0] is None  # not the usual record
+    assert lane.run([bad], 0) == 0  # without a box, nothing is held
+    assert {k: v for k, v in vars(lane).items()} == before  # a run changes nothing in the lane

@@ -62,6 +62,10 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 _FLAT = frozenset({str, int, float, bool, type(None)})
 
 
+Held = tuple[str, str, "str | None", dict[str, Any]]
+"""A refused call the lane decoded: its name, its arguments text, its id (None where empty) and
+its arguments as `_quick.quick_object` decodes them."""
+
 _Entry = tuple[
     "Predicate | None",
     tuple[str, ...],
@@ -79,10 +83,6 @@ class Lane:
         from .._json import _load
 
         self._orjson = _load() or None
-        self.held: tuple[str, str, str | None, dict[str, Any]] | None = None
-        """After `run` stopped at a usual Chat tool call whose arguments it decoded (a JSON
-        object, within the bounds, as `_quick.quick_object` reads it): the call's name, its
-        arguments text, its id (None where empty) and the decoded object; else None."""
         # name -> (strict schema check, its integer and vector arguments (`Strict`), schema
         # check, quick yes, checks)
         self.tools: dict[str, _Entry] = {}
@@ -103,11 +103,15 @@ class Lane:
         nothing to report."""
         return self.run((line,), 0) == 1
 
-    def run(self, lines: Sequence[bytes], start: int) -> int:
+    def run(self, lines: Sequence[bytes], start: int, held: list[Held | None] | None = None) -> int:
         """The position of the first of `lines` from `start` that `valid` would refuse, or
-        ``len(lines)`` when it passes them all: the hot loop, one line a turn, in one frame."""
+        ``len(lines)`` when it passes them all: the hot loop, one line a turn, in one frame.
+
+        With `held` (a list of one item, the caller's own: a lane is shared by the threads that
+        validate with one registry), where the line refused is a usual Chat tool call whose
+        arguments were decoded (a JSON object within the bounds, as `_quick.quick_object` reads
+        it), ``held[0]`` is set to its `Held` (else left as it was)."""
         end = len(lines)
-        self.held = None
         orjson = self._orjson
         if orjson is None:
             return start
@@ -179,9 +183,9 @@ class Lane:
                         continue  # no quick yes: the checks decide
             except Exception:  # a value the compiled check cannot read
                 pass
-            if usual:  # what `line_calls` would find: the full path starts from the object
-                call_id = record["id"]
-                self.held = (name, arguments, call_id if call_id else None, value)
+            if usual and held is not None:  # what `line_calls` would find: the full path
+                call_id = record["id"]  # starts from the object
+                held[0] = (name, arguments, call_id if call_id else None, value)
             return at
         return end
 
@@ -239,13 +243,14 @@ def validate_lines(
     summary = ValidationSummary()
     report = on_report if on_report is not None else summary.reports.append
     lane = lane_for(registry) if ENABLED else None
+    box: list[Held | None] = [None]  # the call the lane held where it stopped (`Lane.run`)
     blocks = lines.blocks() if isinstance(lines, LaneLines) else blocks_of(lines)
     index = passed = 0  # calls numbered so far; lane calls not yet in `summary`
     for first, block, ending, originals in blocks:
         at, end = 0, len(block)
         while at < end:
             if lane is not None:
-                stop = lane.run(block, at)  # the lane passes block[at:stop]
+                stop = lane.run(block, at, box)  # the lane passes block[at:stop]
                 if stop > at:
                     before = summary.calls + passed
                     index += stop - at
@@ -256,9 +261,9 @@ def validate_lines(
                     if at == end:
                         break
             number = first + at
-            held = lane.held if lane is not None else None
-            if held is not None:  # one call, decoded already: `validate_calls` of it, inline
-                name, arguments, call_id, value = held
+            found_held, box[0] = box[0], None
+            if found_held is not None:  # one call, decoded: `validate_calls` of it, inline
+                name, arguments, call_id, value = found_held
                 at += 1
                 index += 1
                 summary.calls += passed + 1
