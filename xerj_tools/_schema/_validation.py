@@ -111,6 +111,7 @@ def validate_arguments(
     repair: bool = False,
     fast: Callable[[Any], bool] | None = None,
     yes: Callable[[Any], bool] | None = None,
+    decoded: dict[str, Any] | None = None,
 ) -> ValidationResult:
     """Decode `raw` and check it against `validator` and `checks`, collecting every problem.
 
@@ -121,9 +122,10 @@ def validate_arguments(
 
     With `repair`, a call that fails is first repaired where the schema allows exactly one
     reading (see `xerj_tools._schema._repair`); the repairs are listed in the result either way.
+    `decoded`: `quick_object(raw)`, where the caller has it already (`_fused`).
     """
     # Text with nothing for the bounds to find decodes at once (`_quick`), else in full.
-    quick = quick_object(raw) if type(raw) is str else None
+    quick = decoded if decoded is not None else quick_object(raw) if type(raw) is str else None
     value, problem = (quick, None) if quick is not None else decode_arguments(raw)
     if problem is not None:
         return ValidationResult(False, None, (problem,), decode_error=True)
