@@ -22,7 +22,11 @@ from xerj_tools import Dispatcher, _json, load_registry
 from xerj_tools._problems import ValidationResult
 from xerj_tools._schema import _fused, _validation
 from xerj_tools._schema._fused import checked_arguments, quick_plan
-from xerj_tools._schema._registry import registry_from_definitions
+from xerj_tools._schema._registry import (
+    ToolRegistry,
+    _spec_from_definition,
+    registry_from_definitions,
+)
 from xerj_tools._schema._validation import integral_numbers
 from xerj_tools._shapes import parse_tool_call
 
@@ -116,7 +120,7 @@ def _text(args: dict[str, Any]) -> str | None:
         return None
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arguments(), st.booleans())
 def test_the_one_pass_answers_as_the_general_path(
     case: tuple[str, dict[str, Any]], repair: bool
@@ -197,9 +201,11 @@ def test_without_orjson_every_call_takes_the_general_path(monkeypatch: pytest.Mo
     _same(got, _general(REGISTRY["xerj_search"], text, False))
 
 
-def _tool(parameters: dict[str, Any]) -> Any:
+def _tool(parameters: dict[str, Any], *, trusted: bool = False) -> Any:
     definition = {"type": "function", "function": {"name": "mine", "parameters": parameters}}
-    return registry_from_definitions([definition])
+    if not trusted:
+        return registry_from_definitions([definition])
+    return ToolRegistry([_spec_from_definition(definition, 0, {}, trusted=True)])  # (is valid)
 
 
 def test_a_tool_without_a_quick_yes_or_a_compiled_check_has_no_plan() -> None:
@@ -240,7 +246,7 @@ _VALUES = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(st.sampled_from("abcd"), _PROPERTY, min_size=1, max_size=4),
     st.data(),
@@ -252,7 +258,8 @@ def test_on_any_plain_schema_the_one_pass_answers_as_the_general_path(
     required = data.draw(st.lists(st.sampled_from(sorted(properties)), unique=True))
     parameters = {"type": "object", "properties": properties, "required": required}
     odd = data.draw(st.sampled_from([None, "x", "y"]))  # a quick yes that says no to a value
-    registry = _tool(parameters).with_checks({"mine": ()}, {"mine": lambda a: a.get("a") != odd})
+    yes = {"mine": lambda a: a.get("a") != odd}
+    registry = _tool(parameters, trusted=True).with_checks({"mine": ()}, yes)
     spec = registry["mine"]
     assert spec.quick_plan is not None
     keys = st.sampled_from([*properties, "z"])
