@@ -20,11 +20,11 @@ general path answers the same arguments with no problem and no repair
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._problems import Check, ValidationResult
-from ._fastcheck import compile_check
+from ._fastcheck import Predicate, compile_check
 from ._quick import quick_object
 from ._validation import _integer_only, integral_numbers, validate_arguments
 
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Plan", "Spec", "checked_arguments", "quick_plan"]
 
-Predicate = Callable[[Any], bool]
 
 # Plan: (required names, {name: exact types allowed}, {name: its check}, the properties whose
 # integral numbers can change, quick yes). A property in the second table has a plain `type` (no
