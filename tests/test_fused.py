@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from xerj_tools import Dispatcher, _json, load_registry
 from xerj_tools._problems import ValidationResult
 from xerj_tools._schema import _fused, _validation
-from xerj_tools._schema._fused import checked_arguments, quick_plan
+from xerj_tools._schema._fused import checked_arguments, known_only, quick_plan
 from xerj_tools._schema._registry import (
     ToolRegistry,
     _spec_from_definition,
@@ -29,6 +29,7 @@ from xerj_tools._schema._registry import (
 )
 from xerj_tools._schema._validation import integral_numbers
 from xerj_tools._shapes import parse_tool_call
+from xerj_tools.tools._fastyes import search_yes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calls
@@ -299,3 +300,20 @@ def test_the_dispatcher_prepares_the_typical_call_in_one_pass(
         bad = {**message, "function": {"name": "xerj_search", "arguments": '{"index": "docs"}'}}
         refused = dispatcher._core.prepare(parse_tool_call(bad))
         assert taken.general == 1 and refused.code == "invalid_arguments"  # type: ignore[union-attr]
+
+
+def test_the_plan_asks_the_quick_yes_without_its_unknown_argument_look_only_where_it_is_done() -> (
+    None
+):
+    plain = {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}}
+    spec = _tool(plain).with_checks({"mine": ()}, {"mine": lambda a: True})["mine"]
+
+    def own(args: Any) -> bool:
+        return True
+
+    every = known_only(frozenset({"q", "n"}), own)
+    assert quick_plan(spec.schema, spec.fast_check, every)[-1] is own  # type: ignore[index]
+    fewer = known_only(frozenset({"q"}), own)  # "n" is a property, yet no known argument
+    plan = quick_plan(spec.schema, spec.fast_check, fewer)
+    assert plan is not None and plan[-1] is fewer
+    assert REGISTRY["xerj_search"].quick_plan[-1] is search_yes  # type: ignore[index]
