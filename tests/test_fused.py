@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from xerj_tools import Dispatcher, _json, load_registry
 from xerj_tools._problems import ValidationResult
 from xerj_tools._schema import _fused, _validation
-from xerj_tools._schema._fused import checked_arguments, known_only, quick_plan
+from xerj_tools._schema._fused import checked_arguments, quick_plan
 from xerj_tools._schema._registry import (
     ToolRegistry,
     _spec_from_definition,
@@ -29,7 +29,7 @@ from xerj_tools._schema._registry import (
 )
 from xerj_tools._schema._validation import integral_numbers
 from xerj_tools._shapes import parse_tool_call
-from xerj_tools.tools._fastyes import search_yes
+from xerj_tools.tools._fastyes import known_only, search_yes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calls

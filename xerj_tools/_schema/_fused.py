@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from weakref import WeakKeyDictionary
 
 from .._problems import Check, ValidationResult
+from ..tools._fastyes import unknown_look_done
 from ._fastcheck import Predicate, compile_check
 from ._quick import quick_object
 from ._validation import _integer_only, integral_numbers, validate_arguments
@@ -32,7 +32,7 @@ from ._validation import _integer_only, integral_numbers, validate_arguments
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = ["Plan", "Spec", "checked_arguments", "known_only", "quick_plan"]
+__all__ = ["Plan", "Spec", "checked_arguments", "quick_plan"]
 
 
 # Plan: (required names, {name: exact types allowed}, {name: its check}, the properties whose
@@ -114,9 +114,7 @@ def quick_plan(
         if check is None:
             return None
         nested[name] = check
-    found = _KNOWN_ONLY.get(yes)
-    if found is not None and found[0] >= properties.keys():
-        yes = found[1]  # every name the loop below admits is known: that look is done
+    yes = unknown_look_done(yes, properties.keys())  # the loop below admits no other name
     changing = tuple(
         (name, sub)
         for name, sub in properties.items()
@@ -135,22 +133,6 @@ def _holds_integer(schema: Any) -> bool:
     if isinstance(schema.get("items"), Mapping):
         inner.append(schema["items"])
     return any(_integer_only(sub) or _holds_integer(sub) for sub in inner)
-
-
-# A quick yes made by `known_only` -> (its names, the quick yes it adds them to).
-_KNOWN_ONLY: WeakKeyDictionary[Predicate, tuple[frozenset[str], Predicate]] = WeakKeyDictionary()
-
-
-def known_only(known: frozenset[str], yes: Predicate) -> Predicate:
-    """`yes`, first asking that every argument be one of `known` (the unknown-argument check's
-    quick yes, `Tool.yes_for`). The one pass admits only the schema's properties already, so
-    where those are all `known` its plan asks `yes` alone."""
-
-    def made(args: Mapping[str, Any]) -> bool:
-        return args.keys() <= known and yes(args)
-
-    _KNOWN_ONLY[made] = (known, yes)
-    return made
 
 
 def _plain_type(name: object) -> bool:

@@ -11,9 +11,8 @@ from .._http._models import HttpRequest, Outcome, Reply
 from .._message._budget import Fit
 from .._message._format import engine_error, unusable
 from .._problems import Check
-from .._schema._fused import known_only
 from ._checks import unknown_keys
-from ._fastyes import quick_yes
+from ._fastyes import known_only, quick_yes
 from ._strict import note
 
 __all__ = [
