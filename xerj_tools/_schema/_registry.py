@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from .._exceptions import ToolDefinitionError
 from .._problems import Check, ValidationResult
 from .._shapes import ANTHROPIC, CHAT, GEMINI, RESPONSES
+from . import _fused
 from ._fastcheck import fast_check as _compiled_check
-from ._fused import Plan, quick_plan
 from ._validation import validate_arguments
 
 if TYPE_CHECKING:  # jsonschema is imported when a schema is first checked or a call fails
@@ -61,9 +61,9 @@ class ToolSpec:
         return self.validator
 
     @functools.cached_property
-    def quick_plan(self) -> Plan | None:
+    def quick_plan(self) -> _fused.Plan | None:
         """The one pass the dispatcher gives the typical valid call (`_fused`), or None."""
-        return quick_plan(self.schema, self.fast_check, self.fast_yes)
+        return _fused.quick_plan(self.schema, self.fast_check, self.fast_yes)
 
     def validate(self, arguments: object, *, repair: bool = False) -> ValidationResult:
         """Validate what a model emitted for this tool (see `ToolRegistry.validate`)."""
