@@ -89,13 +89,13 @@ class Taken:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.general = 0
-        original = _fused.validate_arguments
+        original = _fused.general_path
 
         def counted(*args: Any, **kwargs: Any) -> ValidationResult:
             self.general += 1
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(_fused, "validate_arguments", counted)
+        monkeypatch.setattr(_fused, "general_path", counted)
 
 
 def _same(got: Any, want: Any) -> None:

@@ -32,7 +32,7 @@ from ._validation import _integer_only, integral_numbers, validate_arguments
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = ["Plan", "Spec", "checked_arguments", "quick_plan"]
+__all__ = ["Plan", "Spec", "checked_arguments", "general_path", "quick_plan"]
 
 
 # Plan: (required names, {name: exact types allowed}, {name: its check}, the properties whose
@@ -161,7 +161,19 @@ def checked_arguments(
             else:
                 if yes(value):
                     return (_integral(value, changing) if changing else value), ()
-    result = validate_arguments(
+    result = general_path(spec, raw, value, repair)
+    if not result.ok or result.arguments is None:
+        return result
+    # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
+    return integral_numbers(result.arguments, spec.schema), result.repairs
+
+
+def general_path(
+    spec: Spec, raw: object, value: dict[str, Any] | None, repair: bool
+) -> ValidationResult:
+    """`validate_arguments` of `raw`, with `value`, its quick decode, handed on (None: not
+    decoded quickly, the full decode decides)."""
+    return validate_arguments(
         spec._validator,
         raw,
         spec.checks,
@@ -170,10 +182,6 @@ def checked_arguments(
         yes=spec.fast_yes,
         decoded=value,
     )
-    if not result.ok or result.arguments is None:
-        return result
-    # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
-    return integral_numbers(result.arguments, spec.schema), result.repairs
 
 
 def _integral(
