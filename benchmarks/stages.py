@@ -38,7 +38,7 @@ from xerj_tools._dispatch import _core  # noqa: E402
 from xerj_tools._dispatch._policy import Policy  # noqa: E402
 from xerj_tools._http import _transport  # noqa: E402
 from xerj_tools._http._deadline import Deadline  # noqa: E402
-from xerj_tools._schema import _validation  # noqa: E402
+from xerj_tools._schema import _fused, _validation  # noqa: E402
 from xerj_tools._schema._registry import ToolSpec  # noqa: E402
 from xerj_tools._shapes import parse_tool_call  # noqa: E402
 from xerj_tools.tools import Tool, _search  # noqa: E402
@@ -47,7 +47,8 @@ STAGES = ["argument decode", "validation", "policy", "request build", "send", "r
           "shaping", "serialisation", "bookkeeping"]
 WHAT = {
     "argument decode": "the model's `arguments` string to a dict (`quick_object`, else `decode_arguments`)",
-    "validation": "fast schema check, the tool's checks, integral numbers",
+    "validation": ("`checked_arguments`: the typical call's one pass (argument types, the tool's quick yes); "
+                   "any other: fast schema check, the tool's checks, integral numbers"),
     "policy": "size guard, index rules and caps, write refusal",
     "request build": "the tool's `build`, path check, request body JSON",
     "send": "httpx: request out, wait, response bytes in (`SyncTransport._attempt`)",
@@ -94,8 +95,10 @@ def install(hooks: Hooks, dispatcher: Any) -> Callable[[bool], None]:
 
     patch(_validation, "decode_arguments", "argument decode")
     patch(_validation, "quick_object", "argument decode")  # the one-pass decode (`_quick`)
-    patch(ToolSpec, "validate", "validation")
-    patch(_core, "integral_numbers", "validation")
+    patch(_fused, "quick_object", "argument decode")  # the same, where `checked_arguments` asks
+    # the whole of validation: the one pass, or the general path and `integral_numbers` in it
+    patch(_core, "checked_arguments", "validation")
+    patch(ToolSpec, "validate", "validation")  # a call the operator's limits changed: again
     for name in ("check_size", "_apply", "write_refusal"):
         patch(Policy, name, "policy")
     for tool in dispatcher._core.tools.values():
@@ -182,16 +185,18 @@ def main() -> None:
         rounds, calls = 1, 4
     if "--out" in sys.argv:
         out_dir = Path(sys.argv[sys.argv.index("--out") + 1])
-    started = time.perf_counter()
+    started, load_before = time.perf_counter(), run.os.getloadavg()[0]
     with run.MinimalServer(run.ten_hits()) as server:
         result = measure(server, rounds, calls)
     machine = {"python": run.platform.python_version(), "cpu": run.cpu_name(), "cores": run.os.cpu_count(),
-               "date": time.strftime("%Y-%m-%d")}
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "load_average": [round(load_before, 2), round(run.os.getloadavg()[0], 2)]}
     report = {"machine": machine, "seconds": round(time.perf_counter() - started, 1), **result}
     (out_dir / "stages.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     text = (f"Machine: Python {machine['python']}, {machine['cpu']}, {machine['cores']} cores, {machine['date']}. "
             f"{result['calls']:,} dispatches of a 10-hit `xerj_search` on loopback, interleaved with as many raw "
-            f"calls; {report['seconds']} s in all.\n\n" + table(result) + "\n")
+            f"calls; {report['seconds']} s in all; load average {machine['load_average'][0]} at the start, "
+            f"{machine['load_average'][1]} at the end.\n\n" + table(result) + "\n")
     (out_dir / "stages.md").write_text(text)
     print(text)
 

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from xerj_tools import Dispatcher, Policy, _bounds, run_agent
-from xerj_tools._schema._registry import ToolSpec
+from xerj_tools._dispatch import _core
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import Runner, chat_call, openai_client
@@ -263,7 +263,7 @@ def test_an_exception_anywhere_is_an_answer(
     runner = make_runner(url=xerj.url, handlers={"xerj_search": boom} if where == "build" else None)
     target = runner.sync or runner.aio
     if where == "validate":
-        monkeypatch.setattr(ToolSpec, "validate", boom)  # what the dispatcher asks
+        monkeypatch.setattr(_core, "checked_arguments", boom)  # what the dispatcher asks
     elif where == "send":
         monkeypatch.setattr(target._transport, "send", boom)
     with caplog.at_level(logging.ERROR, logger="xerj_tools"):

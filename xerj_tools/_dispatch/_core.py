@@ -41,8 +41,9 @@ from .._message._budget import (
     within,
 )
 from .._message._format import dumps, engine_error, error_payload, sendable
+from .._problems import ValidationResult
+from .._schema._fused import checked_arguments
 from .._schema._registry import ToolRegistry
-from .._schema._validation import integral_numbers
 from .._shapes import ToolCall, ToolMessage
 from ..tools import Handler, Received, Tool, reading_tool, served_advice, served_hints, tool_table
 from ..tools._listing import LISTING_TTL, IndexListing
@@ -187,19 +188,19 @@ class DispatchCore:
             return malformed
         if too_large := self.policy.check_size(call.arguments):
             return too_large
-        result = spec.validate(call.arguments, repair=self.repair)
-        if not result.ok or result.arguments is None:
-            code = "invalid_json" if result.decode_error else "invalid_arguments"
-            count = len(result.problems)
+        # validated, with integral numbers made ints (5e3 is 5000 to every cap and handler)
+        checked = checked_arguments(spec, call.arguments, self.repair)
+        if isinstance(checked, ValidationResult):
+            code = "invalid_json" if checked.decode_error else "invalid_arguments"
+            count = len(checked.problems)
             reason = (
-                result.problems[0].message if count == 1 else f"{count} problems in the arguments"
+                checked.problems[0].message if count == 1 else f"{count} problems in the arguments"
             )
-            error = ArgumentsError(reason, problems=result.problems, code=code)
-            if result.repairs:
-                error.details["repairs"] = list(result.repairs)
+            error = ArgumentsError(reason, problems=checked.problems, code=code)
+            if checked.repairs:
+                error.details["repairs"] = list(checked.repairs)
             return error
-        # 5e3 is a valid integer to JSON Schema: make it 5000 before any cap or handler looks.
-        arguments: dict[str, Any] = integral_numbers(result.arguments, spec.schema)
+        arguments, repairs = checked
         tool = self.tools[call.name]
         applied = self.policy._apply(
             tool, arguments, read_body=may_name_indices(call.arguments, arguments)
@@ -236,7 +237,7 @@ class DispatchCore:
         if tool.paging is not None and tool.paging in spec.parameters.get("properties", {}):
             value = (request.body or {}).get(tool.paging, 0)
             page_from = value if isinstance(value, int) else 0
-        return Prepared(request, result.repairs, tool, arguments, page_from)
+        return Prepared(request, repairs, tool, arguments, page_from)
 
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""

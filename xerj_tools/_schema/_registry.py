@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .._exceptions import ToolDefinitionError
 from .._problems import Check, ValidationResult
 from .._shapes import ANTHROPIC, CHAT, GEMINI, RESPONSES
+from . import _fused
 from ._fastcheck import fast_check as _compiled_check
 from ._validation import validate_arguments, validate_decoded
 
@@ -58,6 +59,11 @@ class ToolSpec:
 
     def _validator(self) -> Validator:
         return self.validator
+
+    @functools.cached_property
+    def quick_plan(self) -> _fused.Plan | None:
+        """The one pass the dispatcher gives the typical valid call (`_fused`), or None."""
+        return _fused.quick_plan(self.schema, self.fast_check, self.fast_yes)
 
     def validate(self, arguments: object, *, repair: bool = False) -> ValidationResult:
         """Validate what a model emitted for this tool (see `ToolRegistry.validate`)."""

@@ -15,8 +15,9 @@ the checks it runs (`quick_yes`), so replacing a tool's checks drops it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from .._bounds import _finite_numbers
 from .._problems import Check
@@ -40,10 +41,12 @@ __all__ = [
     "quick_yes",
     "document_yes",
     "hybrid_yes",
+    "known_only",
     "recall_yes",
     "search_yes",
     "semantic_yes",
     "store_yes",
+    "unknown_look_done",
     "vector_yes",
 ]
 
@@ -311,6 +314,29 @@ def document_yes(args: Mapping[str, Any]) -> bool:
     if type(doc_id) is not str:
         return not isinstance(doc_id, str)
     return bool(doc_id) and len(doc_id) <= MAX_ID_BYTES // 4 and doc_id not in _DOT_SEGMENTS
+
+
+# A quick yes made by `known_only` -> (its names, the quick yes it adds them to).
+_KNOWN_ONLY: WeakKeyDictionary[Yes, tuple[frozenset[str], Yes]] = WeakKeyDictionary()
+
+
+def known_only(known: frozenset[str], yes: Yes) -> Yes:
+    """`yes`, first asking that every argument be one of `known` (the quick yes of the
+    unknown-argument check, `Tool.yes_for`)."""
+
+    def made(args: Mapping[str, Any]) -> bool:
+        return args.keys() <= known and yes(args)
+
+    _KNOWN_ONLY[made] = (known, yes)
+    return made
+
+
+def unknown_look_done(yes: Yes, names: Collection[str]) -> Yes:
+    """`yes` for arguments known to be among `names`: where it is a `known_only` whose names
+    hold all of them, the quick yes inside it (the look is done), else `yes` itself. The
+    dispatcher's one pass (`_schema._fused`) admits only the schema's properties."""
+    found = _KNOWN_ONLY.get(yes)
+    return found[1] if found is not None and found[0].issuperset(names) else yes
 
 
 _QUICK: dict[Check, Yes] = {}  # a check -> its quick yes

@@ -12,7 +12,7 @@ from .._message._budget import Fit
 from .._message._format import engine_error, unusable
 from .._problems import Check
 from ._checks import unknown_keys
-from ._fastyes import quick_yes
+from ._fastyes import known_only, quick_yes
 from ._strict import note
 
 __all__ = [
@@ -266,12 +266,7 @@ class Tool:
             return None
         if len(checks) == len(self.checks):  # no unknown-argument check
             return own
-        known = frozenset(parameters["properties"])
-        yes = own
-
-        def made(args: Mapping[str, Any]) -> bool:
-            return args.keys() <= known and yes(args)
-
+        made = known_only(frozenset(parameters["properties"]), own)
         note(made, own)  # its strict schema (`_strict`) is own's
         return made
 
