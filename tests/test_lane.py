@@ -377,3 +377,32 @@ def test_a_refused_call_is_held_in_the_callers_box_not_in_the_lane() -> None:
     assert lane.run([unusual], 0, box) == 0 and box[0] is None  # not the usual record
     assert lane.run([bad], 0) == 0  # without a box, nothing is held
     assert {k: v for k, v in vars(lane).items()} == before  # a run changes nothing in the lane
+
+
+def test_a_check_that_tidies_the_arguments_it_is_given_gets_the_same_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A check of yours that changes the arguments it judges (here it strips the query it then
+    complains about): the full path decodes the call afresh for its report, so the lane, which
+    ran the check on its own decode first, hands the call over decoded again, never the object
+    the check changed (that one the check would now find nothing in: counted valid)."""
+    from xerj_tools import validate_batch
+    from xerj_tools._problems import Problem
+
+    def trimmed(args: Any) -> Any:
+        query = args.get("query")
+        if isinstance(query, str) and query != query.strip():
+            args["query"] = query.strip()
+            yield Problem("$.query", "has spaces around it")
+
+    registry = load_registry().with_checks({"xerj_memory_recall": [trimmed]})
+    recall = {"namespace": "agent", "query": " tea "}
+    lines = [
+        _call("xerj_memory_recall", json.dumps(recall)),
+        _call("xerj_search", json.dumps(SEARCH)),
+    ]
+    got = [validate_batch(batch, registry) for batch in (lines, [line.encode() for line in lines])]
+    monkeypatch.setattr(_lane, "ENABLED", False)
+    want = validate_batch(lines, registry)
+    assert want["invalid"] == 1 and want["results"][0]["problems"][0]["path"] == "$.query"
+    assert got == [want, want]

@@ -38,7 +38,7 @@ from .._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
 from .._schema._quick import _LONG, _MASK, MAX_QUICK
 from .._schema._registry import ToolRegistry
-from ..tools._strict import compiled_strict
+from ..tools._strict import compiled_strict, strict_for
 from ._lines import LaneLines, blocks_of
 from ._validate import (
     RECORD_DEPTH,
@@ -73,6 +73,7 @@ _Entry = tuple[
     Predicate,
     "Predicate | None",
     tuple[Any, ...],
+    bool,
 ]
 
 
@@ -84,7 +85,8 @@ class Lane:
 
         self._orjson = _load() or None
         # name -> (strict schema check, its integer and vector arguments (`Strict`), schema
-        # check, quick yes, checks)
+        # check, quick yes, checks, whether that quick yes is this library's own: it only reads
+        # the value, where a check or a quick yes of yours may change it)
         self.tools: dict[str, _Entry] = {}
         backend = compiled_backend()
         for spec in registry:
@@ -96,6 +98,7 @@ class Lane:
                 ints, vectors = (found.ints, found.vectors) if found is not None else ((), ())
                 self.tools[spec.name] = (
                     strict, ints, vectors, schema, spec.fast_yes, tuple(spec.checks),
+                    strict_for(spec.fast_yes) is not None,
                 )  # fmt: skip
 
     def valid(self, line: bytes) -> bool:
@@ -162,7 +165,7 @@ class Lane:
                 return at
             if type(value) is not dict:
                 return at
-            strict, ints, vectors, schema, yes, checks = entry
+            strict, ints, vectors, schema, yes, checks, own = entry
             try:
                 # the strict schema (the tool's, with the limits it can state) and its Python
                 # rest say yes only where the schema and the quick yes would (tools/_strict.py)
@@ -181,11 +184,14 @@ class Lane:
                             continue
                     elif not any(True for check in checks for _ in check(value)):
                         continue  # no quick yes: the checks decide
+                    if not own:  # a check or a quick yes of yours may have changed it: the
+                        value = None  # full path decodes the text afresh, and so does this
             except Exception:  # a value the compiled check cannot read
-                pass
+                value = None
             if usual and held is not None:  # what `line_calls` would find: the full path
                 call_id = record["id"]  # starts from the object
-                held[0] = (name, arguments, call_id if call_id else None, value)
+                fresh = value if value is not None else loads(raw)
+                held[0] = (name, arguments, call_id if call_id else None, fresh)
             return at
         return end
 
