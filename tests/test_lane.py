@@ -406,3 +406,41 @@ def test_a_check_that_tidies_the_arguments_it_is_given_gets_the_same_report(
     want = validate_batch(lines, registry)
     assert want["invalid"] == 1 and want["results"][0]["problems"][0]["path"] == "$.query"
     assert got == [want, want]
+
+
+def test_a_registry_or_tool_that_validates_in_its_own_way_is_asked_for_each_refused_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A subclass of `ToolRegistry` or `ToolSpec` of yours whose `validate` does more (here it
+    counts the calls it is asked about) is asked about each call the lane refuses, as the full
+    path asks it: the lane holds no decoded call for such a registry or tool."""
+    import dataclasses
+
+    from xerj_tools import ToolRegistry, ToolSpec, validate_batch
+
+    asked: list[str] = []
+
+    class Counting(ToolRegistry):
+        def validate(self, name: str, arguments: object, *, repair: bool = False) -> Any:
+            asked.append(name)
+            return super().validate(name, arguments, repair=repair)
+
+    @dataclasses.dataclass(frozen=True)
+    class CountingSpec(ToolSpec):
+        def validate(self, arguments: object, *, repair: bool = False) -> Any:
+            asked.append("spec " + self.name)
+            return super().validate(arguments, repair=repair)
+
+    specs = list(load_registry())
+    search = next(spec for spec in specs if spec.name == "xerj_search")
+    fields = {f.name: getattr(search, f.name) for f in dataclasses.fields(search)}
+    mixed = [CountingSpec(**fields) if s is search else s for s in specs]
+    bad = json.dumps({**SEARCH, "size": -1})
+    lines = [_call("xerj_search", json.dumps(SEARCH)), _call("xerj_search", bad)] * 2
+    for registry in (Counting(specs), ToolRegistry(mixed)):
+        monkeypatch.setattr(_lane, "ENABLED", False)
+        want = validate_batch(lines, registry)
+        monkeypatch.setattr(_lane, "ENABLED", True)
+        asked.clear()
+        assert validate_batch(lines, registry) == want and want["invalid"] == 2
+        assert len(asked) == 2  # the refused calls, each asked once (the valid ones pass the lane)
