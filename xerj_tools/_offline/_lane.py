@@ -91,7 +91,7 @@ class Lane:
         # may be held: not where a subclass of yours validates in its own way)
         self.tools: dict[str, _Entry] = {}
         backend = compiled_backend()
-        plain = type(registry).validate is ToolRegistry.validate
+        plain = getattr(type(registry), "validate", None) is ToolRegistry.validate
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
@@ -102,7 +102,7 @@ class Lane:
                 self.tools[spec.name] = (
                     strict, ints, vectors, schema, spec.fast_yes, tuple(spec.checks),
                     strict_for(spec.fast_yes) is not None,
-                    plain and type(spec).validate is ToolSpec.validate,
+                    plain and getattr(type(spec), "validate", None) is ToolSpec.validate,
                 )  # fmt: skip
 
     def valid(self, line: bytes) -> bool:
