@@ -377,3 +377,70 @@ def test_a_refused_call_is_held_in_the_callers_box_not_in_the_lane() -> None:
     assert lane.run([unusual], 0, box) == 0 and box[0] is None  # not the usual record
     assert lane.run([bad], 0) == 0  # without a box, nothing is held
     assert {k: v for k, v in vars(lane).items()} == before  # a run changes nothing in the lane
+
+
+def test_a_check_that_tidies_the_arguments_it_is_given_gets_the_same_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A check of yours that changes the arguments it judges (here it strips the query it then
+    complains about): the full path decodes the call afresh for its report, so the lane, which
+    ran the check on its own decode first, hands the call over decoded again, never the object
+    the check changed (that one the check would now find nothing in: counted valid)."""
+    from xerj_tools import validate_batch
+    from xerj_tools._problems import Problem
+
+    def trimmed(args: Any) -> Any:
+        query = args.get("query")
+        if isinstance(query, str) and query != query.strip():
+            args["query"] = query.strip()
+            yield Problem("$.query", "has spaces around it")
+
+    registry = load_registry().with_checks({"xerj_memory_recall": [trimmed]})
+    recall = {"namespace": "agent", "query": " tea "}
+    lines = [
+        _call("xerj_memory_recall", json.dumps(recall)),
+        _call("xerj_search", json.dumps(SEARCH)),
+    ]
+    got = [validate_batch(batch, registry) for batch in (lines, [line.encode() for line in lines])]
+    monkeypatch.setattr(_lane, "ENABLED", False)
+    want = validate_batch(lines, registry)
+    assert want["invalid"] == 1 and want["results"][0]["problems"][0]["path"] == "$.query"
+    assert got == [want, want]
+
+
+def test_a_registry_or_tool_that_validates_in_its_own_way_is_asked_for_each_refused_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A subclass of `ToolRegistry` or `ToolSpec` of yours whose `validate` does more (here it
+    counts the calls it is asked about) is asked about each call the lane refuses, as the full
+    path asks it: the lane holds no decoded call for such a registry or tool."""
+    import dataclasses
+
+    from xerj_tools import ToolRegistry, ToolSpec, validate_batch
+
+    asked: list[str] = []
+
+    class Counting(ToolRegistry):
+        def validate(self, name: str, arguments: object, *, repair: bool = False) -> Any:
+            asked.append(name)
+            return super().validate(name, arguments, repair=repair)
+
+    @dataclasses.dataclass(frozen=True)
+    class CountingSpec(ToolSpec):
+        def validate(self, arguments: object, *, repair: bool = False) -> Any:
+            asked.append("spec " + self.name)
+            return super().validate(arguments, repair=repair)
+
+    specs = list(load_registry())
+    search = next(spec for spec in specs if spec.name == "xerj_search")
+    fields = {f.name: getattr(search, f.name) for f in dataclasses.fields(search)}
+    mixed = [CountingSpec(**fields) if s is search else s for s in specs]
+    bad = json.dumps({**SEARCH, "size": -1})
+    lines = [_call("xerj_search", json.dumps(SEARCH)), _call("xerj_search", bad)] * 2
+    for registry in (Counting(specs), ToolRegistry(mixed)):
+        monkeypatch.setattr(_lane, "ENABLED", False)
+        want = validate_batch(lines, registry)
+        monkeypatch.setattr(_lane, "ENABLED", True)
+        asked.clear()
+        assert validate_batch(lines, registry) == want and want["invalid"] == 2
+        assert len(asked) == 2  # the refused calls, each asked once (the valid ones pass the lane)

@@ -37,8 +37,8 @@ from typing import Any
 from .._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
 from .._schema._quick import _LONG, _MASK, MAX_QUICK
-from .._schema._registry import ToolRegistry
-from ..tools._strict import compiled_strict
+from .._schema._registry import ToolRegistry, ToolSpec
+from ..tools._strict import compiled_strict, strict_for
 from ._lines import LaneLines, blocks_of
 from ._validate import (
     RECORD_DEPTH,
@@ -73,6 +73,8 @@ _Entry = tuple[
     Predicate,
     "Predicate | None",
     tuple[Any, ...],
+    bool,
+    bool,
 ]
 
 
@@ -84,9 +86,12 @@ class Lane:
 
         self._orjson = _load() or None
         # name -> (strict schema check, its integer and vector arguments (`Strict`), schema
-        # check, quick yes, checks)
+        # check, quick yes, checks, whether that quick yes is this library's own: it only reads
+        # the value, where a check or a quick yes of yours may change it; whether a refused call
+        # may be held: not where a subclass of yours validates in its own way)
         self.tools: dict[str, _Entry] = {}
         backend = compiled_backend()
+        plain = getattr(type(registry), "validate", None) is ToolRegistry.validate
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
@@ -96,6 +101,8 @@ class Lane:
                 ints, vectors = (found.ints, found.vectors) if found is not None else ((), ())
                 self.tools[spec.name] = (
                     strict, ints, vectors, schema, spec.fast_yes, tuple(spec.checks),
+                    strict_for(spec.fast_yes) is not None,
+                    plain and getattr(type(spec), "validate", None) is ToolSpec.validate,
                 )  # fmt: skip
 
     def valid(self, line: bytes) -> bool:
@@ -162,7 +169,7 @@ class Lane:
                 return at
             if type(value) is not dict:
                 return at
-            strict, ints, vectors, schema, yes, checks = entry
+            strict, ints, vectors, schema, yes, checks, own, holds = entry
             try:
                 # the strict schema (the tool's, with the limits it can state) and its Python
                 # rest say yes only where the schema and the quick yes would (tools/_strict.py)
@@ -181,11 +188,14 @@ class Lane:
                             continue
                     elif not any(True for check in checks for _ in check(value)):
                         continue  # no quick yes: the checks decide
+                    if not own:  # a check or a quick yes of yours may have changed it: the
+                        value = None  # full path decodes the text afresh, and so does this
             except Exception:  # a value the compiled check cannot read
-                pass
-            if usual and held is not None:  # what `line_calls` would find: the full path
-                call_id = record["id"]  # starts from the object
-                held[0] = (name, arguments, call_id if call_id else None, value)
+                value = None
+            if usual and holds and held is not None:  # what `line_calls` would find: the
+                call_id = record["id"]  # full path starts from the object
+                fresh = value if value is not None else loads(raw)
+                held[0] = (name, arguments, call_id if call_id else None, fresh)
             return at
         return end
 
