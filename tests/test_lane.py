@@ -444,3 +444,22 @@ def test_a_registry_or_tool_that_validates_in_its_own_way_is_asked_for_each_refu
         asked.clear()
         assert validate_batch(lines, registry) == want and want["invalid"] == 2
         assert len(asked) == 2  # the refused calls, each asked once (the valid ones pass the lane)
+
+
+@pytest.mark.parametrize("repair", [True, False])
+def test_validating_the_quick_decode_is_validating_the_text(repair: bool) -> None:
+    """`ToolSpec._validate_decoded` (what the lane hands a refused call's decode to) answers as
+    `validate` does for the text, on every call of a file half of whose calls are invalid."""
+    from xerj_tools._schema._quick import quick_object
+
+    registry = load_registry()
+    seen = 0
+    for line in calls.records(600, seed=11, invalid=0.5):
+        function = json.loads(line)["function"]
+        spec, text = registry[function["name"]], function["arguments"]
+        value = quick_object(text)
+        assert value is not None  # (the benchmark's calls decode quickly)
+        want = spec.validate(text, repair=repair)
+        assert spec._validate_decoded(value, repair=repair) == want
+        seen += not want.ok or bool(want.repairs)
+    assert seen > 200  # most of the invalid half: refused, or repaired

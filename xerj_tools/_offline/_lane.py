@@ -280,7 +280,7 @@ def validate_lines(
                 summary.valid += passed
                 passed = 0
                 call = FoundCall(name, arguments, call_id, number, index, "chat")
-                result = registry[name].validate_decoded(value, repair=repair)
+                result = registry[name]._validate_decoded(value, repair=repair)
                 if result.ok:
                     summary.valid += 1
                     if result.repairs:

@@ -76,9 +76,11 @@ class ToolSpec:
             yes=self.fast_yes,
         )
 
-    def validate_decoded(self, value: dict[str, Any], *, repair: bool = False) -> ValidationResult:
-        """`validate` of arguments already decoded as `validate` decodes text
-        (`_validation.validate_decoded`): the same result as for their text."""
+    def _validate_decoded(self, value: dict[str, Any], *, repair: bool = False) -> ValidationResult:
+        """`validate` of arguments already decoded as `validate` decodes text (internal: the
+        offline lane hands over its decode). `value` must be what `_quick.quick_object` makes of
+        the text, a dict of JSON values within the bounds, which are not looked at again; then
+        the result is `validate`'s for the text (tests/test_lane.py)."""
         return validate_decoded(
             self._validator,
             value,
