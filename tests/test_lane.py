@@ -302,9 +302,8 @@ def test_small_chunks_get_the_same_report(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_workers_rendered_report_is_the_report_line_moved_on() -> None:
     # --jobs --format json: a worker writes each call's report line itself (`Rendered`), the
     # parent moves its numbers on; the line is the one the plain form gives, numbers moved.
-    from xerj_tools._offline._batch import shifted
     from xerj_tools._offline._records import FoundCall
-    from xerj_tools._offline._report import _json_line, render
+    from xerj_tools._offline._report import _json_line, render, shifted
     from xerj_tools._offline._validate import CallReport
     from xerj_tools._problems import Problem
 

@@ -44,9 +44,9 @@ def _validate_in(
             if args.jobs > 1:
                 from .._offline._ranges import validate_ranges
 
-                return _finish_parallel(args, out, err, lambda on_report, progress: validate_ranges(
+                return _finish_parallel(args, out, err, lambda on_reports, progress: validate_ranges(
                     args.input, args.jobs, tools_file=args.tools_file, repair=not args.strict,
-                    on_report=on_report, progress=progress, rendered=args.format == "json",
+                    on_reports=on_reports, progress=progress, rendered=args.format == "json",
                 ))  # fmt: skip
             return _validate_lines(args, registry, binary, out, err)
         binary.close()
@@ -125,7 +125,7 @@ def _finish_parallel(args: argparse.Namespace, out: TextIO, err: TextIO, run: An
 
     writer = JsonReport(out) if args.format == "json" else TextReport(out)
     try:
-        total = run(writer.report, _progress(err))
+        total = run(writer.moved_on, _progress(err))
     except UnicodeDecodeError:
         writer.abort("the input is not UTF-8 text")
         raise UsageError("the input is not UTF-8 text") from None
@@ -210,7 +210,7 @@ def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, er
             args.jobs,
             tools_file=args.tools_file,
             repair=not args.strict,
-            on_report=writer.report,
+            on_reports=writer.moved_on,
             progress=_progress(err),
         )
     except UnicodeDecodeError:

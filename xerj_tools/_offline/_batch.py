@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
 from .._schema._registry import ToolRegistry, load_registry
+from ._report import shifted
 from ._validate import ValidationSummary
 
 __all__ = ["merge_results", "report_of", "summary_of", "validate_batch", "write_report"]
@@ -108,34 +109,6 @@ def add_counts(total: BatchResult, result: BatchResult) -> None:
         unrecognised[kind] = unrecognised.get(kind, 0) + n
 
 
-def shifted(reports: Iterable[Any], lines: int, calls: int) -> Iterator[Any]:
-    """`reports` of a batch that follows `lines` lines and `calls` calls."""
-    from ._report import Rendered
-
-    for report in reports:
-        if type(report) is Rendered:  # a --jobs worker's rendered report (`_report.render`)
-            line = report.line
-            yield report._replace(
-                line=None if line is None else line + lines, call_index=report.call_index + calls
-            )
-            continue
-        report = dict(report)
-        if report.get("line") is not None:
-            if "tool" not in report:  # an unreadable line: its message names the line too
-                before = f"line {report['line']} "
-                after = f"line {report['line'] + lines} "
-                report["problems"] = [
-                    {**p, "message": after + p["message"][len(before) :]}
-                    if p["message"].startswith(before)
-                    else p
-                    for p in report.get("problems", ())
-                ]
-            report["line"] += lines
-        if "index" in report:
-            report["index"] += calls
-        yield report
-
-
 def report_of(result: BatchResult) -> dict[str, Any]:
     """A merged result as `xerj-tools validate --format json` prints it: reports first."""
     from ._report import formats_tried
@@ -192,11 +165,12 @@ def validate_parallel(
     *,
     tools_file: str | None,
     repair: bool,
-    on_report: Callable[[dict[str, Any]], None],
+    on_reports: Callable[[list[Any], int, int], None],
     progress: Callable[[int], None] | None = None,
 ) -> BatchResult:
-    """Validate blocks of lines in `jobs` processes; each report goes to `on_report` in input
-    order, numbered as one process would number it. At most twice `jobs` blocks are in flight, so
+    """Validate blocks of lines in `jobs` processes; each block's reports go to `on_reports` in
+    input order, with the lines and calls before the block (a report writer's `moved_on`
+    numbers them as one process would). At most twice `jobs` blocks are in flight, so
     memory stays flat. Returns the merged counts (without the reports)."""
     total: BatchResult = {
         "lines": 0,
@@ -212,8 +186,7 @@ def validate_parallel(
 
         def drain_one() -> None:
             result = pending.popleft().get()
-            for report in shifted(result["results"], total["lines"], total["calls"]):
-                on_report(report)
+            on_reports(result["results"], total["lines"], total["calls"])
             before = total["calls"] // 10_000
             add_counts(total, result)
             if progress is not None and total["calls"] // 10_000 > before:

@@ -5,7 +5,7 @@ ending where a line starts, and hands each range (a path and two offsets) to a p
 processes; a worker opens the file, reads its range line by line through the valid lane
 (`_lane.validate_lines`) and returns the range's counts, its line count and its reports (the
 `_batch.validate_batch` form, lines counted from the range's start). The parent writes the
-reports in input order, lines and indexes moved past the ranges before (`_batch.shifted`), so
+reports in input order, lines and indexes moved past the ranges before (`_report.shifted`), so
 the report is the one a single process prints. At most twice N ranges are in flight, and a
 range is small (a range of only invalid calls holds a few thousand reports), so memory stays flat
 however long the file is.
@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-from ._batch import _COUNTS, BatchResult, _counts, _orjson, _registry, add_counts, shifted
+from ._batch import _COUNTS, BatchResult, _counts, _orjson, _registry, add_counts
 
 __all__ = ["CHUNK_BYTES", "chunk_bounds", "validate_range", "validate_ranges"]
 
@@ -137,13 +137,14 @@ def validate_ranges(
     *,
     tools_file: str | None,
     repair: bool,
-    on_report: Callable[[dict[str, Any]], None],
+    on_reports: Callable[[list[Any], int, int], None],
     progress: Callable[[int], None] | None = None,
     chunk: int | None = None,
     rendered: bool = False,
 ) -> BatchResult:
-    """Validate a seekable JSONL file in `jobs` processes, by byte ranges; each report goes to
-    `on_report` in input order, numbered as one process numbers it. Returns the merged counts.
+    """Validate a seekable JSONL file in `jobs` processes, by byte ranges; each range's reports
+    go to `on_reports` in input order, with the lines and calls before the range (a report
+    writer's `moved_on` numbers them as one process does). Returns the merged counts.
     With `rendered` (the JSON report), the workers write each call's report line themselves
     (`_report.Rendered`) and the parent only moves its numbers on: the parent's share of the
     work, which competes with the workers for the cores, is a fraction of what it was."""
@@ -164,8 +165,7 @@ def validate_ranges(
 
         def drain_one() -> None:
             result = pending.popleft().get()
-            for report in shifted(result["results"], total["lines"], total["calls"]):
-                on_report(report)
+            on_reports(result["results"], total["lines"], total["calls"])
             before = total["calls"] // 10_000
             add_counts(total, result)
             if progress is not None and total["calls"] // 10_000 > before:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TextIO
 
-__all__ = ["JsonReport", "TextReport", "formats_tried", "printable"]
+__all__ = ["JsonReport", "TextReport", "formats_tried", "printable", "shifted"]
 
 
 def formats_tried() -> str:
@@ -70,7 +71,7 @@ _string = json.encoder.encode_basestring  # what `dumps` writes a str with (ensu
 class Rendered(NamedTuple):
     """A call's report as `JsonReport` writes it, cut after its numbers: `tail` is the rest of
     the JSON line, escaped. A `--jobs` worker renders it; the parent moves `line` and `index` on
-    (`_batch.shifted`) and writes it, in place of the report's plain form."""
+    (`shifted`) and writes it, in place of the report's plain form."""
 
     ok: bool
     line: int | None
@@ -83,6 +84,32 @@ class Rendered(NamedTuple):
             f'"line": {"null" if self.line is None else self.line}, "index": {self.call_index}'
             + self.tail
         )
+
+
+def shifted(reports: Iterable[Any], lines: int, calls: int) -> Iterator[Any]:
+    """`reports` of a batch that follows `lines` lines and `calls` calls."""
+    for report in reports:
+        if type(report) is Rendered:  # a --jobs worker's rendered report (`_report.render`)
+            line = report.line
+            yield report._replace(
+                line=None if line is None else line + lines, call_index=report.call_index + calls
+            )
+            continue
+        report = dict(report)
+        if report.get("line") is not None:
+            if "tool" not in report:  # an unreadable line: its message names the line too
+                before = f"line {report['line']} "
+                after = f"line {report['line'] + lines} "
+                report["problems"] = [
+                    {**p, "message": after + p["message"][len(before) :]}
+                    if p["message"].startswith(before)
+                    else p
+                    for p in report.get("problems", ())
+                ]
+            report["line"] += lines
+        if "index" in report:
+            report["index"] += calls
+        yield report
 
 
 def _call_line(report: Any) -> str | None:
@@ -161,6 +188,11 @@ class TextReport:
         lines += [f"  repaired {repair}" for repair in data.get("repairs", ())]
         self.out.write("".join(printable(line) + "\n" for line in lines))
 
+    def moved_on(self, reports: Sequence[Any], lines: int, calls: int) -> None:
+        """Write a batch's reports, moved past `lines` lines and `calls` calls (`shifted`)."""
+        for report in shifted(reports, lines, calls):
+            self.report(report)
+
     def abort(self, message: str) -> None:
         pass  # the error goes to stderr; what was written stands
 
@@ -203,6 +235,24 @@ class JsonReport:
         else:
             line = _call_line(report) or _json_line(report.as_dict())
         self.out.write("," + line if self.started else self._open() + line)
+
+    def moved_on(self, reports: Sequence[Any], lines: int, calls: int) -> None:
+        """Write a batch's reports, moved past `lines` lines and `calls` calls (`shifted`), in one
+        write: what `report` writes of each, the `Rendered` ones (a --jobs worker's) straight."""
+        parts = []
+        for report in reports:
+            if type(report) is Rendered:
+                line = report.line
+                parts.append(
+                    f'{{"ok": {"true" if report.ok else "false"}, '
+                    f'"line": {"null" if line is None else line + lines}, '
+                    f'"index": {report.call_index + calls}{report.tail}'
+                )
+            else:
+                parts.extend(_json_line(moved) for moved in shifted((report,), lines, calls))
+        if parts:
+            text = ",".join(parts)
+            self.out.write("," + text if self.started else self._open() + text)
 
     def abort(self, message: str) -> None:
         if self.started:  # keep stdout one valid document
