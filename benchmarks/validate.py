@@ -145,10 +145,11 @@ def _breakdown(path: Path, folder: Path, root: str, rounds: int) -> dict[str, di
         script = folder / f"part-{part.stem}.py"
         script.write_text(VALIDATE.format(root=root, argv=["validate", str(part), "--format", "json"]))
         cpu = statistics.median(timed([sys.executable, str(script)])["cpu"] for _ in range(rounds))
-        out[name] = {"lines": counts[name], "cpu": cpu, "us_per_line": cpu / counts[name] * 1e6}
+        out[name] = {"lines": counts[name], "cpu": cpu, "us_per_line": float("nan")}
     fixed = out["one line"]["cpu"]
     for name in ("lines the lane passes", "lines the lane refuses"):
-        out[name]["us_per_line"] = (out[name]["cpu"] - fixed) / out[name]["lines"] * 1e6
+        if out[name]["lines"]:  # (without orjson the lane passes nothing)
+            out[name]["us_per_line"] = (out[name]["cpu"] - fixed) / out[name]["lines"] * 1e6
     return out
 
 
@@ -165,6 +166,8 @@ def _budget(breakdown: dict[str, dict[str, float]], median: dict[str, float], ca
         limits["≥ 0.5× orjson + jsonschema-rs"] = calls / (0.5 * median["loop: orjson + jsonschema-rs"])
     loop_us = 1e6 / median["loop: orjson + jsonschema-rs"] if "loop: orjson + jsonschema-rs" in median else float("nan")
     out = {}
+    if not passed["lines"] or not refused["lines"]:
+        return {}  # (without orjson the lane passes nothing: no budget to share out)
     for name, seconds in limits.items():
         left = seconds - fixed
         out[name] = {

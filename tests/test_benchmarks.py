@@ -103,4 +103,5 @@ def test_validate_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
     parts = report["breakdown"]
     assert parts["lines the lane passes"]["lines"] + parts["lines the lane refuses"]["lines"] == 10_000
     assert parts["lines the lane refuses"]["lines"] > 0 and parts["one line"]["lines"] == 1
-    assert set(report["budget"]) == {"≥ 10× the jsonschema loop", "≥ 0.5× orjson + jsonschema-rs"}
+    if parts["lines the lane passes"]["lines"]:  # (the lane needs orjson: the `fast` extra)
+        assert set(report["budget"]) == {"≥ 10× the jsonschema loop", "≥ 0.5× orjson + jsonschema-rs"}

@@ -359,6 +359,7 @@ def test_threads_sharing_a_registry_get_their_own_reports() -> None:
 
 
 def test_a_refused_call_is_held_in_the_callers_box_not_in_the_lane() -> None:
+    pytest.importorskip("orjson")  # the lane reads with orjson (the `fast` extra)
     lane = _lane.Lane(load_registry())
     before = dict(vars(lane))
     good = _call("xerj_search", json.dumps(SEARCH)).encode()
@@ -413,6 +414,7 @@ def test_a_registry_or_tool_that_validates_in_its_own_way_is_asked_for_each_refu
     """A subclass of `ToolRegistry` or `ToolSpec` of yours whose `validate` does more (here it
     counts the calls it is asked about) is asked about each call the lane refuses, as the full
     path asks it: the lane holds no decoded call for such a registry or tool."""
+    pytest.importorskip("orjson")  # the lane reads with orjson (the `fast` extra)
     import dataclasses
 
     from xerj_tools import ToolRegistry, ToolSpec, validate_batch
@@ -449,6 +451,7 @@ def test_a_registry_or_tool_that_validates_in_its_own_way_is_asked_for_each_refu
 def test_validating_the_quick_decode_is_validating_the_text(repair: bool) -> None:
     """`ToolSpec._validate_decoded` (what the lane hands a refused call's decode to) answers as
     `validate` does for the text, on every call of a file half of whose calls are invalid."""
+    pytest.importorskip("orjson")  # the quick decode is orjson's (the `fast` extra)
     from xerj_tools._schema._quick import quick_object
 
     registry = load_registry()
