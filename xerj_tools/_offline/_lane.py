@@ -46,6 +46,7 @@ from ._validate import (
     FoundCall,
     ValidationSummary,
     line_calls,
+    tally,
     validate_calls,
 )
 
@@ -281,16 +282,7 @@ def validate_lines(
                 passed = 0
                 call = FoundCall(name, arguments, call_id, number, index, "chat")
                 result = registry[name]._validate_decoded(value, repair=repair)
-                if result.ok:
-                    summary.valid += 1
-                    if result.repairs:
-                        summary.repaired += 1
-                        report(CallReport(call, True, repairs=result.repairs))
-                else:
-                    summary.invalid += 1
-                    report(CallReport(call, False, result.problems, result.repairs))
-                if progress is not None and summary.calls % 10_000 == 0:
-                    progress(summary.calls)
+                tally(summary, call, result, report, progress)
                 continue
             line = block[at] + ending if originals is None else originals[at]
             at += 1

@@ -24,6 +24,7 @@ __all__ = [
     "is_jsonl",
     "jsonl_calls",
     "read_calls",
+    "tally",
     "validate_calls",
 ]
 
@@ -244,14 +245,26 @@ def validate_calls(
             if malformed is None
             else ValidationResult(False, None, malformed.problems)
         )
-        if result.ok:
-            summary.valid += 1
-            if result.repairs:
-                summary.repaired += 1
-                report(CallReport(item, True, repairs=result.repairs))
-        else:
-            summary.invalid += 1
-            report(CallReport(item, False, result.problems, result.repairs))
-        if progress is not None and summary.calls % 10_000 == 0:
-            progress(summary.calls)
+        tally(summary, item, result, report, progress)
     return summary
+
+
+def tally(
+    summary: ValidationSummary,
+    call: FoundCall,
+    result: ValidationResult,
+    report: Callable[[CallReport], None],
+    progress: Any = None,
+) -> None:
+    """Count a validated call (already counted among ``summary.calls``) as valid or invalid,
+    report it where it is invalid or repaired, and tell `progress` at each 10,000th call."""
+    if result.ok:
+        summary.valid += 1
+        if result.repairs:
+            summary.repaired += 1
+            report(CallReport(call, True, repairs=result.repairs))
+    else:
+        summary.invalid += 1
+        report(CallReport(call, False, result.problems, result.repairs))
+    if progress is not None and summary.calls % 10_000 == 0:
+        progress(summary.calls)
