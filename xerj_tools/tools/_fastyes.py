@@ -65,26 +65,28 @@ _RERANK_TEXTS = (("model", 128), ("query", 4000), ("instructions", 2000))
 
 
 # Names already found good (a few distinct names come again and again), bounded.
-_GOOD_INDICES: set[str] = set()
-_GOOD_NAMESPACES: set[str] = set()
+def _known_good(problem_of: Callable[[Any, str], Any], path: str) -> Callable[[Any], bool]:
+    """A name's check (`_paths`' index or namespace rule) with its verdict on the names it
+    passed kept (up to 4,096 of them, then forgotten at once): a non-string is the schema's
+    business; a name of more than 256 characters is always asked."""
+    good: set[str] = set()
 
-
-def _index_ok(value: Any) -> bool:
-    # index_problem: a non-string is the schema's business; a name of <= 256 has a cached verdict
-    if type(value) is not str:
-        return not isinstance(value, str)
-    if value in _GOOD_INDICES:
+    def ok(value: Any) -> bool:
+        if type(value) is not str:
+            return not isinstance(value, str)
+        if value in good:
+            return True
+        if len(value) > 256 or problem_of(value, path) is not None:
+            return False
+        if len(good) >= 4096:
+            good.clear()
+        good.add(value)
         return True
-    if len(value) > 256 or _index_problem_of(value, "$.index") is not None:
-        return False
-    _remember(_GOOD_INDICES, value)
-    return True
+
+    return ok
 
 
-def _remember(names: set[str], name: str) -> None:
-    if len(names) >= 4096:
-        names.clear()
-    names.add(name)
+_index_ok = _known_good(_index_problem_of, "$.index")
 
 
 def _int_in(args: Mapping[str, Any], key: str, lo: int, hi: int) -> bool:
@@ -256,15 +258,7 @@ def hybrid_yes(args: Mapping[str, Any]) -> bool:
     return True
 
 
-def _namespace_ok(value: Any) -> bool:
-    if type(value) is not str:
-        return not isinstance(value, str)
-    if value in _GOOD_NAMESPACES:
-        return True
-    if len(value) > 256 or _namespace_problem_of(value, "$.namespace") is not None:
-        return False
-    _remember(_GOOD_NAMESPACES, value)
-    return True
+_namespace_ok = _known_good(_namespace_problem_of, "$.namespace")
 
 
 def _unit(args: Mapping[str, Any], key: str) -> bool:
