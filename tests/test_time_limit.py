@@ -1,4 +1,4 @@
-"""The per-test time limit CI sets (XERJ_TEST_TIME_LIMIT, tests/time_limit.py), run on a small
+"""The report of slow tests CI asks for (XERJ_TEST_TIME_LIMIT, tests/time_limit.py), run on a small
 suite of its own in this process (pytester)."""
 
 from __future__ import annotations
@@ -50,35 +50,46 @@ def quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(time_limit.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
 
 
-def test_a_test_over_the_limit_fails_unless_marked_slow(
+def test_a_test_over_the_limit_is_reported_and_fails_nothing(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, quiet: None
 ) -> None:
     monkeypatch.setenv(time_limit.ENV, "0.005")  # the sleeps take 0.05 s at least
     result = run(pytester, monkeypatch, quick=False)
-    # test_slow_unmarked passes its call and fails at its teardown (an error).
-    result.assert_outcomes(passed=2, failed=1, errors=1)
+    # Only the test that fails on its own fails; the run's outcome is the code's.
+    result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*test_suite.py::test_slow_unmarked took * s (setup, call and teardown), over the limit"
-            " of 0.0 s (XERJ_TEST_TIME_LIMIT=0.005): make it cheaper or mark it @pytest.mark.slow*"
+            "*tests over 0.005 s (XERJ_TEST_TIME_LIMIT: reported, not failed)*",
+            "*s  test_suite.py::test_slow_unmarked",
+            "*test(s) over 0.005 s; 1-minute load average 0.0 per core: make them cheaper*",
         ]
     )
-    # The failing test is reported for its failure alone; the marked one passes.
-    assert "test_failing took" not in result.stdout.str()
+    listed = result.stdout.str().split("reported, not failed", 1)[1]
+    assert "test_slow_marked" not in listed  # marked slow: never listed
+    assert "test_failing" in listed  # a failing test's time counts as any other's
 
 
-def test_without_the_variable_nothing_is_checked(
+def test_the_report_lists_the_slowest_first() -> None:
+    spent = {"a": 1.0, "b": 12.5, "c": 30.0, "d": 10.0}
+    assert time_limit.over_the_limit(spent, 10.0) == [("c", 30.0), ("b", 12.5)]
+
+
+def test_without_the_variable_nothing_is_reported(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(time_limit.ENV, raising=False)
-    run(pytester, monkeypatch).assert_outcomes(passed=3, failed=1)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(passed=3, failed=1)
+    assert time_limit.ENV not in result.stdout.str()
 
 
-def test_a_generous_limit_passes_everything(
+def test_a_generous_limit_says_no_test_was_over_it(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, quiet: None
 ) -> None:
     monkeypatch.setenv(time_limit.ENV, "60")
-    run(pytester, monkeypatch).assert_outcomes(passed=3, failed=1)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*XERJ_TEST_TIME_LIMIT=60: no test took longer than 60 s*"])
 
 
 @pytest.mark.parametrize("value", ["ten", "0", "-3"])
@@ -93,12 +104,10 @@ def test_a_limit_that_is_not_a_positive_number_is_refused(
     )
 
 
-@pytest.mark.parametrize(
-    ("load", "stretch"), [(0.5, 1.0), (2.0, 1.0), (4.0, 2.0), (6.0, 3.0), (40.0, 3.0)]
-)
-def test_the_limit_stretches_with_the_load_per_core_up_to_three_times(
-    monkeypatch: pytest.MonkeyPatch, load: float, stretch: float
+@pytest.mark.parametrize(("load", "cores", "per_core"), [(0.5, 2, 0.25), (4.0, 2, 2.0)])
+def test_the_load_is_given_per_core(
+    monkeypatch: pytest.MonkeyPatch, load: float, cores: int, per_core: float
 ) -> None:
     monkeypatch.setattr(time_limit.os, "getloadavg", lambda: (load, 0.0, 0.0))
-    monkeypatch.setattr(time_limit.os, "cpu_count", lambda: 2)
-    assert time_limit.load_stretch() == stretch
+    monkeypatch.setattr(time_limit.os, "cpu_count", lambda: cores)
+    assert time_limit.load_per_core() == per_core

@@ -1,15 +1,14 @@
-"""A limit on each test's time, which keeps the suite fast (docs/testing.md#keeping-the-suite-fast).
+"""A report of the tests that take too long, which keeps the suite fast without making a landing
+depend on the machine's speed (docs/testing.md#keeping-the-suite-fast).
 
 With ``XERJ_TEST_TIME_LIMIT=10`` in the environment (CI sets it for the README's test command),
-a test not marked ``slow`` whose setup, call and teardown together take longer than 10 s of wall
-time fails at its teardown, with the time it took. Unset, nothing is checked: a developer's
-machine may be as busy as it likes.
+every test not marked ``slow`` whose setup, call and teardown together take longer than 10 s of
+wall time is listed at the end of the run, slowest first, with its time and the machine's
+1-minute load average per core. Nothing fails for it: wall time depends on what else the machine
+is doing, and a run must pass or fail on what the code does. Unset, nothing is reported.
 
-Wall time is what the suite's time is made of, so that is what counts (a test that waits out a
-timeout spends no CPU and still holds a worker). A machine busier than it has cores stretches
-every test's wall time, so the limit stretches with the 1-minute load average per core, up to
-three times: on a quiet 2-core machine a test gets 10 s, with a load of 4 it gets 20 s, never more
-than 30 s. The slowest test of the suite takes about 3 s with coverage on a quiet 2-core machine.
+The durations come from the test reports, so the list is made in the process that prints the
+summary (pytest-xdist's controller gets every worker's reports).
 """
 
 from __future__ import annotations
@@ -19,14 +18,10 @@ import os
 import pytest
 
 ENV = "XERJ_TEST_TIME_LIMIT"
-MAX_STRETCH = 3.0
-_LIMIT = pytest.StashKey["float | None"]()
-_SPENT = pytest.StashKey[float]()
-_FAILED = pytest.StashKey[bool]()
 
 
 def configured_limit() -> float | None:
-    """The limit in seconds from the environment, or None (no limit)."""
+    """The limit in seconds from the environment, or None (no report)."""
     text = os.environ.get(ENV, "").strip()
     if not text:
         return None
@@ -39,43 +34,57 @@ def configured_limit() -> float | None:
     return seconds
 
 
-def load_stretch() -> float:
-    """How much busier than its cores the machine is (1-minute load average per core), from 1
-    (idle, or as busy as it has cores) to `MAX_STRETCH`."""
+def load_per_core() -> float | None:
+    """The 1-minute load average per core, or None where the platform has none."""
     try:
         load = os.getloadavg()[0]
-    except OSError:  # no load average on this platform
-        return 1.0
-    cores = os.cpu_count() or 1
-    return min(MAX_STRETCH, max(1.0, load / cores))
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Read once, at the start (a test that sets the variable changes nothing of its own run)."""
-    session.config.stash[_LIMIT] = configured_limit()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
-    seconds = item.config.stash.get(_LIMIT, None)
-    if seconds is None or item.get_closest_marker("slow") is not None:
+    except OSError:
         return None
-    spent = item.stash.get(_SPENT, 0.0) + report.duration
-    item.stash[_SPENT] = spent
-    if not report.passed:
-        item.stash[_FAILED] = True  # failed or skipped already: nothing to add
-    if report.when != "teardown" or item.stash.get(_FAILED, False):
-        return None
-    stretch = load_stretch()
-    allowed = seconds * stretch
-    if spent > allowed:
-        loaded = f", stretched ×{stretch:.1f} by the load average" if stretch > 1 else ""
-        report.outcome = "failed"
-        report.longrepr = (
-            f"{item.nodeid} took {spent:.1f} s (setup, call and teardown), over the limit of "
-            f"{allowed:.1f} s ({ENV}={seconds:g}{loaded}): make it cheaper or mark it "
-            "@pytest.mark.slow (docs/testing.md#keeping-the-suite-fast)"
+    return load / (os.cpu_count() or 1)
+
+
+class SlowTestReport:
+    """The plugin: adds up each test's phases and lists those over the limit at the end."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.spent: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # In the process that prints the summary: pytest-xdist's controller gets every worker's
+        # reports, with the keywords (markers included) of the test they are about.
+        if "slow" not in report.keywords:
+            self.spent[report.nodeid] = self.spent.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        over = over_the_limit(self.spent, self.seconds)
+        load = load_per_core()
+        loaded = "" if load is None else f"; 1-minute load average {load:.1f} per core"
+        if not over:
+            terminalreporter.write_line(
+                f"{ENV}={self.seconds:g}: no test took longer than {self.seconds:g} s{loaded}"
+            )
+            return
+        terminalreporter.section(f"tests over {self.seconds:g} s ({ENV}: reported, not failed)")
+        for nodeid, took in over:
+            terminalreporter.write_line(f"{took:6.1f} s  {nodeid}")
+        terminalreporter.write_line(
+            f"{len(over)} test(s) over {self.seconds:g} s{loaded}: make them cheaper or mark "
+            "them @pytest.mark.slow (docs/testing.md#keeping-the-suite-fast)"
         )
-    return None
+
+
+def over_the_limit(spent: dict[str, float], seconds: float) -> list[tuple[str, float]]:
+    """The tests that took longer than `seconds`, slowest first."""
+    return sorted(
+        ((nodeid, took) for nodeid, took in spent.items() if took > seconds),
+        key=lambda item: (-item[1], item[0]),
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Registers the report when the variable is set; read once, at the start (a test that sets
+    the variable changes nothing of its own run)."""
+    seconds = configured_limit()
+    if seconds is not None:
+        config.pluginmanager.register(SlowTestReport(seconds), "xerj-slow-test-report")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
@@ -57,6 +58,13 @@ class LoopbackServer(ThreadingHTTPServer):
         super().server_close()
         self._waker.close()
         self._wakee.close()
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that hangs up mid-answer (reset, broken pipe) is a client leaving, not an
+        error: nothing is printed. Anything else is printed as `socketserver` prints it."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
     def _serve(self) -> None:
         # `serve_forever` without its polling: `stop` wakes the selector through the socket pair.
