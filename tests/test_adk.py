@@ -214,7 +214,7 @@ def test_each_sessions_state_selects_its_policy_with_two_tenants_interleaved(xer
             agent = Agent(name="search", model=Scripted(model="scripted"), tools=tools)
             return list(await asyncio.gather(*(_session_run(agent, {"tenant": t}, user=t) for t in tenants)))
 
-    for (tenant, (own, _)), events in zip(tenants.items(), asyncio.run(go())):
+    for (tenant, (own, _)), events in zip(tenants.items(), asyncio.run(go()), strict=True):
         _, responses = calls_and_responses(events)
         by_name: dict[str, list[Any]] = {}
         for r in responses:

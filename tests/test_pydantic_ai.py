@@ -143,7 +143,7 @@ def _bare_objects_closed(sent: Any, original: Any, path: str = "") -> list[str]:
                 found += _bare_objects_closed(sent[key], original[key], f"{path}/{key}")
         return found
     if isinstance(sent, list) and isinstance(original, list) and len(sent) == len(original):
-        return [d for i, (a, b) in enumerate(zip(sent, original)) for d in _bare_objects_closed(a, b, f"{path}/{i}")]
+        return [d for i, (a, b) in enumerate(zip(sent, original, strict=True)) for d in _bare_objects_closed(a, b, f"{path}/{i}")]
     return [] if sent == original else [f"{path}: {original!r:.40} -> {sent!r:.40}"]
 
 
