@@ -55,3 +55,27 @@ def test_under_any_other_span_the_call_has_its_own(name: str, attributes: dict[s
     ours = [s for s in spans if s.instrumentation_scope.name == "xerj_tools"]
     assert [s.name for s in ours] == ["execute_tool xerj_search"]
     assert ours[0].attributes["gen_ai.tool.call.id"] == "c1"
+
+
+def test_over_mcp_a_call_joins_the_sdks_tools_call_span(xerj: XerjStandIn) -> None:
+    """The MCP SDK's server makes a `tools/call {tool}` span with `gen_ai.operation.name =
+    execute_tool` around each call (mcp `server/_otel.py`); the call joins it."""
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from mcp import Client
+
+    from xerj_tools import AsyncDispatcher
+    from xerj_tools.integrations.mcp import build_server
+
+    async def go() -> None:
+        async with AsyncDispatcher(url=xerj.url) as dispatcher, Client(build_server(dispatcher)) as client:
+            await client.call_tool("xerj_search", SEARCH)
+            await client.call_tool("xerj_search", {"index": "docs"})
+
+    with traced() as (_, exporter):
+        asyncio.run(go())
+        spans = tool_spans(exporter)
+    assert [s.name for s in spans] == ["tools/call xerj_search", "tools/call xerj_search"]
+    assert [s.attributes.get("xerj_tools.attempts") for s in spans] == [1, 0]
+    assert [c.name for c in children(exporter, spans[0])] == ["POST /{index}/_search"]
