@@ -11,10 +11,8 @@ hold index and namespace names) or a credential: only tool names, call ids, node
 status codes, error codes, counts and waits. docs/observability.md lists every name. The agent
 loop's turn spans are in `_trace_turns`.
 
-One call, one ``execute_tool`` span: when the span current at a call is already an
-``execute_tool`` span for that tool (pydantic-ai's instrumentation and Google ADK make one around
-each tool they run, as an application may), the call joins it instead of starting a second one:
-its outcome and attempt count go on that span, and its attempt spans and events nest under it.
+One call, one ``execute_tool`` span: a call joins the one a framework already made for it
+(`_joined.joined_span`) instead of starting a second.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .._version import __version__
+from ._joined import joined_span
 from ._models import Failure, HttpRequest, Outcome, Reply
 
 if TYPE_CHECKING:
@@ -149,7 +148,7 @@ class _ToolCallScope:
         state = _Call(self._call, None)
         if traced is not None:
             self._api, tracer = traced
-            joined = joined_span(self._api, state)
+            joined = joined_span(self._api, _SCOPE, state.call)
             if joined is not None:
                 self._span = state.span = joined
             else:
@@ -168,31 +167,6 @@ class _ToolCallScope:
             if self._use is not None:  # ours to end; a joined span is its owner's
                 self._use.__exit__(kind, exc, tb)
                 self._span.end()
-
-
-def joined_span(api: ModuleType, state: _Call) -> Any:
-    """The current span when it is another tracer's ``execute_tool`` span for this call, else
-    None. It is recognised by ``gen_ai.operation.name`` (pydantic-ai sets it when the span
-    starts) or, where the attributes come only at its end (ADK), by its name
-    ``execute_tool {tool}``; a span whose tool name or call id names another call is not it."""
-    span = api.get_current_span()
-    if not span.is_recording():
-        return None
-    scope = getattr(span, "instrumentation_scope", None)
-    if getattr(scope, "name", None) == _SCOPE:
-        return None  # our own: a call inside a call gets a span of its own
-    attributes = getattr(span, "attributes", None) or {}
-    name = getattr(span, "name", "")
-    operation = attributes.get("gen_ai.operation.name")
-    if operation is None:
-        return span if name == f"execute_tool {state.call.name}" else None
-    if operation != "execute_tool":
-        return None
-    if attributes.get("gen_ai.tool.name", state.call.name) != state.call.name:
-        return None
-    if attributes.get("gen_ai.tool.call.id", state.call.call_id) != state.call.call_id:
-        return None
-    return span
 
 
 def _start_call(api: ModuleType, tracer: Any, state: _Call) -> Any:
@@ -248,7 +222,7 @@ def record(result: Recorded, copy_of: str | None = None) -> None:
     if traced is None:
         return
     call = _Call(result.call, None)
-    joined = joined_span(traced[0], call)
+    joined = joined_span(traced[0], _SCOPE, call.call)
     span = joined if joined is not None else _start_call(traced[0], traced[1], call)
     if copy_of is not None:
         span.set_attribute("xerj_tools.copy_of", copy_of[:NAME_LIMIT])
