@@ -272,7 +272,7 @@ def test_calls_past_the_turn_bound_are_answered_not_run_and_the_next_turn_starts
 def test_one_otel_execute_tool_span_per_call_beside_the_agents_own_tracing(xerj: XerjStandIn) -> None:
     """openai-agents traces with its own processors, not OpenTelemetry: each call has one
     function span there and one `execute_tool` span in OpenTelemetry (xerj-tools')."""
-    from agents import RunConfig, set_trace_processors
+    from agents import RunConfig, set_trace_processors, set_tracing_disabled
     from agents.tracing import TracingProcessor
 
     from xerj_tools.integrations.openai_agents import function_tools
@@ -293,6 +293,7 @@ def test_one_otel_execute_tool_span_per_call_beside_the_agents_own_tracing(xerj:
 
     collect = Collect()
     set_trace_processors([collect])  # the agents' own tracing on, uploading nothing
+    set_tracing_disabled(False)  # whatever OPENAI_AGENTS_DISABLE_TRACING said when agents read it
     script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_search", '{"index": "docs", "query": {"match": ')]),
               Turn(text="Done.")]
     try:
@@ -301,8 +302,27 @@ def test_one_otel_execute_tool_span_per_call_beside_the_agents_own_tracing(xerj:
             spans = tool_spans(exporter)
     finally:
         set_trace_processors([])
+        set_tracing_disabled(True)
     functions = [s for s in collect.spans if type(s).__name__ == "FunctionSpanData"]
     assert sorted(f.name for f in functions) == ["xerj_search", "xerj_search"]
     assert sorted(s.attributes["gen_ai.tool.call.id"] for s in spans) == ["call_1", "call_2"]
     broken = next(s for s in spans if s.attributes["gen_ai.tool.call.id"] == "call_2")
     assert broken.attributes["error.type"] == "invalid_json"
+
+
+def test_openai_agents_refuses_a_call_without_an_id_before_any_tool_runs(xerj: XerjStandIn) -> None:
+    """What openai-agents does by itself with a call whose id is empty: the run ends with
+    `ModelBehaviorError` before any tool runs, so no call is left half-answered and nothing is
+    sent (docs/integrations.md)."""
+    from agents.exceptions import ModelBehaviorError
+
+    from xerj_tools.integrations.openai_agents import function_tools
+
+    class WithoutIds(Turn):
+        def raw_calls(self, ids: Any) -> list[tuple[str, str, str]]:
+            return [("", name, raw) for _, name, raw in super().raw_calls(ids)]
+
+    script = [WithoutIds(tool_calls=[("xerj_search", SEARCH), ("xerj_search", SEARCH)]), Turn(text="Done.")]
+    with Dispatcher(url=xerj.url) as dispatcher, pytest.raises(ModelBehaviorError, match="call ID"):
+        run_tools(script, function_tools(dispatcher))
+    assert xerj.requests == []

@@ -245,10 +245,8 @@ class Dispatcher(BaseDispatcher):
         `dispatch`); a value that is no `Policy` raises `ConfigurationError` the same way.
         `max_calls` bounds the turn (see `run_many`).
         """
-        results = self.run_many(
-            calls, transcript=transcript, assistant=assistant, policy=policy, max_calls=max_calls
-        )
-        return [r.message for r in results]
+        # One line: an interrupt before `run_many` places the answers is on this line alone.
+        return [r.message for r in self.run_many(calls, transcript=transcript, assistant=assistant, policy=policy, max_calls=max_calls)]  # fmt: skip
 
     def _send(
         self, request: HttpRequest, deadline: Deadline, cancel: threading.Event | None
