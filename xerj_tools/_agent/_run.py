@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._bounds import loads
 from .._dispatch._answers import PendingAnswers
+from .._dispatch._base import too_many_calls
 from .._dispatch._core import ToolResult
 from .._exceptions import MaxTurnsExceeded
 from .._shapes import Assembler, Step, ToolCall, loop_shape
@@ -104,11 +105,8 @@ class AgentRun:
         """A call past `max_calls_per_turn` in its turn is answered without being run."""
         if position < self.max_calls:
             return None
-        reason = (
-            f"this turn made more than {self.max_calls} calls; only the first {self.max_calls} "
-            "were run. Use their results, and make this call in a later turn if it is still needed"
-        )
-        return self.answer(call, "too_many_calls", reason)
+        refusal = too_many_calls(self.max_calls)
+        return self.answer(call, refusal.code, str(refusal))
 
     def screen(self, call: ToolCall) -> ToolResult | None:
         """The loop guard: a call repeated past `max_repeats` is answered without XERJ.

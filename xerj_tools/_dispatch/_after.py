@@ -37,7 +37,6 @@ class CoreView(Protocol):
 
     mappings: MappingCache
     listing: IndexListing
-    policy: Policy
 
     @property
     def tools(self) -> Mapping[str, Tool]: ...  # the tools served, by name
@@ -50,6 +49,8 @@ class PreparedView(Protocol):
     def tool(self) -> Tool | None: ...
     @property
     def arguments(self) -> Mapping[str, Any]: ...
+    @property
+    def policy(self) -> Policy: ...  # the policy the call was checked under
 
 
 __all__ = ["after_answer", "with_known_vectors"]
@@ -100,7 +101,7 @@ def after_answer(
             # The model guessed an index name: tell it which ones exist (those it may search).
             # An alias only when every index behind it is allowed (`_index_guard`).
             listing = yield from read_listing(core.listing, node)
-            allowed = core.policy.allows_index
+            allowed = prepared.policy.allows_index
             aliases = listing.aliases if listing is not None else {}
             names = [
                 n
@@ -114,7 +115,7 @@ def after_answer(
     if tool is None:
         return payload
     if payload.get("ok") and tool.after is not None:
-        return (yield from tool.after(payload, core.policy))
+        return (yield from tool.after(payload, prepared.policy))
     # no match at all: a total of 0 (`size: 0` asks for counts, not for hits)
     empty = payload.get("ok") is True and payload.get("hits") == [] and payload.get("total") == 0
     reason = str(error.get("reason") or "") if error is not None else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -23,6 +24,7 @@ from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._options import AsyncDispatchKeywords, DispatchOptions, documented, from_keywords
+from ._policy import Policy
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -64,10 +66,10 @@ class AsyncDispatcher(BaseDispatcher):
         self._gate = None if bound is None else AsyncGate(bound, pool_timeout)
         self._sleep = sleep
 
-    async def run(self, call: Any) -> ToolResult:
+    async def run(self, call: Any, *, policy: Policy | None = None) -> ToolResult:
         if self._closed:
             raise ClosedError("this AsyncDispatcher was closed; make a new one")
-        return await self._complete(self.begin(call))
+        return await self._complete(self.begin(call, policy=policy))
 
     async def complete(self, begun: Begun) -> ToolResult:
         """Send a call that `begin` prepared (retries, deadline, budget) and return its result;
@@ -83,13 +85,15 @@ class AsyncDispatcher(BaseDispatcher):
                 payload, attempts = await self._drive(
                     self._core.flow(tool_call.name, prepared, self._endpoint.label),
                     Deadline(self.deadline, self._core.clock),
+                    self._response_cap(prepared),
                 )
                 return self._core.result(tool_call, payload, attempts, started, prepared)
             except Exception as exc:  # see `_crashed`
                 return self._crashed(tool_call, exc, started)
 
-    async def dispatch(self, call: Any) -> ToolMessage:
-        return (await self.run(call)).message
+    async def dispatch(self, call: Any, *, policy: Policy | None = None) -> ToolMessage:
+        """Run one call; see `Dispatcher.dispatch` (`policy`: this call's own `Policy`)."""
+        return (await self.run(call, policy=policy)).message
 
     def run_many(
         self,
@@ -97,6 +101,8 @@ class AsyncDispatcher(BaseDispatcher):
         *,
         transcript: list[Any] | None = None,
         assistant: Any = None,
+        policy: Policy | None = None,
+        max_calls: int | None = None,
     ) -> Coroutine[Any, Any, list[ToolResult]]:
         """Run a turn's calls as concurrent tasks; results in call order. Identical calls
         (same tool, same arguments after repair) are sent once; each call id gets its answer.
@@ -105,8 +111,8 @@ class AsyncDispatcher(BaseDispatcher):
         into `transcript` when it is called, so that a task cancelled before it ever ran
         still leaves a valid transcript. Await what it returns.
         """
-        answers, started = self._open_turn(calls, transcript, assistant)
-        return self._run_turn(answers, started)
+        answers, started = self._open_turn(calls, transcript, assistant, policy, max_calls)
+        return self._run_turn(answers, started, policy, max_calls)
 
     def dispatch_many(
         self,
@@ -114,21 +120,35 @@ class AsyncDispatcher(BaseDispatcher):
         *,
         transcript: list[Any] | None = None,
         assistant: Any = None,
+        policy: Policy | None = None,
+        max_calls: int | None = None,
     ) -> Coroutine[Any, Any, list[ToolMessage]]:
         """Run a turn's calls concurrently; see `Dispatcher.dispatch_many` and `run_many`."""
-        answers, started = self._open_turn(calls, transcript, assistant)
-        return self._messages(answers, started)
+        answers, started = self._open_turn(calls, transcript, assistant, policy, max_calls)
+        return self._messages(answers, started, policy, max_calls)
 
-    async def _messages(self, answers: PendingAnswers, started: float) -> list[ToolMessage]:
-        return [r.message for r in await self._run_turn(answers, started)]
+    async def _messages(
+        self,
+        answers: PendingAnswers,
+        started: float,
+        policy: Policy | None,
+        max_calls: int | None,
+    ) -> list[ToolMessage]:
+        return [r.message for r in await self._run_turn(answers, started, policy, max_calls)]
 
-    async def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
+    async def _run_turn(
+        self,
+        answers: PendingAnswers,
+        started: float,
+        policy: Policy | None = None,
+        max_calls: int | None = None,
+    ) -> list[ToolResult]:
         tasks: list[asyncio.Future[ToolResult]] = []
         begun: list[Begun] = []
         unique: list[int] = []
         copies: dict[int, int] = {}
         try:
-            begun, unique, copies = self._plan(answers.calls, started)
+            begun, unique, copies = self._plan(answers.calls, started, policy, max_calls)
             tasks = [asyncio.ensure_future(self._complete(begun[i])) for i in unique]
             done = list(await asyncio.gather(*tasks))
         except BaseException:
@@ -170,11 +190,15 @@ class AsyncDispatcher(BaseDispatcher):
         outcome: Outcome = await async_retrying(request, self.retry, self._sleep, deadline)(resume)
         return outcome, attempts
 
-    async def _drive(self, flow: Flow, deadline: Deadline) -> tuple[dict[str, Any], int]:
+    async def _drive(
+        self, flow: Flow, deadline: Deadline, cap: int | None = None
+    ) -> tuple[dict[str, Any], int]:
         total = 0
         try:
             request = next(flow)
             while True:
+                if cap is not None:  # the call's own policy reads less of a response
+                    request = replace(request, max_response_bytes=cap)
                 outcome, attempts = await self._send(request, deadline)
                 if request.kind != "listing":  # a follow-up for the message, not the call
                     total += attempts

@@ -15,8 +15,27 @@ from ..tools import Tool
 from ._answers import PendingAnswers
 from ._core import DispatchCore, Prepared, ToolResult, _raised
 from ._options import DispatchOptions
+from ._policy import Policy, call_policy
 
-__all__ = ["BaseDispatcher", "Begun"]
+__all__ = ["BaseDispatcher", "Begun", "checked_max_calls", "too_many_calls"]
+
+
+def too_many_calls(limit: int) -> ToolCallError:
+    """The answer to a call past the first `limit` of its turn (``too_many_calls``): not run."""
+    return ToolCallError(
+        f"this turn made more than {limit} calls; only the first {limit} were run. Use their "
+        "results, and make this call in a later turn if it is still needed",
+        code="too_many_calls",
+    )
+
+
+def checked_max_calls(limit: object) -> int | None:
+    """A bound on a turn's calls: None (no bound) or a whole number of at least 1."""
+    if limit is None or (type(limit) is int and limit >= 1):
+        return limit
+    raise ConfigurationError(
+        f"max_calls must be a whole number of at least 1, or None; got {limit!r:.40}"
+    )
 
 
 class Begun(NamedTuple):
@@ -89,11 +108,13 @@ class BaseDispatcher:
         custom tools (read-only)."""
         return MappingProxyType(self._core.tools)
 
-    def begin(self, call: Any) -> Begun:
+    def begin(self, call: Any, *, policy: Policy | None = None) -> Begun:
         """Parse `call` (any wire shape) and prepare it; nothing is sent. `complete` sends it,
-        or answers the refusal; `Begun.key` tells identical calls apart for de-duplication."""
+        or answers the refusal; `Begun.key` tells identical calls apart for de-duplication.
+        `policy` replaces the dispatcher's for this call (see `dispatch`)."""
+        policy = call_policy(policy)
         started, tool_call = self._core.clock(), parse_tool_call(call)
-        return Begun(tool_call, self._prepare(tool_call), started)
+        return Begun(tool_call, self._prepare(tool_call, policy), started)
 
     def answer(self, call: ToolCall, code: str, reason: str) -> ToolResult:
         """An error answer to `call` made without XERJ (a loop refusing or denying it), with
@@ -108,12 +129,12 @@ class BaseDispatcher:
         """The answer to `call`, identical to the call `first` answers, which was sent once."""
         return self._core.duplicate(call, first, started)
 
-    def _prepare(self, call: ToolCall) -> Prepared | ToolCallError:
+    def _prepare(self, call: ToolCall, policy: Policy | None = None) -> Prepared | ToolCallError:
         """The call's request, or what is wrong with it. Whatever raises while the request is
         validated or built is answered (``handler_error``, logged with where it was raised):
         nothing a model sends makes `dispatch` raise."""
         try:
-            return self._core.prepare(call)
+            return self._core.prepare(call, policy)
         except Exception as exc:
             return _raised(call.name, "dispatcher", exc)
 
@@ -122,8 +143,18 @@ class BaseDispatcher:
         that is no `HTTPError`, a bug): ``handler_error``, logged, never raised out of `dispatch`."""
         return self._core.refusal(call, _raised(call.name, "dispatcher", exc), started)
 
+    def _response_cap(self, prepared: Prepared) -> int | None:
+        """A call's own policy's response cap, when it is lower than the dispatcher's."""
+        own = prepared.policy.max_response_bytes
+        return own if own is not None and own < self._settings.max_response_bytes else None
+
     def _open_turn(
-        self, calls: Iterable[Any], transcript: list[Any] | None, assistant: Any = None
+        self,
+        calls: Iterable[Any],
+        transcript: list[Any] | None,
+        assistant: Any = None,
+        policy: Policy | None = None,
+        max_calls: int | None = None,
     ) -> tuple[PendingAnswers, float]:
         """Parse a turn's calls and put a ``cancelled`` answer to each into `transcript` at
         once, to be replaced by the real ones (see `_answers`).
@@ -139,6 +170,8 @@ class BaseDispatcher:
                 raise ConfigurationError(
                     "assistant= goes with transcript=: it joins the transcript"
                 )
+            call_policy(policy)
+            checked_max_calls(max_calls)
             before = () if assistant is None else (assistant,)
             if transcript is not None:
                 calls = list(calls)  # read once: parsed again below if interrupted
@@ -156,10 +189,19 @@ class BaseDispatcher:
             raise
 
     def _plan(
-        self, calls: Sequence[ToolCall], started: float
+        self,
+        calls: Sequence[ToolCall],
+        started: float,
+        policy: Policy | None = None,
+        max_calls: int | None = None,
     ) -> tuple[list[Begun], list[int], dict[int, int]]:
-        """Prepare every call; pick the ones to send (identical valid calls are sent once)."""
-        begun = [Begun(c, self._prepare(c), started) for c in calls]
+        """Prepare every call; pick the ones to send (identical valid calls are sent once).
+        The calls past the first `max_calls` are answered ``too_many_calls``, not prepared."""
+        limit = len(calls) if max_calls is None else max_calls
+        begun = [
+            Begun(c, self._prepare(c, policy) if i < limit else too_many_calls(limit), started)
+            for i, c in enumerate(calls)
+        ]
         first_of: dict[str, int] = {}
         unique: list[int] = []
         copies: dict[int, int] = {}

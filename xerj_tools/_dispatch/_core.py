@@ -106,6 +106,9 @@ class Prepared:
     tool: Tool | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
     page_from: int | None = None  # where a hit list that can page started (its `paging`)
+    # The policy the call was checked under, which also guards what follows (an index pattern
+    # resolved, the hits and listings the answer shows): the dispatcher's, or the call's own.
+    policy: Policy = field(default_factory=Policy, repr=False)
 
     @property
     def key(self) -> str:
@@ -179,14 +182,18 @@ class DispatchCore:
         self.policy = policy if policy is not None else Policy()
         self.clock = clock
 
-    def prepare(self, call: ToolCall) -> Prepared | ToolCallError:
-        """Validate (and repair) the call and build its request, or say what the model must fix."""
+    def prepare(self, call: ToolCall, policy: Policy | None = None) -> Prepared | ToolCallError:
+        """Validate (and repair) the call and build its request, or say what the model must fix.
+
+        `policy` (a call's own, from `begin`/`dispatch`'s ``policy=``) replaces the core's for
+        this call, from its checks to the answer's reading; None means the core's."""
+        policy = self.policy if policy is None else policy
         spec = self.registry.get(call.name)
         if spec is None or call.custom:
             return UnknownToolError(call.name, self.registry.names)
         if (malformed := call.arguments_error()) is not None:  # the shape's own rule
             return malformed
-        if too_large := self.policy.check_size(call.arguments):
+        if too_large := policy.check_size(call.arguments):
             return too_large
         # validated, with integral numbers made ints (5e3 is 5000 to every cap and handler)
         checked = checked_arguments(spec, call.arguments, self.repair)
@@ -202,7 +209,7 @@ class DispatchCore:
             return error
         arguments, repairs = checked
         tool = self.tools[call.name]
-        applied = self.policy._apply(
+        applied = policy._apply(
             tool, arguments, read_body=may_name_indices(call.arguments, arguments)
         )
         if isinstance(applied, PolicyDenied):
@@ -226,7 +233,7 @@ class DispatchCore:
                 f"an argument became the path segment {segment!r}, which HTTP reads as a "
                 "relative path; nothing was sent. Use a real name"
             )
-        if (refused := self.policy.write_refusal(tool, request)) is not None:
+        if (refused := policy.write_refusal(tool, request)) is not None:
             return refused
         if notes:
             request = replace(request, notes=(*request.notes, *notes))
@@ -237,16 +244,16 @@ class DispatchCore:
         if tool.paging is not None and tool.paging in spec.parameters.get("properties", {}):
             value = (request.body or {}).get(tool.paging, 0)
             page_from = value if isinstance(value, int) else 0
-        return Prepared(request, repairs, tool, arguments, page_from)
+        return Prepared(request, repairs, tool, arguments, page_from, policy)
 
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
-        request = prepared.request
+        request, policy = prepared.request, prepared.policy
         indexed = prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
         if indexed and prepared.tool is not None:
             # A pattern XERJ cannot glob is resolved here; a known alias of a denied index refused.
             ready = yield from resolved_request(
-                self.listing, self.policy, prepared.tool, prepared.arguments, request, node
+                self.listing, policy, prepared.tool, prepared.arguments, request, node
             )
             if isinstance(ready, ToolCallError):
                 return error_payload(ready)
@@ -275,10 +282,10 @@ class DispatchCore:
             outcome, attempts = yield request
         payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
         if payload.get("ok") and (follow := getattr(prepared.tool, "follow_up", None)):
-            payload = yield from follow(prepared.arguments, payload, self.policy.allows_index)
+            payload = yield from follow(prepared.arguments, payload, policy.allows_index)
         if indexed and prepared.tool is not None:
             payload = yield from checked_answer(
-                self.listing, self.policy, prepared.tool, prepared.arguments, payload, node
+                self.listing, policy, prepared.tool, prepared.arguments, payload, node
             )
         return (yield from after_answer(self, prepared, request, outcome, payload, node))
 

@@ -20,7 +20,7 @@ from ._body_indices import WRAPPER, named_indices
 if TYPE_CHECKING:
     from ..tools import Tool
 
-__all__ = ["Policy", "PolicyDenied"]
+__all__ = ["Policy", "PolicyDenied", "call_policy"]
 
 _WILDCARDS = "*?["
 # Endpoints a POST may reach without changing data, for a tool that does not say whether it
@@ -264,6 +264,17 @@ class Policy:
         if not self.read_only or tool.writes is not None or not _writes(request):
             return None
         return _read_only(tool.name)
+
+
+def call_policy(policy: object) -> Policy | None:
+    """A call's own ``policy=``: None (the dispatcher's) or a `Policy`. Anything else raises
+    before the call is looked at: a guardrail given in a form the dispatcher cannot read must
+    not let the call run under another (wider) policy."""
+    if policy is None or isinstance(policy, Policy):
+        return policy
+    raise ConfigurationError(
+        f"policy= takes a Policy (or None for the dispatcher's own); got {type(policy).__name__}"
+    )
 
 
 _COUNTS = (

@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -32,6 +33,7 @@ from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._options import DispatchKeywords, DispatchOptions, documented, from_keywords
+from ._policy import Policy
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -88,11 +90,11 @@ class Dispatcher(BaseDispatcher):
         """How many calls (or turns) are running."""
         return len(self._calls)
 
-    def run(self, call: Any) -> ToolResult:
+    def run(self, call: Any, *, policy: Policy | None = None) -> ToolResult:
         """Run one call and return its `ToolResult` (message, payload, attempts, time)."""
         token = self._enter()
         try:
-            return self._complete(self.begin(call))
+            return self._complete(self.begin(call, policy=policy))
         finally:
             self._leave(token)
 
@@ -139,14 +141,20 @@ class Dispatcher(BaseDispatcher):
             flow = self._core.flow(tool_call.name, prepared, self._endpoint.label)
             deadline = Deadline(self.deadline, self._core.clock)
             try:
-                payload, attempts = self._drive(flow, deadline, cancel)
+                payload, attempts = self._drive(
+                    flow, deadline, cancel, self._response_cap(prepared)
+                )
                 return self._core.result(tool_call, payload, attempts, started, prepared)
             except Exception as exc:  # see `_crashed`
                 return self._crashed(tool_call, exc, started)
 
-    def dispatch(self, call: Any) -> ToolMessage:
-        """Run one call; return the answer to it, in the call's own shape."""
-        return self.run(call).message
+    def dispatch(self, call: Any, *, policy: Policy | None = None) -> ToolMessage:
+        """Run one call; return the answer to it, in the call's own shape.
+
+        `policy` replaces the dispatcher's `Policy` for this call alone (a tenant's, a run's):
+        its checks, its caps and the reading of the answer (docs/policy.md). A value that is no
+        `Policy` raises `ConfigurationError` before anything is looked at or sent."""
+        return self.run(call, policy=policy).message
 
     def run_many(
         self,
@@ -154,29 +162,39 @@ class Dispatcher(BaseDispatcher):
         *,
         transcript: list[Any] | None = None,
         assistant: Any = None,
+        policy: Policy | None = None,
+        max_calls: int | None = None,
     ) -> list[ToolResult]:
         """Run a turn's calls concurrently on a bounded thread pool; results in call order.
 
         Identical calls (same tool, same arguments after repair) are sent once; each call id
-        still gets its answer.
+        still gets its answer. `policy`: as in `dispatch`, for every call of the turn.
+        `max_calls`: the calls past the first `max_calls` are answered ``too_many_calls`` and
+        not run (None, the default: no bound; `run_agent` bounds its turns by itself).
         """
         # The answers are in `transcript` before the turn is counted as running: an interrupt
         # landing in `_enter` finds every call answered ``cancelled`` (issue 25, N17).
-        answers, started = self._open_turn(calls, transcript, assistant)
+        answers, started = self._open_turn(calls, transcript, assistant, policy, max_calls)
         token = self._enter()
         try:
-            return self._answer_all(answers, self._run_turn(answers, started))
+            return self._answer_all(answers, self._run_turn(answers, started, policy, max_calls))
         finally:
             self._leave(token)
 
-    def _run_turn(self, answers: PendingAnswers, started: float) -> list[ToolResult]:
+    def _run_turn(
+        self,
+        answers: PendingAnswers,
+        started: float,
+        policy: Policy | None = None,
+        max_calls: int | None = None,
+    ) -> list[ToolResult]:
         cancel = threading.Event()
         futures: list[Future[ToolResult]] = []
         begun: list[Begun] = []
         unique: list[int] = []
         copies: dict[int, int] = {}
         try:
-            begun, unique, copies = self._plan(answers.calls, started)
+            begun, unique, copies = self._plan(answers.calls, started, policy, max_calls)
             if len(unique) <= 1:
                 done = [self._complete(begun[i], cancel) for i in unique]
             else:
@@ -209,6 +227,8 @@ class Dispatcher(BaseDispatcher):
         *,
         transcript: list[Any] | None = None,
         assistant: Any = None,
+        policy: Policy | None = None,
+        max_calls: int | None = None,
     ) -> list[ToolMessage]:
         """Run a turn's calls concurrently; one answer per call, in call order (Anthropic:
         ``tool_result`` blocks; `turn_messages` makes the one user message that carries them).
@@ -221,9 +241,14 @@ class Dispatcher(BaseDispatcher):
         landing anywhere, even before the call does anything, leaves no turn unanswered
         (appended by hand beforehand, a turn interrupted that early would be). An item that is
         no tool call raises `InvalidToolCallError` before anything is sent or added; after
-        `close()`: `ClosedError`.
+        `close()`: `ClosedError`. `policy` replaces the dispatcher's for this turn's calls (see
+        `dispatch`); a value that is no `Policy` raises `ConfigurationError` the same way.
+        `max_calls` bounds the turn (see `run_many`).
         """
-        return [r.message for r in self.run_many(calls, transcript=transcript, assistant=assistant)]
+        results = self.run_many(
+            calls, transcript=transcript, assistant=assistant, policy=policy, max_calls=max_calls
+        )
+        return [r.message for r in results]
 
     def _send(
         self, request: HttpRequest, deadline: Deadline, cancel: threading.Event | None
@@ -263,12 +288,18 @@ class Dispatcher(BaseDispatcher):
         return outcome, attempts
 
     def _drive(
-        self, flow: Flow, deadline: Deadline, cancel: threading.Event | None = None
+        self,
+        flow: Flow,
+        deadline: Deadline,
+        cancel: threading.Event | None = None,
+        cap: int | None = None,
     ) -> tuple[dict[str, Any], int]:
         total = 0
         try:
             request = next(flow)
             while True:
+                if cap is not None:  # the call's own policy reads less of a response
+                    request = replace(request, max_response_bytes=cap)
                 outcome, attempts = self._send(request, deadline, cancel)
                 if request.kind != "listing":  # a follow-up for the message, not the call
                     total += attempts

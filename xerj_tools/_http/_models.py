@@ -30,6 +30,8 @@ class HttpRequest:
     on; the dense_vector fields of the index's mapping, when the dispatcher has it cached),
     which the model does not read unless its `source` names them (`_source_view`). `reading`
     is never sent either: what the tool's reading needs of the arguments (a describe's `prefix`).
+    `max_response_bytes`, when set, lowers the transport's cap on the response for this request
+    (a call's own policy may be stricter than the dispatcher's).
     """
 
     method: str
@@ -44,6 +46,7 @@ class HttpRequest:
     template: str | None = None
     vectors: tuple[str, ...] = ()
     reading: Mapping[str, Any] = field(default_factory=dict)
+    max_response_bytes: int | None = None
 
     @property
     def reranked(self) -> bool:

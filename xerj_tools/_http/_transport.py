@@ -192,6 +192,12 @@ def _certificate_problem(exc: BaseException) -> str | None:
     return None
 
 
+def _limit(settings: TransportSettings, request: HttpRequest) -> int:
+    """The most of a response read: the settings' cap, or the request's own when lower."""
+    own = request.max_response_bytes
+    return settings.max_response_bytes if own is None else min(own, settings.max_response_bytes)
+
+
 def _too_large(limit: int, node: str) -> Failure:
     return Failure("too_large", f"the response is larger than {limit} bytes", node)
 
@@ -263,7 +269,7 @@ class SyncTransport(_Transport):
         return outcome
 
     def _attempt(self, request: HttpRequest, node: str, deadline: Deadline) -> Outcome:
-        limit = self.settings.max_response_bytes
+        limit = _limit(self.settings, request)
         try:
             with (
                 Running(deadline),
@@ -325,7 +331,7 @@ class AsyncTransport(_Transport):
         return outcome
 
     async def _attempt(self, request: HttpRequest, node: str, deadline: Deadline) -> Outcome:
-        limit = self.settings.max_response_bytes
+        limit = _limit(self.settings, request)
         try:
             with Running(deadline):
                 async with self.client.stream(

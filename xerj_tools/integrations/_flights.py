@@ -17,10 +17,23 @@ from .._shapes import ToolCall
 if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher
     from .._dispatch._base import Begun
+    from .._dispatch._policy import Policy
     from .._dispatch._sync import Dispatcher
 
 
 __all__ = ["CallRunner"]
+
+
+def _scoped(scope: Hashable, policy: Policy | None) -> Hashable:
+    """The scope within which identical calls share an answer: one run, and one policy (an
+    answer read under one tenant's policy is never another's)."""
+    if policy is None:
+        return scope
+    try:
+        hash(policy)
+    except TypeError:  # a Policy given lists instead of tuples
+        return (scope, id(policy))
+    return (scope, policy)  # equal policies guard alike
 
 
 @dataclass
@@ -79,15 +92,15 @@ class CallRunner:
         """Whether the dispatcher is an `AsyncDispatcher` (only `run` serves it)."""
         return self._native
 
-    def run_sync(self, call: ToolCall, scope: Hashable) -> ToolResult:
+    def run_sync(self, call: ToolCall, scope: Hashable, policy: Policy | None = None) -> ToolResult:
         """`run` for a sync `Dispatcher` on the caller's thread: identical calls of `scope` in
         flight together on other threads wait for the first one's request."""
         dispatcher: Any = self._dispatcher
-        begun = dispatcher.begin(call)
+        begun = dispatcher.begin(call, policy=policy)
         if begun.key is None:  # refused: answered at once, nothing is sent
             refused: ToolResult = dispatcher.complete(begun)
             return refused
-        key = (scope, begun.key)
+        key = (_scoped(scope, policy), begun.key)
         if (kept := self._kept(key)) is not None:
             return self._answer(call, kept, begun.started)
         with self._lock:
@@ -120,17 +133,20 @@ class CallRunner:
             return sent
         return asyncio.to_thread(dispatcher.complete, begun)
 
-    async def run(self, call: ToolCall, scope: Hashable) -> ToolResult:
+    async def run(
+        self, call: ToolCall, scope: Hashable, policy: Policy | None = None
+    ) -> ToolResult:
         """Run `call`; identical calls with the same `scope` (one agent run) in flight together
-        share one request, and the later ones get the first one's answer with a note."""
+        share one request, and the later ones get the first one's answer with a note. `policy`
+        replaces the dispatcher's for this call; only calls under the same policy share."""
         dispatcher: Any = self._dispatcher
-        begun = dispatcher.begin(call)
+        begun = dispatcher.begin(call, policy=policy)
         if begun.key is None:  # refused: answered at once, nothing is sent (no thread hop)
             refused: ToolResult = (
                 await dispatcher.complete(begun) if self._native else dispatcher.complete(begun)
             )
             return refused
-        key = (scope, begun.key)
+        key = (_scoped(scope, policy), begun.key)
         if (kept := self._kept(key)) is not None:
             return self._answer(call, kept, begun.started)
         flight = self._flights.get(key)

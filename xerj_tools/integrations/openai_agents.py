@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
 from ._flights import CallRunner
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
 
 try:
     from agents import FunctionTool
@@ -45,7 +46,11 @@ __all__ = ["function_tools"]
 
 
 def function_tools(
-    dispatcher: AsyncDispatcher | Dispatcher, *, names: Iterable[str] | None = None
+    dispatcher: AsyncDispatcher | Dispatcher,
+    *,
+    names: Iterable[str] | None = None,
+    policy: PolicyChoice = None,
+    max_calls_per_turn: int | None = MAX_CALLS_PER_TURN,
 ) -> list[FunctionTool]:
     """One `FunctionTool` per tool of ``dispatcher.registry`` (or of `names`), for ``Agent(tools=)``.
 
@@ -57,13 +62,20 @@ def function_tools(
     arguments after repair) that are in flight at the same time are sent to XERJ once, and each
     call id gets its answer, as with ``dispatch_many``. Calls made one after another (for example
     with ``max_function_tool_concurrency=1``) are each sent.
+
+    `policy` is a `Policy` for every run, or a function of the call's `ToolContext` (a
+    `RunContextWrapper`: ``ctx.context`` is what you passed as ``Runner.run(context=...)``) that
+    returns the run's, as in ``lambda ctx: POLICIES[ctx.context.tenant]``; None uses the
+    dispatcher's. A function that raises or returns no `Policy` gets the call refused
+    ``policy_denied``, nothing sent. `max_calls_per_turn` (16; None: no bound): the calls of
+    one model response past it are answered ``too_many_calls`` and not run.
     """
     registry = dispatcher.registry
     chosen = list(registry.names if names is None else names)
     unknown = [n for n in chosen if n not in registry]
     if unknown:
         raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
-    runner = _Runner(dispatcher)
+    runner = _Runner(dispatcher, RunGuard(dispatcher, policy, max_calls_per_turn))
     functions = {tool["function"]["name"]: tool["function"] for tool in registry.chat_tools()}
     tools = []
     for name in chosen:
@@ -83,9 +95,19 @@ def function_tools(
 class _Runner(CallRunner):
     """Runs one call through the dispatcher; identical calls in flight share one request."""
 
+    def __init__(self, dispatcher: AsyncDispatcher | Dispatcher, guard: RunGuard) -> None:
+        super().__init__(dispatcher)
+        self.guard = guard
+
     def invoker(self, name: str) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
         async def invoke(context: ToolContext[Any], arguments: str) -> str:
-            call = ToolCall(str(context.tool_call_id), name, arguments, "chat")
-            return (await self.run(call, id(getattr(context, "usage", None)))).content
+            call = ToolCall(str(context.tool_call_id or name), name, arguments, "chat")
+            # The run's usage lives as long as the run; its request count is the model turn.
+            usage = getattr(context, "usage", None)
+            step = getattr(usage, "requests", 0)
+            policy, refused = self.guard.check(call, usage, step, context)
+            if refused is not None:
+                return refused.content
+            return (await self.run(call, id(usage), policy)).content
 
         return invoke

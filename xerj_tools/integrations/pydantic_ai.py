@@ -8,8 +8,16 @@
         agent = Agent("openai:gpt-4.1-mini", toolsets=[XerjToolset(dispatcher)])
         result = await agent.run("Why did checkout break?")
 
-Each tool's ``ToolDefinition`` carries the registry's JSON Schema as it is (``strict`` left unset:
-pydantic-ai sends it unchanged). What the model sent reaches the dispatcher raw: the toolset's
+Each tool's ``ToolDefinition`` carries the registry's JSON Schema with ``strict=False``. pydantic-ai
+passes every tool schema through its model profile's transformer on the way out
+(``Model.customize_request_parameters``); with ``strict`` unset, its OpenAI transformer
+(``pydantic_ai/profiles/openai.py``, ``OpenAIJsonSchemaTransformer._transform_object``) closes every
+object (``additionalProperties: false``), which turns `query`, `aggs`, `rerank`, `filter` and
+`metadata` into objects that may hold nothing, and sends a schema it then finds strict-compatible
+with ``strict: true``. With ``strict=False`` the only change it makes is ``"properties": {}`` on
+an object that has none (its ``additionalProperties`` stays open), and no tool is sent strict.
+
+What the model sent reaches the dispatcher raw: the toolset's
 argument validator accepts anything and hands the text (or the object) on. pydantic-ai itself
 validates a function tool's arguments with pydantic and answers a failure with a retry prompt,
 ending the run with ``UnexpectedModelBehavior`` once the tool's ``max_retries`` (1 by default)
@@ -20,12 +28,14 @@ an ordinary tool return, and no retry is spent.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
 from ._flights import CallRunner
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
 
 try:
     from pydantic_ai import RunContext
@@ -65,6 +75,12 @@ class XerjToolset(AbstractToolset[Any]):
     worker thread. pydantic-ai runs a turn's calls concurrently: identical calls of one run (same
     tool, same arguments after repair) in flight together are sent to XERJ once, and each call
     gets its answer (the later ones with a note). The answer is the envelope's JSON text.
+
+    `policy` is a `Policy` for every run, or a function of the call's `RunContext` that returns
+    the run's (``lambda ctx: ctx.deps.policy``: a tenant's policy through the run's ``deps``);
+    None uses the dispatcher's. A function that raises or returns no `Policy` gets the call
+    refused ``policy_denied``, nothing sent. `max_calls_per_turn` (16; None: no bound): the
+    calls of one model response past it are answered ``too_many_calls`` and not run.
     """
 
     def __init__(
@@ -73,6 +89,8 @@ class XerjToolset(AbstractToolset[Any]):
         *,
         names: Iterable[str] | None = None,
         id: str | None = "xerj",
+        policy: PolicyChoice = None,
+        max_calls_per_turn: int | None = MAX_CALLS_PER_TURN,
     ) -> None:
         registry = dispatcher.registry
         chosen = list(registry.names if names is None else names)
@@ -82,11 +100,13 @@ class XerjToolset(AbstractToolset[Any]):
         self.dispatcher = dispatcher
         self._id = id
         self._runner = CallRunner(dispatcher)
+        self._guard = RunGuard(dispatcher, policy, max_calls_per_turn)
         self._definitions = [
             ToolDefinition(
                 name=name,
                 description=registry[name].description,
-                parameters_json_schema=dict(registry[name].parameters),
+                parameters_json_schema=copy.deepcopy(dict(registry[name].parameters)),
+                strict=False,  # sent as written, not closed by a strict-mode transformer
             )
             for name in chosen
         ]
@@ -111,5 +131,9 @@ class XerjToolset(AbstractToolset[Any]):
     ) -> str:
         arguments = tool_args.get(_RAW, tool_args)
         call = ToolCall(str(ctx.tool_call_id or name), name, arguments, "chat")
-        scope = ctx.run_id or id(ctx.usage)  # one agent run
-        return (await self._runner.run(call, scope)).content
+        run = ctx.run_id or ctx.usage  # one agent run
+        policy, refused = self._guard.check(call, run, ctx.run_step, ctx)
+        if refused is not None:
+            return refused.content
+        scope = run if isinstance(run, str) else id(run)
+        return (await self._runner.run(call, scope, policy)).content
