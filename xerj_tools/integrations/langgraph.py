@@ -131,7 +131,7 @@ class XerjToolNode(Runnable[Any, Any]):
         self._guard = RunGuard(dispatcher, policy, None)  # the policy; the bound is counted here
         self._bound = checked_max_calls(max_calls_per_turn)
 
-    def _plan(self, state: Any, config: RunnableConfig | None) -> _Turn:
+    def _read_turn(self, state: Any, config: RunnableConfig | None) -> _Turn:
         messages = _messages(state, self.messages_key)
         at, message = _last_ai(messages)
         answered = {m.tool_call_id for m in messages[at + 1 :] if isinstance(m, ToolMessage)}
@@ -177,7 +177,7 @@ class XerjToolNode(Runnable[Any, Any]):
                 "XerjToolNode over an AsyncDispatcher runs with ainvoke/astream (an async graph); "
                 "use a Dispatcher for invoke"
             )
-        turn = self._plan(state, config)
+        turn = self._read_turn(state, config)
         for policy, calls in turn.todo.values():
             results = self.dispatcher.run_many([c for _, c in calls], policy=policy)
             assert isinstance(results, list)
@@ -185,7 +185,7 @@ class XerjToolNode(Runnable[Any, Any]):
         return self._output(state, turn)
 
     async def _arun(self, state: Any, run_manager: Any, config: RunnableConfig) -> Any:
-        turn = self._plan(state, config)
+        turn = self._read_turn(state, config)
         dispatcher: Any = self.dispatcher
         for policy, calls in turn.todo.values():
             todo = [c for _, c in calls]
