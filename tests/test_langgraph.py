@@ -19,8 +19,8 @@ if importlib.util.find_spec("langgraph") is None:
 if importlib.util.find_spec("langchain_openai") is None:
     pytest.skip("the LangGraph tests drive langchain-openai: pip install langchain-openai", allow_module_level=True)
 
-from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
-from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
+from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, Policy, RetryPolicy
+from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, ToolMessage
@@ -263,3 +263,80 @@ def test_a_turn_of_many_calls_runs_the_first_max_calls_per_turn(mode: str, xerj:
     assert len(xerj.requests) == 16
     messages, _ = run(mode, [Turn(tool_calls=calls[:5]), Turn(text="Done.")], xerj, node={"max_calls_per_turn": 2})
     assert [json.loads(m.content).get("ok", False) for m in tool_messages(messages).values()] == [True, True] + [False] * 3
+
+
+TENANTS = {"acme": Policy(allow_indices=("docs",)), "globex": Policy(allow_indices=("tickets",))}
+
+
+def tenant_turns() -> list[Turn]:
+    both = [("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1}),
+            ("xerj_search", {"index": "tickets", "query": {"match_all": {}}, "size": 1}),
+            ("xerj_list_indices", {})]
+    return [Turn(tool_calls=both), Turn(text="Done.")]
+
+
+@pytest.mark.parametrize("via", ["configurable", "context"])
+def test_two_tenants_in_one_process_each_under_its_own_policy(via: str, xerj: XerjStandIn) -> None:
+    """One node and one dispatcher; two runs at once, each with the policy its run selects
+    (RunnableConfig configurable, or LangGraph's context=): neither reaches nor is shown the
+    index the other may use."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.runtime import get_runtime
+
+    from xerj_tools.integrations.langgraph import XerjToolNode, tools_condition
+
+    def policy(config: Any) -> Policy:
+        tenant = config["configurable"]["tenant"] if via == "configurable" else get_runtime().context["tenant"]
+        return TENANTS[tenant]
+
+    def tenant_of(config: Any) -> str:
+        return str(config["configurable"]["tenant"] if via == "configurable" else get_runtime().context["tenant"])
+
+    xerj.fail_next(Fault(delay=0.3, match="_search"))  # the first search is held while the other run goes on
+    with ScriptedModel(tenant_turns()) as acme, ScriptedModel(tenant_turns()) as globex:
+        async def go() -> list[Any]:
+            async with AsyncDispatcher(url=xerj.url) as dispatcher:
+                chats = {name: ChatOpenAI(model="scripted", base_url=m.base_url, api_key="scripted",  # type: ignore[arg-type]
+                                          max_retries=0, streaming=True).bind_tools(dispatcher.registry.chat_tools())
+                         for name, m in (("acme", acme), ("globex", globex))}
+
+                async def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+                    return {"messages": [await chats[tenant_of(config)].ainvoke(state["messages"])]}
+
+                builder = StateGraph(MessagesState, context_schema=dict)
+                builder.add_node("agent", agent)
+                builder.add_node("tools", XerjToolNode(dispatcher, policy=policy))
+                builder.add_edge(START, "agent")
+                builder.add_conditional_edges("agent", tools_condition)
+                builder.add_edge("tools", "agent")
+                graph = builder.compile()
+
+                def run(tenant: str) -> Any:
+                    start = {"messages": [HumanMessage("What is there?")]}
+                    if via == "configurable":
+                        return graph.ainvoke(start, {"configurable": {"tenant": tenant}})
+                    return graph.ainvoke(start, context={"tenant": tenant})
+
+                return list(await asyncio.gather(run("acme"), run("globex")))
+
+        states = asyncio.run(go())
+    for state, (mine, theirs) in zip(states, [("docs", "tickets"), ("tickets", "docs")], strict=True):
+        docs, tickets, listing = (json.loads(m.content) for m in tool_messages(state["messages"]).values())
+        by_index = {"docs": docs, "tickets": tickets}
+        assert by_index[mine]["ok"] is True and by_index[mine]["hits"]
+        assert by_index[theirs]["error"]["code"] == "policy_denied"
+        assert [i["name"] for i in listing["indices"]] == [mine]
+    searched = [r.path for r in xerj.requests if r.path.endswith("_search")]
+    assert sorted(searched) == ["/docs/_search", "/tickets/_search"]  # one each, never the other's
+
+
+def test_a_policy_function_that_fails_refuses_the_calls(xerj: XerjStandIn) -> None:
+    def policy(config: Any) -> Policy:
+        return TENANTS[config["configurable"]["tenant"]]  # KeyError: this run names no tenant
+
+    messages, _ = run("sync", tenant_turns(), xerj, node={"policy": policy})
+    codes = {json.loads(m.content)["error"]["code"] for m in tool_messages(messages).values()}
+    assert codes == {"policy_denied"} and xerj.requests == []
