@@ -267,3 +267,53 @@ def test_a_call_without_an_id_gets_one(xerj: XerjStandIn) -> None:
     ai = next(m for m in messages if isinstance(m, AIMessage))
     assert [c["id"] for c in ai.tool_calls] == ["xerj_0"]
     assert answers(messages)["xerj_0"][0] == "success"
+
+
+def test_two_tenants_in_one_process_each_under_its_own_policy(xerj: XerjStandIn) -> None:
+    """One create_agent, one dispatcher, one set of tools; two runs at once, each with the
+    policy its LangGraph context selects: neither reaches nor is shown the other's index, and
+    the middleware's answers go by the same choice."""
+    from langchain.agents import create_agent
+    from langchain_openai import ChatOpenAI
+    from langgraph.runtime import get_runtime
+
+    from xerj_tools import Policy
+    from xerj_tools.integrations.langchain import XerjMiddleware, xerj_tools
+    from xerj_tools.testing import ScriptedModel, Turn
+
+    tenants = {"acme": Policy(allow_indices=("docs",)), "globex": Policy(allow_indices=("tickets",))}
+
+    def policy(config: Any) -> Policy:
+        return tenants[get_runtime().context["tenant"]]
+
+    both = [("xerj_search", {"index": "docs", "query": {"match_all": {}}, "size": 1}),
+            ("xerj_search", {"index": "tickets", "query": {"match_all": {}}, "size": 1}),
+            ("xerj_list_indices", {})]
+    xerj.fail_next(Fault(delay=0.3, match="_search"))  # the first search is held while the other run goes on
+    def turn(body: Any) -> Any:  # the two runs share the model: each asks, then ends
+        return () if any(m.get("role") == "tool" for m in body["messages"]) else both
+
+    with ScriptedModel([Turn(text="Done.", tool_calls=turn) for _ in range(4)]) as model:
+        chat = ChatOpenAI(model="scripted", base_url=model.base_url, api_key="scripted",  # type: ignore[arg-type]
+                          max_retries=0, streaming=True)
+
+        async def go() -> list[Any]:
+            async with AsyncDispatcher(url=xerj.url) as dispatcher:
+                agent = create_agent(chat, tools=xerj_tools(dispatcher, policy=policy),
+                                     middleware=[XerjMiddleware(dispatcher, policy=policy)], context_schema=dict)
+                start = {"messages": [("user", "What is there?")]}
+                try:
+                    return list(await asyncio.gather(agent.ainvoke(start, context={"tenant": "acme"}),
+                                                     agent.ainvoke(start, context={"tenant": "globex"})))
+                finally:
+                    await chat.root_async_client.close()
+
+        states = asyncio.run(go())
+    for state, (mine, theirs) in zip(states, [("docs", "tickets"), ("tickets", "docs")], strict=True):
+        got = [a[1] for a in answers(state["messages"]).values()]
+        by_index = {"docs": got[0], "tickets": got[1]}
+        assert by_index[mine]["ok"] is True and by_index[mine]["hits"]
+        assert by_index[theirs]["error"]["code"] == "policy_denied"
+        assert [i["name"] for i in got[2]["indices"]] == [mine]
+    searched = sorted(r.path for r in xerj.requests if r.path.endswith("_search"))
+    assert searched == ["/docs/_search", "/tickets/_search"]  # one each, never the other's
