@@ -2,8 +2,9 @@
 repository), with xerj-tools' tools in place of the hand-written `search_documents`.
 
 What changes, against that example:
-- The tools are the registry's seven (search, semantic, vector, hybrid, memory, get), declared
-  with their whole JSON Schema; there, one function with a fixed semantic query, size 3.
+- The tools are the registry's nine (search; semantic, vector and hybrid search; memory store
+  and recall; get a document; list the indices; describe an index), declared with their whole
+  JSON Schema; there, one function with a fixed semantic query, size 3.
 - Every call goes through a dispatcher: validated, repaired where a fix is certain (and said so),
   retried on a transient failure, fitted to a token budget, policy checked. There, the call goes
   out as the model wrote it, and an HTTP error from XERJ raises out of the run.

@@ -74,17 +74,17 @@ class Runner:
             self.sync = None
             self.aio = AsyncDispatcher(sleep=sleep.asleep, **options)
 
-    def run(self, call: Any) -> ToolResult:
+    def run(self, call: Any, **keywords: Any) -> ToolResult:
         if self.sync is not None:
-            return self.sync.run(call)
+            return self.sync.run(call, **keywords)
         assert self.aio is not None and self._loop is not None
-        return self._loop.run_until_complete(self.aio.run(call))
+        return self._loop.run_until_complete(self.aio.run(call, **keywords))
 
-    def run_many(self, calls: list[Any]) -> list[ToolResult]:
+    def run_many(self, calls: list[Any], **keywords: Any) -> list[ToolResult]:
         if self.sync is not None:
-            return self.sync.run_many(calls)
+            return self.sync.run_many(calls, **keywords)
         assert self.aio is not None and self._loop is not None
-        return self._loop.run_until_complete(self.aio.run_many(calls))
+        return self._loop.run_until_complete(self.aio.run_many(calls, **keywords))
 
     def payload(self, name: str, arguments: Any, call_id: str = "call_1") -> dict[str, Any]:
         """Dispatch a Chat Completions call; return the decoded message content."""

@@ -18,7 +18,7 @@ from xerj_tools._cli._main import main
 from xerj_tools._offline._lint import convert, lint_tools
 from xerj_tools._shapes import GEMINI
 from xerj_tools._shapes._gemini_schema import gemini_subset
-from xerj_tools.testing import ScriptedGemini, Turn, XerjStandIn
+from xerj_tools.testing import Fault, ScriptedGemini, Turn, XerjStandIn
 from xerj_tools.testing._gemini import pairing_problem
 from xerj_tools.tools import HANDLERS
 
@@ -266,3 +266,88 @@ def test_a_turns_calls_without_ids_are_numbered_by_their_order() -> None:
     calls = parse_turn([part("xerj_search", SEARCH), part("xerj_search", SEARCH, "fc-7"),
                         part("xerj_get_document", {}), {"type": "tool_use", "id": "t", "name": "x", "input": {}}])
     assert [c.call_id for c in calls] == ["gemini-order-1", "fc-7", "gemini-order-2", "t"]
+
+
+async def _gemini_loop(gemini: ScriptedGemini, dispatcher: Any, **turn: Any) -> Any:
+    """The docs' loop on google-genai's async client: each turn's calls to `dispatch_many` with
+    `turn` (``policy=``, ``max_calls=``); returns the last response."""
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key="fake-key", http_options=types.HttpOptions(base_url=gemini.base_url))
+    config = types.GenerateContentConfig(
+        tools=dispatcher.registry.gemini_tools(),
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text="Why?")])]
+    response = await client.aio.models.generate_content(model="gemini-scripted", contents=contents, config=config)
+    while response.function_calls:
+        contents.append(response.candidates[0].content)
+        contents += turn_messages(await dispatcher.dispatch_many(response.function_calls, **turn))
+        response = await client.aio.models.generate_content(
+            model="gemini-scripted", contents=contents, config=config
+        )
+    return response
+
+
+def _responses(gemini: ScriptedGemini, request: int = 1) -> list[dict[str, Any]]:
+    return [p["functionResponse"]["response"] for p in gemini.requests[request]["contents"][-1]["parts"]]
+
+
+@needs_genai
+def test_two_tenants_each_with_its_policy_on_one_dispatcher_interleaved(xerj: XerjStandIn) -> None:
+    """Two tenants' Gemini loops at once on one `AsyncDispatcher`, each turn dispatched with its
+    tenant's ``policy=``: neither sees the other's index."""
+    import asyncio
+
+    from xerj_tools import AsyncDispatcher, Policy
+
+    tenants = {"a": ("docs", "tickets"), "b": ("tickets", "docs")}
+
+    def script(own: str, other: str) -> list[Turn]:
+        return [Turn(tool_calls=[("xerj_search", {"index": own, "query": {"match_all": {}}, "size": 1}),
+                                 ("xerj_search", {"index": other, "query": {"match_all": {}}}),
+                                 ("xerj_get_document", {"index": other, "id": "1"}),
+                                 ("xerj_list_indices", {})]),
+                Turn(text="Done.")]
+
+    # tenant a's own search is held at XERJ, so that b's whole turn runs while a's calls run
+    xerj.fail_next(Fault(delay=0.3, match="/docs/_search"))
+    with ScriptedGemini(script(*tenants["a"])) as gemini_a, ScriptedGemini(script(*tenants["b"])) as gemini_b:
+        geminis = {"a": gemini_a, "b": gemini_b}
+
+        async def go() -> None:
+            async with AsyncDispatcher(url=xerj.url) as dispatcher:
+                await asyncio.gather(*(
+                    _gemini_loop(geminis[t], dispatcher, policy=Policy(allow_indices=(own,)), max_calls=16)
+                    for t, (own, _) in tenants.items()))
+
+        asyncio.run(go())
+    for tenant, (own, _) in tenants.items():
+        assert geminis[tenant].refused == []
+        mine, theirs, get, listing = _responses(geminis[tenant])
+        assert mine["ok"] is True and {h["_index"] for h in mine["hits"]} == {own}, tenant
+        assert theirs["error"]["code"] == get["error"]["code"] == "policy_denied", tenant
+        assert [i["name"] for i in listing["indices"]] == [own], tenant
+    assert sorted(r.path for r in xerj.requests if r.path.endswith("_search")) == ["/docs/_search", "/tickets/_search"]
+
+
+@needs_genai
+def test_calls_past_max_calls_are_answered_not_run_with_or_without_ids(xerj: XerjStandIn) -> None:
+    import asyncio
+
+    from xerj_tools import AsyncDispatcher
+
+    searches = [("xerj_search", {**SEARCH, "size": n}) for n in (1, 2, 3)]
+    for ids in (False, True):
+        xerj.clear()
+        with ScriptedGemini([Turn(tool_calls=searches), Turn(text="Done.")], ids=ids) as gemini:
+            async def go() -> Any:
+                async with AsyncDispatcher(url=xerj.url) as dispatcher:
+                    return await _gemini_loop(gemini, dispatcher, max_calls=2)
+
+            assert asyncio.run(go()).text == "Done."
+        assert gemini.refused == []  # one response per call, the refused one included
+        codes = [r.get("error", {}).get("code") for r in _responses(gemini)]
+        assert codes == [None, None, "too_many_calls"]
+        assert len(xerj.requests) == 2

@@ -169,3 +169,140 @@ def test_a_call_cancelled_while_its_twin_waits_still_answers_the_twin(xerj: Xerj
     answer, cancelled = asyncio.run(go())
     assert cancelled and answer["ok"] is True and answer["hits"]
     assert len(xerj.requests) == 1
+
+
+def test_each_runs_context_selects_its_policy_with_two_tenants_interleaved(mode: str, xerj: XerjStandIn) -> None:
+    """One dispatcher, one tool list, two tenants' runs at once: the `context` each run is given
+    names its policy (through `RunContextWrapper.context`), and neither sees the other's index."""
+    from dataclasses import dataclass
+
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+
+    from xerj_tools import Policy
+    from xerj_tools.integrations.openai_agents import function_tools
+
+    @dataclass
+    class Tenant:
+        name: str
+        policy: Policy
+
+    tenants = {"a": ("docs", "tickets"), "b": ("tickets", "docs")}
+
+    def script(own: str, other: str) -> list[Turn]:
+        return [Turn(tool_calls=[("xerj_search", {"index": own, "query": {"match_all": {}}, "size": 1}),
+                                 ("xerj_search", {"index": other, "query": {"match_all": {}}}),
+                                 ("xerj_get_document", {"index": other, "id": "1"}),
+                                 ("xerj_list_indices", {})]),
+                Turn(text="Done.")]
+
+    # tenant a's own search is held at XERJ, so that b's whole run happens while a's calls run
+    xerj.fail_next(Fault(delay=0.3, match="/docs/_search"))
+    with ScriptedModel(script(*tenants["a"])) as model_a, ScriptedModel(script(*tenants["b"])) as model_b:
+        models = {"a": model_a, "b": model_b}
+
+        async def go() -> None:
+            clients = {t: openai_client(m.base_url, "async") for t, m in models.items()}
+            dispatcher: Any = AsyncDispatcher(url=xerj.url) if mode == "async" else Dispatcher(url=xerj.url)
+            tools = function_tools(dispatcher, policy=lambda ctx: ctx.context.policy)
+            try:
+                runs = [Runner.run(Agent(name="search", tools=tools,
+                                         model=OpenAIChatCompletionsModel(model="scripted", openai_client=clients[t])),
+                                   "Why?", context=Tenant(t, Policy(allow_indices=(own,))), max_turns=3,
+                                   run_config=RunConfig(tracing_disabled=True))
+                        for t, (own, _) in tenants.items()]
+                await asyncio.gather(*runs)
+            finally:
+                await dispatcher.aclose() if mode == "async" else dispatcher.close()
+                for client in clients.values():
+                    await client.close()
+
+        asyncio.run(go())
+    for tenant, (own, _) in tenants.items():
+        got = answers(models[tenant])
+        assert got["call_1"]["ok"] is True and {h["_index"] for h in got["call_1"]["hits"]} == {own}, tenant
+        assert got["call_2"]["error"]["code"] == "policy_denied", tenant
+        assert got["call_3"]["error"]["code"] == "policy_denied", tenant
+        assert [i["name"] for i in got["call_4"]["indices"]] == [own], tenant
+    assert sorted(r.path for r in xerj.requests if r.path.endswith("_search")) == ["/docs/_search", "/tickets/_search"]
+
+
+def test_a_policy_function_that_gives_no_policy_refuses_the_call(xerj: XerjStandIn) -> None:
+    from xerj_tools.integrations.openai_agents import function_tools
+
+    script = [Turn(tool_calls=[("xerj_search", SEARCH)]), Turn(text="Done.")]
+    with Dispatcher(url=xerj.url) as dispatcher:
+        tools = function_tools(dispatcher, policy=lambda ctx: ctx.context["missing"])  # raises KeyError
+        _, model = run_tools(script, tools)
+    assert answers(model)["call_1"]["error"]["code"] == "policy_denied"
+    assert xerj.requests == []
+
+
+def run_tools(script: list[Turn], tools: list[Any], **run: Any) -> tuple[Any, ScriptedModel]:
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+
+    async def go(model: ScriptedModel) -> Any:
+        client = openai_client(model.base_url, "async")
+        try:
+            agent = Agent(name="search", tools=tools,
+                          model=OpenAIChatCompletionsModel(model="scripted", openai_client=client))
+            return await Runner.run(agent, "Why?", context={}, max_turns=5,
+                                    run_config=run.pop("run_config", RunConfig(tracing_disabled=True)))
+        finally:
+            await client.close()
+
+    with ScriptedModel(script) as model:
+        return asyncio.run(go(model)), model
+
+
+def test_calls_past_the_turn_bound_are_answered_not_run_and_the_next_turn_starts_afresh(xerj: XerjStandIn) -> None:
+    from xerj_tools.integrations.openai_agents import function_tools
+
+    searches = [("xerj_search", {**SEARCH, "size": n}) for n in (1, 2, 3)]
+    script = [Turn(tool_calls=searches), Turn(tool_calls=searches[:2]), Turn(text="Done.")]
+    with Dispatcher(url=xerj.url) as dispatcher:
+        result, model = run_tools(script, function_tools(dispatcher, max_calls_per_turn=2))
+    assert result.final_output == "Done."
+    first, second = answers(model, 1), answers(model, 2)
+    assert [first[f"call_{i}"]["ok"] for i in (1, 2)] == [True, True]
+    assert first["call_3"]["error"]["code"] == "too_many_calls"
+    assert [second[f"call_{i}"]["ok"] for i in (4, 5)] == [True, True]
+    assert len(xerj.requests) == 4
+
+
+def test_one_otel_execute_tool_span_per_call_beside_the_agents_own_tracing(xerj: XerjStandIn) -> None:
+    """openai-agents traces with its own processors, not OpenTelemetry: each call has one
+    function span there and one `execute_tool` span in OpenTelemetry (xerj-tools')."""
+    from agents import RunConfig, set_trace_processors
+    from agents.tracing import TracingProcessor
+
+    from xerj_tools.integrations.openai_agents import function_tools
+
+    from otel_support import tool_spans, traced
+
+    class Collect(TracingProcessor):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.spans: list[Any] = []
+
+        def on_trace_start(self, trace: Any) -> None: ...
+        def on_trace_end(self, trace: Any) -> None: ...
+        def on_span_start(self, span: Any) -> None: ...
+        def on_span_end(self, span: Any) -> None:
+            self.spans.append(span.span_data)
+        def shutdown(self) -> None: ...
+        def force_flush(self) -> None: ...
+
+    collect = Collect()
+    set_trace_processors([collect])  # the agents' own tracing on, uploading nothing
+    script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_search", '{"index": "docs", "query": {"match": ')]),
+              Turn(text="Done.")]
+    try:
+        with traced() as (_, exporter), Dispatcher(url=xerj.url) as dispatcher:
+            run_tools(script, function_tools(dispatcher), run_config=RunConfig(tracing_disabled=False))
+            spans = tool_spans(exporter)
+    finally:
+        set_trace_processors([])
+    functions = [s for s in collect.spans if type(s).__name__ == "FunctionSpanData"]
+    assert sorted(f.name for f in functions) == ["xerj_search", "xerj_search"]
+    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in spans) == ["call_1", "call_2"]
+    broken = next(s for s in spans if s.attributes["gen_ai.tool.call.id"] == "call_2")
+    assert broken.attributes["error.type"] == "invalid_json"

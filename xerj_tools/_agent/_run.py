@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._bounds import loads
-from .._dispatch._answers import PendingAnswers
-from .._dispatch._base import too_many_calls
+from .._dispatch._answers import PendingAnswers, too_many_calls
 from .._dispatch._core import ToolResult
 from .._exceptions import MaxTurnsExceeded
 from .._shapes import Assembler, Step, ToolCall, loop_shape

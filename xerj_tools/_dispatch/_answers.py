@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._exceptions import EngineError
+from .._exceptions import ConfigurationError, EngineError, ToolCallError
 from .._message._format import dumps, error_payload
 from .._shapes import ToolCall, answers_by_id, grouped, turn_messages
 
-__all__ = ["PendingAnswers", "cancelled_answer"]
+__all__ = ["PendingAnswers", "cancelled_answer", "checked_max_calls", "too_many_calls"]
 
 CANCELLED = "the turn was interrupted before this call finished"  # as DispatchCore.cancelled
 
@@ -96,3 +96,21 @@ class PendingAnswers:
         for position, call in enumerate(self.calls):
             if call.call_id in found:
                 self.put(position, found[call.call_id])
+
+
+def too_many_calls(limit: int) -> ToolCallError:
+    """The answer to a call past the first `limit` of its turn (``too_many_calls``): not run."""
+    return ToolCallError(
+        f"this turn made more than {limit} calls; only the first {limit} were run. Use their "
+        "results, and make this call in a later turn if it is still needed",
+        code="too_many_calls",
+    )
+
+
+def checked_max_calls(limit: object) -> int | None:
+    """A bound on a turn's calls: None (no bound) or a whole number of at least 1."""
+    if limit is None or (type(limit) is int and limit >= 1):
+        return limit
+    raise ConfigurationError(
+        f"max_calls must be a whole number of at least 1, or None; got {limit!r:.40}"
+    )

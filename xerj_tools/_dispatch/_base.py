@@ -12,30 +12,12 @@ from .._http._transport import Endpoint, TransportSettings
 from .._schema._registry import ToolRegistry, load_registry
 from .._shapes import ToolCall, parse_tool_call, parse_turn
 from ..tools import Tool
-from ._answers import PendingAnswers
+from ._answers import PendingAnswers, checked_max_calls, too_many_calls
 from ._core import DispatchCore, Prepared, ToolResult, _raised
 from ._options import DispatchOptions
 from ._policy import Policy, call_policy
 
-__all__ = ["BaseDispatcher", "Begun", "checked_max_calls", "too_many_calls"]
-
-
-def too_many_calls(limit: int) -> ToolCallError:
-    """The answer to a call past the first `limit` of its turn (``too_many_calls``): not run."""
-    return ToolCallError(
-        f"this turn made more than {limit} calls; only the first {limit} were run. Use their "
-        "results, and make this call in a later turn if it is still needed",
-        code="too_many_calls",
-    )
-
-
-def checked_max_calls(limit: object) -> int | None:
-    """A bound on a turn's calls: None (no bound) or a whole number of at least 1."""
-    if limit is None or (type(limit) is int and limit >= 1):
-        return limit
-    raise ConfigurationError(
-        f"max_calls must be a whole number of at least 1, or None; got {limit!r:.40}"
-    )
+__all__ = ["BaseDispatcher", "Begun"]
 
 
 class Begun(NamedTuple):

@@ -106,8 +106,7 @@ class Prepared:
     tool: Tool | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
     page_from: int | None = None  # where a hit list that can page started (its `paging`)
-    # The policy the call was checked under, which also guards what follows (an index pattern
-    # resolved, the hits and listings the answer shows): the dispatcher's, or the call's own.
+    # the policy it was checked under (the dispatcher's or its own), which guards its answer too
     policy: Policy = field(default_factory=Policy, repr=False)
 
     @property

@@ -10,6 +10,9 @@ Neither spans nor log lines carry a call's arguments, its result, a URL path or 
 hold index and namespace names) or a credential: only tool names, call ids, node addresses,
 status codes, error codes, counts and waits. docs/observability.md lists every name. The agent
 loop's turn spans are in `_trace_turns`.
+
+One call, one ``execute_tool`` span: a call joins the one a framework already made for it
+(`_joined.joined_span`) instead of starting a second.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .._version import __version__
+from ._joined import joined_span
 from ._models import Failure, HttpRequest, Outcome, Reply
 
 if TYPE_CHECKING:
@@ -128,7 +132,8 @@ _CALL: ContextVar[_Call | None] = ContextVar("xerj_tools_call", default=None)
 
 
 class _ToolCallScope:
-    """``execute_tool {tool}``, current while the call runs (GenAI semantic conventions)."""
+    """``execute_tool {tool}``, current while the call runs (GenAI semantic conventions): ours,
+    or the one a framework already made for the call (`joined_span`)."""
 
     __slots__ = ("_api", "_call", "_span", "_token", "_use")
 
@@ -136,16 +141,20 @@ class _ToolCallScope:
         self._call = call
         self._api: ModuleType | None = None
         self._span: Any = None
-        self._use: Any = None
+        self._use: Any = None  # None while joined: the framework's span is current already
 
     def __enter__(self) -> None:
         traced = active_tracer()
         state = _Call(self._call, None)
         if traced is not None:
             self._api, tracer = traced
-            self._span = state.span = _start_call(self._api, tracer, state)
-            self._use = use_span(self._api, self._span)
-            self._use.__enter__()
+            joined = joined_span(self._api, _SCOPE, state.call)
+            if joined is not None:
+                self._span = state.span = joined
+            else:
+                self._span = state.span = _start_call(self._api, tracer, state)
+                self._use = use_span(self._api, self._span)
+                self._use.__enter__()
         self._token = _CALL.set(state)
 
     def __exit__(
@@ -155,8 +164,9 @@ class _ToolCallScope:
         if self._api is not None:
             if kind is not None:
                 mark_failed(self._api, self._span, kind.__qualname__)
-            self._use.__exit__(kind, exc, tb)
-            self._span.end()
+            if self._use is not None:  # ours to end; a joined span is its owner's
+                self._use.__exit__(kind, exc, tb)
+                self._span.end()
 
 
 def _start_call(api: ModuleType, tracer: Any, state: _Call) -> Any:
@@ -200,7 +210,8 @@ def record(result: Recorded, copy_of: str | None = None) -> None:
     """The call's outcome on its span: attempts, and the error code as ``error.type``.
 
     A call answered without running (denied, repeated, cut off, cancelled, or a copy of an
-    identical call in the same turn) gets a span of its own that starts and ends here.
+    identical call in the same turn) gets a span of its own that starts and ends here, unless a
+    framework's ``execute_tool`` span for it is current (`joined_span`): then it goes on that.
     """
     state = _CALL.get()
     if state is not None and state.call is result.call:
@@ -210,11 +221,14 @@ def record(result: Recorded, copy_of: str | None = None) -> None:
     traced = active_tracer()
     if traced is None:
         return
-    span = _start_call(traced[0], traced[1], _Call(result.call, None))
+    call = _Call(result.call, None)
+    joined = joined_span(traced[0], _SCOPE, call.call)
+    span = joined if joined is not None else _start_call(traced[0], traced[1], call)
     if copy_of is not None:
         span.set_attribute("xerj_tools.copy_of", copy_of[:NAME_LIMIT])
     _outcome(span, result)
-    span.end()
+    if joined is None:
+        span.end()
 
 
 def _outcome(span: Any, result: Recorded) -> None:

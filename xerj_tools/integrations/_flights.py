@@ -88,6 +88,10 @@ class CallRunner:
         return copy
 
     @property
+    def dispatcher(self) -> AsyncDispatcher | Dispatcher:
+        return self._dispatcher
+
+    @property
     def native(self) -> bool:
         """Whether the dispatcher is an `AsyncDispatcher` (only `run` serves it)."""
         return self._native

@@ -6,6 +6,10 @@ schemas describe the envelope of docs/messages.md: ``ok`` always; ``error`` on a
 answer's own fields, as each tool names them (`Tool.result_fields`). They name the fields a client can rely on and leave the rest
 open (``additionalProperties`` is not false), so a field added later never breaks a client that
 validates.
+
+A ``type`` that lists several types (``"total": ["integer", "null"]``) is written as ``anyOf``
+branches of one type each: the same JSON Schema, in the form that clients mapping schemas onto a
+single-``type`` dialect accept (the MCP Inspector's ``--strict`` check warns about the list form).
 """
 
 from __future__ import annotations
@@ -51,6 +55,21 @@ def output_schema(tool: Tool | None) -> dict[str, Any]:
     fields = tool.result_fields if tool is not None and tool.result_fields else {}
     return {
         "type": "object",
-        "properties": copy.deepcopy({**_COMMON, **fields}),
+        "properties": _single_types(copy.deepcopy({**_COMMON, **fields})),
         "required": ["ok"],
     }
+
+
+def _single_types(schema: Any) -> Any:
+    """`schema` with each list of types made ``anyOf`` branches (in place; returned)."""
+    if isinstance(schema, dict):
+        for value in schema.values():
+            _single_types(value)
+        types = schema.get("type")
+        if isinstance(types, list):
+            del schema["type"]
+            schema["anyOf"] = [{"type": t} for t in types]
+    elif isinstance(schema, list):
+        for item in schema:
+            _single_types(item)
+    return schema

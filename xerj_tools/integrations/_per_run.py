@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from .._agent._agent_options import MAX_CALLS_PER_TURN
-from .._dispatch._base import checked_max_calls, too_many_calls
+from .._dispatch._answers import checked_max_calls, too_many_calls
 from .._dispatch._policy import Policy
 from .._exceptions import ConfigurationError
 

@@ -47,7 +47,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._agent._turns import incomplete_reason
-from .._dispatch._base import checked_max_calls, too_many_calls
+from .._dispatch._answers import checked_max_calls, too_many_calls
 from .._dispatch._core import ToolResult
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall, parse_tool_call

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._agent._turns import incomplete_reason
-from .._dispatch._base import checked_max_calls, too_many_calls
+from .._dispatch._answers import checked_max_calls, too_many_calls
 from .._dispatch._core import ToolResult
 from .._dispatch._policy import Policy
 from .._exceptions import ConfigurationError
