@@ -205,11 +205,38 @@ def test_max_turns_is_a_clear_outcome(mode: str, api: str, xerj: XerjStandIn) ->
     assert info.value.result.turns == 1
 
 
-def test_output_cut_off_in_a_tool_call(mode: str, api: str, xerj: XerjStandIn) -> None:
-    script = [Turn(tool_calls=[("xerj_search", '{"index": "docs", "que')], finish_reason="length")]
+@pytest.mark.parametrize("stream", [False, True])
+def test_only_the_call_cut_off_is_answered_incomplete_and_the_whole_ones_run(
+        mode: str, api: str, stream: bool, xerj: XerjStandIn) -> None:
+    """max_tokens ends the output inside the last call: that call alone is incomplete_call;
+    the turn's whole calls run, and the model reads all of it in the next turn."""
+    cut = '{"index": "docs", "query": {"match": {"body": "chec'
+    script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_memory_recall", RECALL), ("xerj_search", cut)],
+                   finish_reason="length"),
+              Turn(text="Checkout broke on a bad template.")]
+    result, model, transcript, events = drive(mode, api, script, xerj=xerj, stream=stream)
+    assert result.completed and result.turns == 2
+    assert list(codes(transcript).values()) == [None, None, "incomplete_call"]
+    assert_valid(transcript)
+    assert len(xerj.requests) == 2 and "/docs/_search" in [r.path for r in xerj.requests]
+    assert all('"chec"' not in json.dumps(r.body) for r in xerj.requests)  # never run with guessed text
+    incomplete = json.loads(answered(transcript)[2][1])
+    assert "inside this call" in incomplete["error"]["reason"] and "other calls were whole" in incomplete["error"]["reason"]
+    assert len(model.requests) == 2  # the answers went back to the model
+    assert [type(e).__name__ for e in events].count("ToolResultEvent") == 3
+
+
+def test_a_turn_cut_off_after_its_last_call_runs_every_call(mode: str, api: str, xerj: XerjStandIn) -> None:
+    """finish_reason length with every call's arguments whole: nothing was cut inside a call."""
+    script = [Turn(tool_calls=[("xerj_search", SEARCH)], finish_reason="length"), Turn(text="Done.")]
     result, _, transcript, _ = drive(mode, api, script, xerj=xerj)
-    assert result.outcome == "length"
-    assert list(codes(transcript).values()) == ["incomplete_call"]
+    assert result.completed and list(codes(transcript).values()) == [None]
+    assert len(xerj.requests) == 1
+
+
+def test_text_cut_off_ends_the_run_length(mode: str, api: str, xerj: XerjStandIn) -> None:
+    result, _, transcript, _ = drive(mode, api, [Turn(text="Checkout broke bec", finish_reason="length")], xerj=xerj)
+    assert result.outcome == "length" and result.output_text == "Checkout broke bec"
     assert_valid(transcript) and xerj.requests == []
 
 

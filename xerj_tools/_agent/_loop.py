@@ -22,7 +22,7 @@ from ._agent_options import (
     advertise_loop,
     loop_options,
 )
-from ._run import CUT_OFF, AgentRun
+from ._run import AgentRun
 from ._streams import aclose_stream, close_stream
 from ._turns import AgentEvent, AgentResult, RunFinished, TextDelta, ToolResultEvent
 
@@ -97,12 +97,13 @@ def _turns(
             if step.text:
                 yield TextDelta(step.text)
         yield from run.take(step)
-        if step.calls and step.finish_reason not in CUT_OFF:
+        if step.calls:
             sink: list[Any] = []
             try:
                 todo: list[ToolCall] = []
                 for position, call in enumerate(step.calls):
-                    answer = run.over_bound(position, call) or run.screen(call)
+                    answer = run.cut(step, position, call) or run.over_bound(position, call)
+                    answer = answer or run.screen(call)
                     answer = answer or run.deny(call, _sync_hook(on_tool_call, call))
                     run.settle(position, answer, todo)
                 with run.trace.use():
@@ -151,12 +152,13 @@ async def _aturns(
                 yield TextDelta(step.text)
         for event in run.take(step):
             yield event
-        if step.calls and step.finish_reason not in CUT_OFF:
+        if step.calls:
             sink: list[Any] = []
             try:
                 todo: list[ToolCall] = []
                 for position, call in enumerate(step.calls):
-                    answer = run.over_bound(position, call) or run.screen(call)
+                    answer = run.cut(step, position, call) or run.over_bound(position, call)
+                    answer = answer or run.screen(call)
                     answer = answer or run.deny(call, await _async_hook(on_tool_call, call))
                     run.settle(position, answer, todo)
                 with run.trace.use():
@@ -212,8 +214,9 @@ def run_agent(
     concurrently through ``dispatcher.run_many``, and appends a clean assistant message and
     the tool messages in call order to `messages`. It stops at a final answer
     (``outcome="completed"``), after `max_turns` (``"max_turns"``, or `MaxTurnsExceeded` with
-    ``on_max_turns="raise"``), or when the model's output is cut off (``"length"``; calls cut
-    mid-way are answered ``incomplete_call``).
+    ``on_max_turns="raise"``), or when the model's text is cut off (``"length"``,
+    ``"content_filter"``). In a turn cut off inside a tool call, that call (the last) is answered
+    ``incomplete_call``, the turn's whole calls run, and the run goes on.
 
     Parameters, beside the `client`: `model`; `messages`, the conversation (a list, extended in
     place, or a string for one user message); `dispatcher`; `options`, an `AgentOptions`; and as

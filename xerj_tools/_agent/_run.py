@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._bounds import loads
 from .._dispatch._answers import PendingAnswers, too_many_calls
 from .._dispatch._core import ToolResult
 from .._exceptions import MaxTurnsExceeded
@@ -26,7 +27,6 @@ from ._turns import (
     AgentResult,
     RunFinished,
     ToolCallStarted,
-    ToolResultEvent,
     ToolStats,
     TurnFinished,
     call_key,
@@ -42,6 +42,7 @@ from .._shapes._usage import TokenUsage
 
 __all__ = [
     "CUT_OFF", "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentRun", "CreateOptions", "merge_create_options",
+    "whole_arguments",
 ]  # fmt: skip
 
 CUT_OFF = ("length", "content_filter")  # the output ended before its calls were whole
@@ -131,9 +132,17 @@ class AgentRun:
         reason = deny_reason(verdict)
         return None if reason is None else self.answer(call, "denied", reason)
 
-    def cut_off(self, step: Step) -> list[ToolResult]:
-        reason = incomplete_reason(step.finish_reason)
-        return [self.answer(c, "incomplete_call", reason) for c in step.calls]
+    def cut(self, step: Step, position: int, call: ToolCall) -> ToolResult | None:
+        """The call the model's output was cut off inside, answered ``incomplete_call``.
+
+        In a turn that ended ``length`` or ``content_filter``, only the last call can have been
+        cut (a turn's calls come one after another), and only if its arguments are not a whole
+        JSON object (no prefix of an object is one). The turn's other calls are whole and run."""
+        if step.finish_reason not in CUT_OFF or position != len(step.calls) - 1:
+            return None
+        if whole_arguments(call.arguments, self.dispatcher.policy):
+            return None
+        return self.answer(call, "incomplete_call", incomplete_reason(step.finish_reason))
 
     def settle(self, position: int, answer: ToolResult | None, todo: list[ToolCall]) -> None:
         """A call the loop guard or `on_tool_call` stopped is answered now; others go to `todo`."""
@@ -169,25 +178,21 @@ class AgentRun:
     def take(self, step: Step) -> list[AgentEvent]:
         """The model answered: its turn joins the transcript together with a ``cancelled``
         answer to each call, replaced as real answers come (see `_answers`), so that the
-        transcript is valid wherever the run is interrupted. Calls cut off mid-way are
-        answered at once."""
+        transcript is valid wherever the run is interrupted."""
         self.last_text = step.text or self.last_text
         self.usage += step.usage or TokenUsage()
         unique_call_ids(step, self.turn)
         self.answers = PendingAnswers(self.transcript, step.calls, before=step.items)
         self.ready = {}
-        events: list[AgentEvent] = [ToolCallStarted(call) for call in step.calls]
-        if step.calls and step.finish_reason in CUT_OFF:
-            results = self.cut_off(step)
-            self.deliver(results)
-            events += [ToolResultEvent(r) for r in results]
-        return events
+        return [ToolCallStarted(call) for call in step.calls]
 
     def close(self, turn: int, step: Step) -> list[AgentEvent]:
-        """The turn is over; a turn without usable calls also ends the run."""
+        """The turn is over; a turn without calls also ends the run (``length`` or
+        ``content_filter`` when its text was cut off). A turn with calls goes on, cut off or
+        not: the model reads their answers, the cut call's ``incomplete_call`` among them."""
         self.trace.end(step.finish_reason, len(step.calls))
         events: list[AgentEvent] = [TurnFinished(turn, step.finish_reason)]
-        if not step.calls or step.finish_reason in CUT_OFF:
+        if not step.calls:
             events.append(self.end(final_outcome(step.finish_reason), turn))
         return events
 
@@ -198,6 +203,21 @@ class AgentRun:
         if outcome == "max_turns" and self.on_max_turns == "raise":
             raise MaxTurnsExceeded(result)
         return RunFinished(result)
+
+
+def whole_arguments(arguments: Any, policy: Any) -> bool:
+    """Whether a call's arguments are a whole JSON object (or an object already decoded).
+
+    Arguments over the policy's size cap are not decoded here: dispatch refuses them unread."""
+    if not isinstance(arguments, (str, bytes)):
+        return True  # decoded by an SDK or a caller: whatever it is, nothing was cut
+    if policy.check_size(arguments) is not None:
+        return True
+    try:
+        text = arguments.decode("utf-8") if isinstance(arguments, bytes) else arguments
+        return isinstance(loads(text), dict)
+    except ValueError:  # not JSON (UnicodeDecodeError and TooDeep are ValueErrors too)
+        return False
 
 
 def unique_call_ids(step: Step, turn: int) -> None:

@@ -117,7 +117,11 @@ def record(stats: dict[str, ToolStats], result: Any) -> None:
 
 
 def incomplete_reason(finish_reason: str) -> str:
-    return f"your output was cut off (finish_reason {finish_reason}) before this call's arguments were complete"
+    """The reason of ``incomplete_call``: the one call the output was cut off inside."""
+    return (
+        f"your output was cut off (finish_reason {finish_reason}) inside this call, before its "
+        "arguments were complete, so it was not run; the turn's other calls were whole and ran"
+    )
 
 
 def final_outcome(finish_reason: str) -> RunOutcome:

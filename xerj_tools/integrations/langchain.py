@@ -16,15 +16,27 @@ repairs and engine failures come back as the envelope, in a `ToolMessage` with
 ``status="error"`` where the envelope says ``ok: false``. A tool whose schema is a pydantic model
 would answer the same call with pydantic's error text instead.
 
-Arguments that are not JSON never reach a tool: LangChain puts such a call in
-``AIMessage.invalid_tool_calls``. `create_agent` then answers it only in the request it sends
-next, with a fixed text ("Tool call NAME with id ID could not be executed - arguments were
-malformed or truncated.", langchain ``agents/factory.py``, ``_invalid_tool_call_message``), and when
-a turn holds no valid call it ends the run there (``model_to_tools``: no ``tool_calls``, to the
-end). `XerjMiddleware` answers each such call of the registry's tools with the dispatcher's
-``invalid_json`` envelope (where the JSON broke) in the state itself, and sends a turn that held
-only those back to the model. For a graph built by hand, `XerjToolNode`
-(``xerj_tools.integrations.langgraph``) answers both kinds.
+Arguments that are not JSON never reach a tool when the model is not streamed: LangChain puts
+such a call in ``AIMessage.invalid_tool_calls``. `create_agent` then answers it only in the
+request it sends next, with a fixed text ("Tool call NAME with id ID could not be executed -
+arguments were malformed or truncated.", langchain ``agents/factory.py``,
+``_invalid_tool_call_message``), and when a turn holds no valid call it ends the run there
+(``model_to_tools``: no ``tool_calls``, to the end). A streamed model (``ChatOpenAI(streaming=True)``)
+hides them instead: langchain-core completes partial JSON, so a call cut off by ``max_tokens``
+or missing its last ``}`` lands in ``tool_calls`` as a guess (see `_lc_calls`).
+
+`XerjMiddleware` reads each turn as the agent loop does, by the text the model sent, and answers
+in the state, before the tools run: the registry's calls whose JSON broke with the dispatcher's
+``invalid_json`` envelope (where it broke), the call a cut-off turn ended inside
+``incomplete_call``, and the calls past `max_calls_per_turn` ``too_many_calls``; a turn left
+with no call to run goes back to the model instead of ending the run. It gives a call without
+an id one. For a graph built by hand, `XerjToolNode` (``xerj_tools.integrations.langgraph``)
+does the same.
+
+`policy` (of `xerj_tools` and of `XerjMiddleware`; give both the same) chooses a run's policy:
+a `Policy`, or a function of the run's `RunnableConfig` (``config["configurable"]``; LangGraph's
+``context=`` is ``langgraph.runtime.get_runtime().context`` inside it), failing closed: a
+function that raises or returns no `Policy` gets the call refused ``policy_denied``.
 """
 
 from __future__ import annotations
@@ -34,9 +46,14 @@ import contextvars
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._agent._turns import incomplete_reason
+from .._dispatch._answers import checked_max_calls, too_many_calls
+from .._dispatch._core import ToolResult
 from .._exceptions import ConfigurationError
-from .._shapes import ToolCall
+from .._shapes import ToolCall, parse_tool_call
 from ._flights import CallRunner
+from ._lc_calls import as_chat_call, cut_off, fresh_ids, turn_calls, with_ids
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
 
 try:
     from langchain.agents.middleware import AgentMiddleware, hook_config
@@ -82,6 +99,7 @@ class XerjTool(BaseTool):
 
     handle_tool_error: Any = _envelope  # an envelope with ``ok: false``: status "error", as is
     runner: Any = None
+    guard: Any = None  # the run's policy and the turn bound (`RunGuard`)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         token = _CALL_ID.set(_id_of(input))
@@ -100,6 +118,13 @@ class XerjTool(BaseTool):
     def _call(self, arguments: Any) -> ToolCall:
         return ToolCall(_CALL_ID.get() or self.name, self.name, arguments, "chat")
 
+    def _checked(self, call: ToolCall, config: RunnableConfig, scope: Any) -> Any:
+        """The run's policy for `call`, or the answer that refuses it (past the turn bound, or
+        no policy could be chosen)."""
+        guard: RunGuard = self.guard
+        run = repr(scope) if isinstance(scope, tuple) else scope  # a LangGraph step, or a call
+        return guard.check(call, run, 0, config)
+
     def _run(self, *args: Any, config: RunnableConfig, **kwargs: Any) -> str:
         runner: CallRunner = self.runner
         if runner.native:
@@ -107,14 +132,18 @@ class XerjTool(BaseTool):
                 "xerj_tools over an AsyncDispatcher run with ainvoke/astream; use a Dispatcher "
                 "for invoke"
             )
-        result = runner.run_sync(self._call(args[0] if args else kwargs), _scope(config))
+        call, scope = self._call(args[0] if args else kwargs), _scope(config)
+        policy, refused = self._checked(call, config, scope)
+        result = refused or runner.run_sync(call, scope, policy)
         if not result.ok:
             raise ToolException(result.content)
         return result.content
 
     async def _arun(self, *args: Any, config: RunnableConfig, **kwargs: Any) -> str:
         runner: CallRunner = self.runner
-        result = await runner.run(self._call(args[0] if args else kwargs), _scope(config))
+        call, scope = self._call(args[0] if args else kwargs), _scope(config)
+        policy, refused = self._checked(call, config, scope)
+        result = refused or await runner.run(call, scope, policy)
         if not result.ok:
             raise ToolException(result.content)
         return result.content
@@ -128,7 +157,11 @@ def _id_of(input: Any) -> str | None:
 
 
 def xerj_tools(
-    dispatcher: AsyncDispatcher | Dispatcher, *, names: Iterable[str] | None = None
+    dispatcher: AsyncDispatcher | Dispatcher,
+    *,
+    names: Iterable[str] | None = None,
+    policy: PolicyChoice = None,
+    max_calls_per_turn: int | None = MAX_CALLS_PER_TURN,
 ) -> list[BaseTool]:
     """One `BaseTool` per tool of ``dispatcher.registry`` (or of `names`), for ``create_agent``,
     ``ToolNode`` or ``model.bind_tools``.
@@ -136,6 +169,9 @@ def xerj_tools(
     A sync `Dispatcher` serves ``invoke`` and ``ainvoke`` (on a worker thread); an
     `AsyncDispatcher` serves ``ainvoke`` only. Identical calls of one turn in flight together
     (same tool, same arguments after repair) are sent to XERJ once; each call gets its answer.
+    `policy`: see the module's docstring. `max_calls_per_turn` (16; None: no bound): the calls
+    of one LangGraph step past it, counted as they start, are answered ``too_many_calls`` and
+    not run (`XerjMiddleware` answers them by their place in the turn before they start).
     """
     registry = dispatcher.registry
     chosen = list(registry.names if names is None else names)
@@ -143,28 +179,16 @@ def xerj_tools(
     if unknown:
         raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
     runner = CallRunner(dispatcher, per_turn=True)  # a scope is one LangGraph step
+    guard = RunGuard(dispatcher, policy, max_calls_per_turn)
     return [
         XerjTool(
             name=name,
             description=registry[name].description,
             args_schema=dict(registry[name].parameters),
             runner=runner,
+            guard=guard,
         )
         for name in chosen
-    ]
-
-
-def _malformed(dispatcher: Any, message: AIMessage) -> list[dict[str, Any]]:
-    """The message's calls that did not parse, of the registry's tools, as Chat tool calls with
-    the text the model sent."""
-    return [
-        {
-            "id": c["id"],
-            "type": "function",
-            "function": {"name": c["name"], "arguments": c.get("args") or ""},
-        }
-        for c in message.invalid_tool_calls
-        if c.get("id") and c.get("name") in dispatcher.registry
     ]
 
 
@@ -180,14 +204,48 @@ def _tool_messages(results: list[Any]) -> list[ToolMessage]:
     ]
 
 
-class XerjMiddleware(AgentMiddleware):
-    """For `create_agent`: answers the last AI message's malformed calls (``invalid_tool_calls``)
-    of the registry's tools with the dispatcher's envelope, in the state, and sends a turn that
-    held only those back to the model instead of ending the run. Parsed calls are the tools'."""
+def _run_config() -> RunnableConfig:
+    """The config of the graph run the middleware's hook runs in (empty outside one)."""
+    try:
+        from langgraph.config import get_config
 
-    def __init__(self, dispatcher: AsyncDispatcher | Dispatcher) -> None:
+        return get_config()
+    except RuntimeError:  # called outside a runnable
+        return {}
+
+
+class _Answers:
+    """What the middleware answers of a turn: made already (`ready`), or to run through the
+    dispatcher (`todo`, malformed calls, by policy), and the AI message with new ids, if any."""
+
+    def __init__(self) -> None:
+        self.message: AIMessage | None = None
+        self.ready: dict[int, ToolResult] = {}
+        self.todo: dict[int, tuple[Any, list[tuple[int, Any]]]] = {}
+
+    def take(self, calls: list[tuple[int, Any]], results: list[ToolResult]) -> None:
+        for (position, _), result in zip(calls, results, strict=True):
+            self.ready[position] = result
+
+
+class XerjMiddleware(AgentMiddleware):
+    """For `create_agent`: reads each model turn by the text the model sent and answers, in the
+    state, the registry's calls that must not run: malformed (``invalid_json`` and the like),
+    cut off (``incomplete_call``), past `max_calls_per_turn` (``too_many_calls``); gives a
+    call without an id one; and sends a turn left with no call to run back to the model
+    instead of ending the run. The other calls are the tools' (`xerj_tools`)."""
+
+    def __init__(
+        self,
+        dispatcher: AsyncDispatcher | Dispatcher,
+        *,
+        policy: PolicyChoice = None,
+        max_calls_per_turn: int | None = MAX_CALLS_PER_TURN,
+    ) -> None:
         super().__init__()
         self.dispatcher = dispatcher
+        self._guard = RunGuard(dispatcher, policy, None)
+        self._bound = checked_max_calls(max_calls_per_turn)
 
     @staticmethod
     def _last(state: Any) -> AIMessage | None:
@@ -195,13 +253,50 @@ class XerjMiddleware(AgentMiddleware):
         last = messages[-1] if messages else None
         return last if isinstance(last, AIMessage) else None
 
+    def _read(self, message: AIMessage) -> _Answers:
+        answers = _Answers()
+        calls = turn_calls(message)
+        renamed = fresh_ids([c.id for c in calls])
+        if renamed:
+            answers.message = with_ids(message, renamed)
+        config = _run_config()
+        ours = 0  # the registry's calls so far: the turn bound counts those
+        for position, call in enumerate(calls):
+            if call.name not in self.dispatcher.registry:
+                continue
+            ours += 1
+            tool_call = parse_tool_call(as_chat_call(renamed.get(position) or call.id or "", call))
+            if self._bound is not None and ours > self._bound:
+                refusal = too_many_calls(self._bound)
+                answers.ready[position] = self.dispatcher.answer(
+                    tool_call, refusal.code, str(refusal)
+                )
+            elif call.cut:
+                reason = incomplete_reason(cut_off(message) or "length")
+                answers.ready[position] = self.dispatcher.answer(
+                    tool_call, "incomplete_call", reason
+                )
+            elif not call.parsed:
+                policy, refused = self._guard.check(tool_call, None, None, config)
+                if refused is not None:
+                    answers.ready[position] = refused
+                else:
+                    group = answers.todo.setdefault(id(policy), (policy, []))
+                    group[1].append((position, tool_call))
+        return answers
+
     @staticmethod
-    def _update(message: AIMessage, answers: list[ToolMessage]) -> dict[str, Any] | None:
-        if not answers:
+    def _update(message: AIMessage, answers: _Answers) -> dict[str, Any] | None:
+        if not answers.ready and answers.message is None:
             return None
-        update: dict[str, Any] = {"messages": answers}
-        if not message.tool_calls:
-            update["jump_to"] = "model"  # else the run would end on the unanswered turn
+        results = [answers.ready[p] for p in sorted(answers.ready)]
+        update: dict[str, Any] = {"messages": _tool_messages(results)}
+        if answers.message is not None:
+            update["messages"].insert(0, answers.message)  # merged by id: replaces the turn
+        turn = answers.message or message
+        answered = {r.call.call_id for r in results}
+        if not [c for c in turn.tool_calls if c.get("id") not in answered]:
+            update["jump_to"] = "model"  # else the run would end on a turn with nothing to run
         return update
 
     @hook_config(can_jump_to=["model"])
@@ -209,27 +304,33 @@ class XerjMiddleware(AgentMiddleware):
         from .._dispatch._async import AsyncDispatcher
 
         message = self._last(state)
-        calls = _malformed(self.dispatcher, message) if message is not None else []
-        if message is None or not calls:
+        if message is None:
             return None
-        if isinstance(self.dispatcher, AsyncDispatcher):
+        answers = self._read(message)
+        if answers.todo and isinstance(self.dispatcher, AsyncDispatcher):
             raise ConfigurationError(
                 "XerjMiddleware over an AsyncDispatcher runs with ainvoke/astream; use a "
                 "Dispatcher for invoke"
             )
-        return self._update(message, _tool_messages(self.dispatcher.run_many(calls)))
+        dispatcher: Any = self.dispatcher
+        for policy, calls in answers.todo.values():
+            answers.take(calls, dispatcher.run_many([c for _, c in calls], policy=policy))
+        return self._update(message, answers)
 
     @hook_config(can_jump_to=["model"])
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         from .._dispatch._async import AsyncDispatcher
 
         message = self._last(state)
-        calls = _malformed(self.dispatcher, message) if message is not None else []
-        if message is None or not calls:
+        if message is None:
             return None
+        answers = self._read(message)
         dispatcher: Any = self.dispatcher
-        if isinstance(dispatcher, AsyncDispatcher):
-            results = await dispatcher.run_many(calls)
-        else:
-            results = await asyncio.to_thread(dispatcher.run_many, calls)
-        return self._update(message, _tool_messages(results))
+        for policy, calls in answers.todo.values():
+            todo = [c for _, c in calls]
+            if isinstance(dispatcher, AsyncDispatcher):
+                results = await dispatcher.run_many(todo, policy=policy)
+            else:
+                results = await asyncio.to_thread(dispatcher.run_many, todo, policy=policy)
+            answers.take(calls, results)
+        return self._update(message, answers)

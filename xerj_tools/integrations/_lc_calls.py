@@ -1,0 +1,308 @@
+"""What a LangChain chat model's turn said about its tool calls, read as the agent loop reads a
+turn: the arguments as the model streamed them, whether the output was cut off, and which call
+it was cut off inside. Shared by `XerjMiddleware` and `XerjToolNode`.
+
+A streamed turn loses its argument text on the way to the `AIMessage`: langchain-core joins the
+chunks and decodes each call with ``parse_partial_json`` (``messages/ai.py``,
+``AIMessageChunk.init_tool_calls``), which completes partial JSON, so a call cut off by
+``max_tokens`` inside ``"chec`` and a call missing its last ``}`` both land in ``tool_calls``
+as whole objects; then ``message_chunk_to_message`` drops the chunks (``messages/utils.py``).
+Unstreamed, the same calls land in ``invalid_tool_calls`` with their text.
+
+So a callback handler (`RECORDER`), added to every LangChain run of the process through
+langchain-core's configure hook (``tracers/context.py``, ``register_configure_hook``) once this
+module is imported, keeps the argument text of each streamed chat-model turn that made tool
+calls, as the chunks came (``on_llm_new_token``), under the turn's message id and call ids
+(``on_llm_end``). It changes no message and sees nothing else; a turn's record lives for the
+last `KEPT` turns. A message whose record is gone (another process, a hand-made message) is
+read from what it holds, fail-closed: in a turn cut off, its last call is taken as cut.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from .._agent._run import whole_arguments
+from .._dispatch._policy import Policy
+
+try:
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.messages import AIMessage, AIMessageChunk
+    from langchain_core.tracers.context import register_configure_hook
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "xerj_tools.integrations needs langchain-core: pip install 'xerj-tools[langchain]'"
+    ) from exc
+
+__all__ = ["RECORDER", "Call", "as_chat_call", "cut_off", "turn_calls"]
+
+# Finish reasons of a turn that ended before its output was whole, as the providers spell them
+# (OpenAI Chat ``length`` / ``content_filter``, Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``).
+_CUT = {"length", "content_filter", "max_tokens", "MAX_TOKENS"}
+_SIZE_ONLY = Policy()  # whole_arguments decodes nothing over the default argument cap
+
+
+def cut_off(message: AIMessage) -> str | None:
+    """The finish reason of a turn cut off before its output was whole, else None."""
+    meta = message.response_metadata or {}
+    for key in ("finish_reason", "stop_reason"):
+        reason = meta.get(key)
+        if isinstance(reason, str) and reason in _CUT:
+            return "length" if reason.lower() == "max_tokens" else reason
+    if meta.get("status") == "incomplete":  # the Responses API
+        details = meta.get("incomplete_details") or {}
+        return "content_filter" if details.get("reason") == "content_filter" else "length"
+    return None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call of a turn, in the model's order: `arguments` is the text the model sent
+    when it is known (streamed, or unparsed), else the decoded object; `cut` marks the call the
+    output was cut off inside."""
+
+    id: str | None
+    name: str
+    arguments: Any
+    cut: bool = False
+    parsed: bool = True  # in ``tool_calls`` (else in ``invalid_tool_calls``)
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """The record of a turn: its calls' ``(id, name, text)`` in the order they streamed, or
+    None for a turn that was not streamed (its parsed calls are whole)."""
+
+    calls: tuple[tuple[str | None, str, str], ...] | None
+
+
+def _key(message_id: Any, ids: Sequence[Any]) -> Hashable:
+    return (message_id, tuple(sorted(str(i) for i in ids)))
+
+
+def _ids(message: AIMessage) -> list[Any]:
+    return [c.get("id") for c in message.tool_calls] + [
+        c.get("id") for c in message.invalid_tool_calls
+    ]
+
+
+class _Recorder(BaseCallbackHandler):
+    """Keeps the argument text of streamed chat-model turns (see the module's docstring)."""
+
+    run_inline = True  # called in the run's own thread or task, in order
+    ignore_chain = ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = True
+    KEPT = 512
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: OrderedDict[UUID, dict[Any, list[str]]] = OrderedDict()
+        self._kept: OrderedDict[Hashable, _Turn | None] = OrderedDict()
+
+    def on_llm_new_token(
+        self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any
+    ) -> None:
+        pieces = getattr(getattr(chunk, "message", None), "tool_call_chunks", None)
+        if not pieces:
+            return
+        with self._lock:
+            calls = self._open.get(run_id)
+            if calls is None:
+                calls = self._open[run_id] = {}
+                while len(self._open) > self.KEPT:  # runs that never ended
+                    self._open.popitem(last=False)
+            for piece in pieces:
+                index = piece.get("index")
+                # as langchain-core merges them (`merge_lists`): by index, strings joined
+                entry = calls.setdefault(
+                    len(calls) if index is None else ("i", index), ["", "", ""]
+                )
+                for at, field in enumerate(("id", "name", "args")):
+                    value = piece.get(field)
+                    if isinstance(value, str):
+                        entry[at] += value
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            streamed = self._open.pop(run_id, None)
+        generations = getattr(response, "generations", None) or [[]]
+        first = generations[0][0] if generations and generations[0] else None
+        message = getattr(first, "message", None)
+        if not isinstance(message, AIMessage) or message.id is None:
+            return
+        ids = _ids(message)
+        if not ids:
+            return
+        record = _Turn(
+            None
+            if streamed is None
+            else tuple((e[0] or None, e[1], e[2]) for e in streamed.values())
+        )
+        key = _key(message.id, ids)
+        with self._lock:
+            # Two turns under one key (a server that repeats its ids) are told apart by
+            # neither: the key is spoilt, and both are read fail-closed.
+            self._kept[key] = None if key in self._kept else record
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.KEPT:
+                self._kept.popitem(last=False)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            self._open.pop(run_id, None)
+
+    def turn(self, message: AIMessage) -> _Turn | None:
+        """The record of `message`'s turn, if one is kept."""
+        if message.id is None:
+            return None
+        with self._lock:
+            return self._kept.get(_key(message.id, _ids(message)))
+
+
+RECORDER = _Recorder()
+_ACTIVE: ContextVar[_Recorder | None] = ContextVar("xerj_tools_streamed_calls", default=RECORDER)
+register_configure_hook(_ACTIVE, False)  # a local handler of each run, never inherited twice
+
+
+def _parsed(message: AIMessage) -> list[Call]:
+    calls = [Call(c.get("id"), c.get("name") or "", c.get("args")) for c in message.tool_calls]
+    calls += [
+        Call(c.get("id"), c.get("name") or "", c.get("args") or "", parsed=False)
+        for c in message.invalid_tool_calls
+    ]
+    return calls
+
+
+def _from_chunks(message: AIMessageChunk) -> tuple[tuple[str | None, str, str], ...]:
+    joined: dict[Any, list[str]] = {}
+    for piece in message.tool_call_chunks:
+        index = piece.get("index")
+        entry = joined.setdefault(len(joined) if index is None else ("i", index), ["", "", ""])
+        for at, field in enumerate(("id", "name", "args")):
+            value = piece.get(field)
+            if isinstance(value, str):
+                entry[at] += value
+    return tuple((e[0] or None, e[1], e[2]) for e in joined.values())
+
+
+def _texts(message: AIMessage) -> tuple[tuple[tuple[str | None, str, str], ...] | None, bool]:
+    """The streamed calls' ``(id, name, text)`` in the model's order (None: not streamed), and
+    whether that is known at all."""
+    if isinstance(message, AIMessageChunk) and message.tool_call_chunks:
+        return _from_chunks(message), True
+    record = RECORDER.turn(message)
+    return (None, False) if record is None else (record.calls, True)
+
+
+def _whole(text: str) -> bool:
+    # no text at all is ``{}`` to LangChain and to the dispatcher alike
+    return text == "" or whole_arguments(text, _SIZE_ONLY)
+
+
+def turn_calls(message: AIMessage) -> list[Call]:
+    """The message's tool calls as the model sent them, the cut one marked.
+
+    Streamed (a record kept, or the chunks of an `AIMessageChunk`): every call carries its
+    text, in the model's order, and in a turn cut off the last one is cut when its text is no
+    whole JSON object. Not streamed: parsed calls (whole) then unparsed ones with their text,
+    and the last unparsed one is the cut one. Unknown: as not streamed, but when every call
+    parsed, the last one is taken as cut (it may be LangChain's completion of a cut call)."""
+    reason = cut_off(message)
+    texts, known = _texts(message)
+    if texts is not None:
+        calls = [Call(i, name, text, parsed=_whole(text)) for i, name, text in texts]
+        if reason is not None and calls and not whole_arguments(calls[-1].arguments, _SIZE_ONLY):
+            calls[-1] = _marked(calls[-1])
+        return calls
+    calls = _parsed(message)
+    if reason is None or not calls:
+        return calls
+    unparsed = [at for at, c in enumerate(calls) if not c.parsed]
+    if unparsed:
+        calls[unparsed[-1]] = _marked(calls[unparsed[-1]])
+    elif not known:
+        calls[-1] = _marked(calls[-1])
+    return calls
+
+
+def _marked(call: Call) -> Call:
+    return Call(call.id, call.name, call.arguments, cut=True, parsed=call.parsed)
+
+
+def fresh_ids(ids: Sequence[str | None]) -> dict[int, str]:
+    """New ids for the calls of a turn that have none, or one an earlier call has, as the agent
+    loop gives them (`_agent._run.unique_call_ids`): ``xerj_<position>``, ``<id>_<position>``,
+    with ``_`` added until the id is free. Ids that are already unique are kept."""
+    taken = {i for i in ids if i}
+    seen: set[str] = set()
+    renamed: dict[int, str] = {}
+    for position, call_id in enumerate(ids):
+        new = call_id or ""
+        if not new or new in seen:
+            new = f"{new}_{position}" if new else f"xerj_{position}"
+            while new in taken or new in seen:
+                new += "_"
+            renamed[position] = new
+        seen.add(new)
+    return renamed
+
+
+def with_ids(message: AIMessage, renamed: dict[int, str]) -> AIMessage:
+    """A copy of `message` whose calls carry the ids `fresh_ids` gave them (positions counted
+    over ``tool_calls`` then ``invalid_tool_calls``, as `turn_calls` lists an unstreamed turn;
+    for a streamed one, the model's order, which LangChain keeps within each list)."""
+    order = _order(message)
+    parsed = [dict(c) for c in message.tool_calls]
+    invalid = [dict(c) for c in message.invalid_tool_calls]
+    for position, new in renamed.items():
+        if position < len(order):
+            kind, at = order[position]
+            (parsed if kind == "parsed" else invalid)[at]["id"] = new
+    return message.model_copy(update={"tool_calls": parsed, "invalid_tool_calls": invalid})
+
+
+def _order(message: AIMessage) -> list[tuple[str, int]]:
+    """Where each call of `turn_calls(message)` sits in the message: (list, index)."""
+    texts, _ = _texts(message)
+    if texts is None:
+        return [("parsed", i) for i in range(len(message.tool_calls))] + [
+            ("invalid", i) for i in range(len(message.invalid_tool_calls))
+        ]
+    # streamed: each list keeps the model's order; a call is in `tool_calls` when it parsed
+    out: list[tuple[str, int]] = []
+    counts = {"parsed": 0, "invalid": 0}
+    for _, _, text in texts:
+        kind = "parsed" if _partial_object(text) else "invalid"
+        out.append((kind, counts[kind]))
+        counts[kind] += 1
+    return out
+
+
+def _partial_object(text: str) -> bool:
+    """Whether LangChain's ``parse_partial_json`` makes an object of `text` (so that the call
+    lands in ``tool_calls``)."""
+    from langchain_core.utils.json import parse_partial_json
+
+    if not text:
+        return True  # no arguments: LangChain takes ``{}``
+    try:
+        return isinstance(parse_partial_json(text), dict)
+    except Exception:
+        return False
+
+
+def as_chat_call(call_id: str, call: Call) -> dict[str, Any]:
+    """`call` as a Chat Completions tool call, for the dispatcher."""
+    arguments = call.arguments
+    if arguments is None:
+        arguments = ""  # anything else is the dispatcher's to judge (a list: invalid_json)
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
