@@ -233,18 +233,36 @@ def _field_matches(name: str, pattern: str) -> bool:
 
 
 def _glob(pattern: str, text: str) -> bool:
-    # index.rs:15737-15771: `*` matches any run of characters but `.`.
-    if not pattern:
-        return not text
-    if pattern[0] != "*":
-        return bool(text) and pattern[0] == text[0] and _glob(pattern[1:], text[1:])
-    end = 0
-    while True:
-        if _glob(pattern[1:], text[end:]):
-            return True
-        if end >= len(text) or text[end] == ".":
-            return False
-        end += 1
+    """Whether `text` matches `pattern`, as XERJ's `glob_match` reads it (index.rs:15737-15771
+    at e6e8e6a): `*` matches any run of characters but `.`, every other character itself.
+
+    XERJ walks the pattern by backtracking, which grows exponentially with the number of `*`
+    (`source_pattern_problems` keeps that number small in what is sent). Here the same language
+    is matched in linear time: a `*` never crosses a `.`, so the dots of pattern and text pair up
+    one to one, and each segment between them is matched alone, its pieces between `*` found
+    leftmost in turn (with no other wildcard the leftmost place is never worse than a later one).
+    """
+    parts = pattern.split(".")
+    segments = text.split(".")
+    return len(parts) == len(segments) and all(map(_segment, parts, segments))
+
+
+def _segment(pattern: str, text: str) -> bool:
+    if "*" not in pattern:
+        return pattern == text
+    pieces = pattern.split("*")
+    head, tail = pieces[0], pieces[-1]
+    end = len(text) - len(tail)
+    if end < len(head) or not (text.startswith(head) and text.endswith(tail)):
+        return False
+    at = len(head)
+    for piece in pieces[1:-1]:
+        if piece:
+            found = text.find(piece, at, end)
+            if found < 0:
+                return False
+            at = found + len(piece)
+    return True
 
 
 def _path_matches(path: str, patterns: tuple[str, ...]) -> bool:
