@@ -63,6 +63,12 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             raise InputError(f"the input is {exc}") from None
         except ValueError as exc:
             raise InputError(f"the input is neither JSON nor JSON Lines: {exc}") from None
+        if (count := _tool_definitions(document)) is not None:
+            raise InputError(
+                f"the input is a tools file ({count} tool definitions), not recorded calls: "
+                "check it with `xerj-tools lint FILE`, or validate calls against it with "
+                "`--tools-file FILE`"
+            )
         for found in calls_in(document):
             if isinstance(found, FoundCall):
                 index += 1
@@ -70,6 +76,27 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             yield found
         return
     yield from jsonl_calls(_chain((number, first), enumerate(stream, start=number + 1)))
+
+
+def _tool_definitions(document: Any) -> int | None:
+    """How many tool definitions `document` holds, where it is a tools file (a list of them,
+    or an object of one key, ``tools``, holding them; a request body that also holds messages is
+    no tools file) and nothing else; else None. A definition declares a schema (``parameters``,
+    ``input_schema``) and carries no call's ``arguments`` or ``input``."""
+    items = document.get("tools") if isinstance(document, dict) and len(document) == 1 else document
+    if not isinstance(items, list) or not items:
+        return None
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        inner = item.get("function", item)
+        if not isinstance(inner, dict) or "name" not in inner:
+            return None
+        if not ("parameters" in inner or "input_schema" in inner) or (
+            "arguments" in inner or "input" in inner
+        ):
+            return None
+    return len(items)
 
 
 def jsonl_calls(
