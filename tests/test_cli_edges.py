@@ -253,3 +253,47 @@ def test_progress_on_a_terminal_with_jobs_shows_the_share_of_the_file(big: Path)
     err = FakeTTY()
     code, _, _ = run("validate", str(big), "--jobs", "2", "--summary", err=err)
     assert code == 1 and "% of " in err.getvalue() and err.getvalue().endswith("\n")
+
+
+# ---------------------------------------------------------------- Parquet
+
+
+def test_a_corrupt_parquet_page_past_the_first_batch_is_a_usage_error(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "calls.parquet"
+    cells = [json.dumps(BAD if i % 100 == 0 else GOOD) for i in range(10_000)]
+    pq.write_table(pa.table({"tool_call": cells}), path, row_group_size=1000, compression="none")
+    column = pq.ParquetFile(path).metadata.row_group(8).column(0)
+    raw = bytearray(path.read_bytes())
+    for at in range(column.data_page_offset, column.data_page_offset + 30):
+        raw[at] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    code, out, err = run("validate", str(path), "--column", "tool_call")
+    assert code == 2 and err.startswith(f"xerj-tools: cannot read {path} as Parquet after row ")
+    assert out.count(": invalid") >= 8  # the rows read before the corrupt page are reported
+    code, out, err = run("validate", str(path), "--format", "json")
+    report = json.loads(out)  # one document still, closed with the error
+    assert code == 2 and report["error"].startswith("cannot read") and len(report["results"]) >= 8
+
+
+# ---------------------------------------------------------------- one huge line
+
+
+@pytest.mark.parametrize("newline", [b"", b"\n"])
+def test_one_huge_line_is_read_once_in_about_twice_its_size(tmp_path: Path, newline: bytes) -> None:
+    import tracemalloc
+
+    size = 24 << 20
+    path = tmp_path / "line.jsonl"
+    path.write_bytes(b'{"name": "xerj_search", "arguments": "' + b"a" * size + newline)
+    tracemalloc.start()
+    try:
+        code, out, err = run("validate", str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and out == ""
+    why = "Invalid control character at: line 1 column 25165863" if newline else "Unterminated string"
+    assert err.startswith(f"xerj-tools: the input is neither JSON nor JSON Lines: {why}")
+    assert peak < (2.3 if not newline else 3.3) * size, f"peak {peak / size:.2f}x the line"

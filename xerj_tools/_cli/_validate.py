@@ -49,6 +49,7 @@ def _validate_in(
     args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO, closing: contextlib.ExitStack
 ) -> int:
     from .._json import _load as load_orjson
+    from .._offline._parquet import ParquetError
     from .._offline._validate import FoundCall, InputError, read_calls, validate_calls
 
     load_orjson()  # orjson decodes every record and call where installed (the `fast` extra)
@@ -64,11 +65,12 @@ def _validate_in(
     elif args.input and args.input.endswith(".parquet"):
         found = _parquet_calls(args.input, args.column)
     elif args.input and args.input != "-" and (binary := _seekable(args.input, closing)):
-        from .._offline._lines import starts_jsonl
+        from .._offline._lines import jsonl_head
 
-        if starts_jsonl(
-            binary
-        ):  # the valid lane, over the file's bytes (xerj_tools._offline._lane)
+        jsonl, refused = jsonl_head(binary)
+        if refused is not None:  # one line, the whole file, and no JSON: said once read
+            raise UsageError(refused)
+        if jsonl:  # the valid lane, over the file's bytes (xerj_tools._offline._lane)
             if args.jobs > 1:
                 from .._offline._ranges import validate_ranges
 
@@ -109,8 +111,8 @@ def _validate_in(
             progress=progress.shown(),
             on_report=writer.report,
         )
-    except InputError as exc:
-        writer.abort(str(exc))
+    except (InputError, ParquetError) as exc:
+        writer.abort(str(exc))  # (the reports written so far stand)
         raise UsageError(str(exc)) from None
     except UnicodeDecodeError:
         writer.abort("the input is not UTF-8 text")

@@ -148,13 +148,19 @@ def line_calls(number: int, line: Any) -> Iterator[FoundCall | Unrecognised | tu
 def is_jsonl(first: str) -> bool:
     """Whether an input whose first non-blank line is `first` is JSON Lines (that line is a
     JSON value, or one too deep to decode) rather than one JSON document spanning lines."""
+    return jsonl_error(first) is None
+
+
+def jsonl_error(first: str, *, fast: bool = True) -> str | None:
+    """None where `is_jsonl(first)`; else why `first` is no JSON value, as `read_calls` says
+    it when it reads `first` (and what follows) as one document. (`fast`: as `_bounds.loads`.)"""
     try:
-        loads(first, RECORD_DEPTH)
+        loads(first, RECORD_DEPTH, fast=fast)
     except TooDeep:
-        return True  # one line too deep on its own: a JSONL record, reported as such
-    except ValueError:
-        return False
-    return True
+        return None  # one line too deep on its own: a JSONL record, reported as such
+    except ValueError as exc:
+        return f"the input is neither JSON nor JSON Lines: {exc}"
+    return None
 
 
 def _chain(head: tuple[int, str], rest: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
