@@ -67,10 +67,10 @@ def _validate_in(
     elif args.input and args.input != "-" and (binary := _seekable(args.input, closing)):
         from .._offline._lines import jsonl_head
 
-        jsonl, refused = jsonl_head(binary)
-        if refused is not None:  # one line, the whole file, and no JSON: said once read
-            raise UsageError(refused)
-        if jsonl:  # the valid lane, over the file's bytes (xerj_tools._offline._lane)
+        head = jsonl_head(binary)
+        if head.final:  # one line, the whole file, and no JSON (or no UTF-8): said once read
+            raise UsageError(head.error)
+        if head.jsonl:  # the valid lane, over the file's bytes (xerj_tools._offline._lane)
             if args.jobs > 1:
                 from .._offline._ranges import validate_ranges
 

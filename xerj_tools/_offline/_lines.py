@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
-__all__ = ["CHUNK", "Block", "LaneLines", "blocks_of", "jsonl_head", "lane_lines", "starts_jsonl"]
+__all__ = [
+    "CHUNK", "Block", "Head", "LaneLines", "blocks_of", "jsonl_head", "lane_lines", "starts_jsonl"
+]  # fmt: skip
 
 _NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 CHUNK = 1 << 20  # bytes read at a time: memory stays flat in the input's size
@@ -125,14 +127,25 @@ def starts_jsonl(stream: BinaryIO) -> bool:
     """Whether a seekable binary input is JSON Lines, as `read_calls` decides it (its first
     non-blank line is a JSON value); the stream is left at its start. False also where the head
     is not UTF-8: the text path then says so as it always did."""
-    return jsonl_head(stream)[0]
+    return jsonl_head(stream).jsonl
 
 
-def jsonl_head(stream: BinaryIO) -> tuple[bool, str | None]:
-    """`starts_jsonl`, and where the first non-blank line is the whole input (no line ends it)
-    and is not JSON, why: `read_calls` would read that same line again as one document and
-    refuse it with this message, so the caller can say it without reading the input twice.
-    The line is held once, as text: a line of gigabytes costs about twice its size."""
+class Head(NamedTuple):
+    """What the head of an input says (`jsonl_head`)."""
+
+    jsonl: bool
+    error: str | None = None  # where not JSON Lines: why its first non-blank line is no JSON
+    final: bool = False  # `error` is what `read_calls` would say of the whole input
+
+
+_NOT_UTF8 = "the input is not UTF-8 text"
+
+
+def jsonl_head(stream: BinaryIO) -> Head:
+    """`starts_jsonl`, with why not. Where the first non-blank line is the whole input (no line
+    ends it) or is not UTF-8, `error` is `final`: `read_calls` would read that same line again
+    as one document and refuse it so, and the caller can say it without a second reading. The
+    line is held once, as text: a line of gigabytes costs about twice its size."""
     from .._json import _load
     from ._validate import jsonl_error
 
@@ -146,7 +159,7 @@ def jsonl_head(stream: BinaryIO) -> tuple[bool, str | None]:
                 if orjson and len(raw) <= CHUNK:  # (refusing a long line, orjson copies it)
                     try:  # a JSON value to orjson (stricter than `json`) is one to `read_calls`
                         orjson.loads(raw)
-                        return True, None
+                        return Head(True)
                     except ValueError:
                         pass
                 whole = at == len(lines) - 1 and not ending and not raw.endswith((b"\n", b"\r"))
@@ -154,9 +167,9 @@ def jsonl_head(stream: BinaryIO) -> tuple[bool, str | None]:
                 del raw
                 lines.clear()  # the bytes go: the text is what is read from here on
                 error = jsonl_error(text, fast=False)
-                return error is None, error if whole else None
-        return True, None  # empty: no line, no call, as the text path reads it
+                return Head(error is None, error, whole)
+        return Head(True)  # empty: no line, no call, as the text path reads it
     except UnicodeDecodeError:
-        return False, None
+        return Head(False, _NOT_UTF8, True)
     finally:
         stream.seek(0)
