@@ -72,3 +72,26 @@ def test_dask_over_parquet(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_dask_on_a_local_cluster_gives_the_report_of_the_command(calls_file: Path) -> None:
     assert validate_jsonl(str(calls_file), blocksize=4_000) == cli(str(calls_file))[1]
+
+
+GOOD_LINE = json.dumps({"name": "xerj_search", "arguments": '{"index": "docs", "query": {}}'}).encode()
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"\xef\xbb\xbf" + GOOD_LINE + b"\n" + GOOD_LINE + b"\n", "Unexpected UTF-8 BOM"),
+        (GOOD_LINE + b"\x0c" + GOOD_LINE + b"\x0b" + GOOD_LINE + b"\n", "Extra data"),
+        (b"\xff\xfe" + GOOD_LINE + b"\n", "not UTF-8 text"),
+    ],
+)
+def test_dask_refuses_what_the_command_refuses(tmp_path: Path, data: bytes, why: str) -> None:
+    from xerj_tools._offline._validate import InputError
+
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(data)
+    err = io.StringIO()
+    assert main(["validate", str(path)], stdout=io.StringIO(), stderr=err) == 2 and why in err.getvalue()
+    with pytest.raises(InputError, match=why) as raised:
+        validate_jsonl(str(path), scheduler="sync")
+    assert str(raised.value).startswith(f"{path}: ")

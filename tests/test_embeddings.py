@@ -99,6 +99,44 @@ def test_long_arrays_are_found_at_any_depth_and_short_ones_kept() -> None:
     assert omit_embeddings(plain) is plain
 
 
+VECTOR = [0.25] * 4096
+
+
+@pytest.mark.parametrize(
+    ("value", "marker"),
+    [
+        ([None, *VECTOR, None], "<4098 numbers omitted>"),  # NaN and Infinity, read as null
+        ([None, *VECTOR], "<4097 numbers omitted>"),  # a missing component first
+        (["x", *VECTOR], "<4097 numbers omitted>"),
+        ([*VECTOR, "x"], "<4097 numbers omitted>"),
+        ([*VECTOR[:2000], "SECRET", *VECTOR[2000:]], "<4097 numbers omitted>"),
+        ([[VECTOR]], "<1 lists of vectors of 4096 numbers omitted>"),
+        ([[[VECTOR, VECTOR]]], "<1 lists of vectors of 4096 numbers omitted>"),
+    ],
+)
+def test_an_embedding_of_an_odd_shape_is_still_left_out(value: list[Any], marker: str) -> None:
+    assert omit_embeddings({"title": "t", "embedding": value}) == {"title": "t", "embedding": marker}
+
+
+def test_an_embedding_deep_in_objects_is_left_out() -> None:
+    source: dict[str, Any] = {"embedding": VECTOR}
+    for _ in range(30):
+        source = {"a": source}
+    out = omit_embeddings({"title": "t", **source})
+    for _ in range(30):
+        out = out["a"]
+    assert out == {"embedding": "<4096 numbers omitted>"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [["a"] * 100, [True] * 5000, ["x", "y", *range(100), *["z"] * 100], [{"k": 1}] * 100, [[], []]],
+)
+def test_lists_that_are_no_embedding_are_kept(value: list[Any]) -> None:
+    source = {"v": value}
+    assert omit_embeddings(source) is source
+
+
 def test_a_large_answer_is_read_holding_one_hits_embedding_at_a_time() -> None:
     import tracemalloc
 

@@ -36,9 +36,10 @@ _RERANK = ["provider", "model", "window", "min_score", "query", "fields", "instr
 NUMBERS = [-2, -1, 0, 1, 2, 10, 30, 300, 301, 2500, 2501, 5000, 9990, 9999, 10_000, 10_001,
            5000.0, 10.0, 0.5, 1.5, -0.0, math.nan, math.inf, -math.inf, 10**30, True, False]  # fmt: skip
 TEXTS = ["", " ", "docs", "agent", "_all", "a,b", "logs-*", ".", "..", "x" * 300, "Bad NS",
-         "jev", "cohere", "body", "false", "_private", "docs,", "q" * 4001]  # fmt: skip
+         "jev", "cohere", "body", "false", "_private", "docs,", "q" * 4001,
+         "m.*a*b*c*d", "m.*a*b*c*d*e", "a*,b*,c*"]  # fmt: skip
 LISTS = [[], [0.1, 0.2], [math.nan], [math.inf, 1.0], [1, "a"], ["title"], [""], [None],
-         [{"_score": "desc"}], ["_score", 3], [10**400 if False else 1e308, 1e308], [True]]  # fmt: skip
+         [{"_score": "desc"}], ["_score", 3], ["x.*a*a*a*a*c"], ["*a*", "b.*"], [10**400 if False else 1e308, 1e308], [True]]  # fmt: skip
 CLAUSES = [{}, {"match": {"body": "tea"}}, {"semantic": {"body": {"query": "q"}}},
            {"term": {"a": 1}}, {"match": {}, "size": 3}, {"bool": {"must": []}}]  # fmt: skip
 leaf, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, _RERANK, rerank_size=5)
@@ -97,6 +98,9 @@ def test_a_quick_yes_means_the_checks_find_nothing(case: tuple[str, dict[str, An
         ("xerj_search", {"index": "docs", "query": {}, "size": True}),  # a bool is no int
         ("xerj_search", {"index": "docs", "query": {}, "from": 9995, "size": 10}),  # the window
         ("xerj_search", {"index": "docs", "query": {}, "source": []}),
+        ("xerj_search", {"index": "docs", "query": {}, "source": ["x.*a*a*a*a*c"]}),
+        ("xerj_search", {"index": "docs", "query": {}, "source": "title,x.*a*a*a*a*c"}),
+        ("xerj_search", {"index": "docs", "query": {}, "source": {"excludes": "x.*a*a*a*a*c"}}),
         ("xerj_search", {"index": "docs", "query": {}, "source": False, "rerank": {"query": "q"}}),
         ("xerj_search", {"index": "docs", "query": {}, "size": 40, "rerank": {"query": "q"}}),
         ("xerj_search", {"index": "docs", "query": {}, "rerank": {"window": 301, "query": "q"}}),

@@ -70,3 +70,24 @@ def test_the_command_runs_until_interrupted(command: list[str]) -> None:
         process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+@pytest.mark.parametrize("depth", [129, 100_000])
+def test_a_body_nested_past_serdes_limit_is_answered_400_and_the_next_is_served(depth: int) -> None:
+    body = b'{"query":' + b"[" * depth + b"]" * depth + b"}"
+    with XerjStandIn() as stand_in:
+        deep = httpx2.post(f"{stand_in.url}/docs/_search", content=body,
+                           headers={"Content-Type": "application/json"}, timeout=10)
+        assert deep.status_code == 400
+        assert deep.json()["error"]["reason"] == (
+            "malformed JSON in request body: recursion limit exceeded at line 1 column 137"
+        )
+        assert httpx2.get(f"{stand_in.url}/", timeout=10).status_code == 200
+
+
+def test_a_body_nested_to_serdes_limit_is_read() -> None:
+    body = b'{"query": {"bool": {"must": [{"match_all": {}}], "filter":' + b"[" * 124 + b"]" * 124 + b"}}}"
+    with XerjStandIn() as stand_in:
+        answer = httpx2.post(f"{stand_in.url}/docs/_search", content=body,
+                             headers={"Content-Type": "application/json"}, timeout=10)
+        assert "recursion limit" not in answer.text

@@ -75,19 +75,25 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def loads(text: str, limit: int = MAX_ARGUMENT_DEPTH) -> Any:
+def loads(text: str, limit: int = MAX_ARGUMENT_DEPTH, *, fast: bool = True) -> Any:
     """`json.loads` that raises `TooDeep` for text nested deeper than `limit` (measured before
-    decoding, in linear time) and refuses NaN and Infinity, which are not JSON."""
+    decoding, in linear time) and refuses NaN and Infinity, which are not JSON. `fast=False`
+    skips orjson (for text it has refused already)."""
     if _text_depth_exceeds(text, limit):
         raise TooDeep(limit)
     if text.startswith("\ufeff"):  # as `json.loads` says it
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    if _json._orjson:  # once something imported it: orjson, where it reads text as `json` does
+    # once something imported it: orjson, where it reads text as `json` does (and not past
+    # `_FAST_MAX`: refusing text, orjson builds its error from a copy of the whole document,
+    # about 12 times its size in memory; `json` reads a long text in no more than it builds)
+    if fast and _json._orjson and len(text) <= _FAST_MAX:
         value = _json.fast_loads(text)
         if value is not NotImplemented:
             return value
     return _DECODER.decode(text)
 
+
+_FAST_MAX = 8 << 20  # characters
 
 # `json.loads` with an argument builds a decoder (and its scanner) on every call; this one is
 # built once (decoding keeps no state in it).

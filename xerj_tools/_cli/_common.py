@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["UsageError", "_read_argument", "_registry"]
+__all__ = ["UsageError", "_read_argument", "_registry", "ascii_only"]
 
 
 class UsageError(Exception):
@@ -32,3 +32,15 @@ def _registry(path: str | None) -> Any:
         return load_registry(path)
     except (OSError, ToolDefinitionError) as exc:
         raise UsageError(f"cannot load the tools file: {exc}") from None
+
+
+def ascii_only(out: TextIO) -> bool:
+    """Whether `out` cannot encode every character (an ASCII locale, PYTHONIOENCODING=ascii):
+    JSON written to it then escapes each non-ASCII character (``\\u00e9``), as JSON allows."""
+    import codecs
+
+    encoding = getattr(out, "encoding", None)
+    try:
+        return encoding is not None and not codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return True

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ._common import UsageError, _read_argument, _registry
+from ._common import UsageError, _read_argument, _registry, ascii_only
 from ._mcp import add_mcp_arguments, run_mcp
 
 __all__ = ["main"]
@@ -36,9 +36,20 @@ EXAMPLES = {
 _RERANK_MODES = ("ok", "degraded", "unconfigured", "disabled", "provider_error", "unsupported")
 
 
+def _port(text: str) -> int:
+    """A TCP port number, 0 to 65535 (0: the system picks one); argparse says so on one line."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0 picks a free one); got {port}")
+    return port
+
+
 def stand_in_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--port", type=int, default=9200, help="the port on 127.0.0.1 (default 9200; 0 picks one)"
+        "--port", type=_port, default=9200, help="the port on 127.0.0.1 (default 9200; 0 picks one)"
     )
     parser.add_argument(
         "--api-key",
@@ -85,7 +96,18 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--strict", action="store_true", help="report repairable mistakes as invalid"
     )
-    validate.add_argument("--format", choices=("text", "json"), default="text")
+    validate.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (default), or one JSON document of reports and counts",
+    )
+    validate.add_argument(
+        "--summary",
+        action="store_true",
+        help="no report per call: the counts, then each kind of problem once (tool and "
+        "argument, how many calls, where first seen)",
+    )
     validate.add_argument(
         "--jobs",
         type=_jobs,
@@ -112,8 +134,12 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     call = add("call", "dispatch one call to the node in $XERJ_URL and print the tool message")
-    call.add_argument("tool")
-    call.add_argument("args", help="the arguments: JSON, @file or - (stdin)")
+    call.add_argument("tool", nargs="?", help="the tool's name (or --tool NAME)")
+    call.add_argument(
+        "arguments", nargs="?", metavar="args", help="the arguments: JSON, @file or - (stdin)"
+    )
+    call.add_argument("--tool", dest="tool_option", metavar="NAME", help="as `validate` takes it")
+    call.add_argument("--args", dest="args_option", metavar="ARGS", help="as `validate` takes it")
     call.add_argument(
         "--dry-run", action="store_true", help="print the HTTP request instead of sending it"
     )
@@ -152,10 +178,8 @@ def _jobs(text: str) -> int:
 def _tools(args: argparse.Namespace, out: TextIO) -> int:
     from .._offline._lint import convert
 
-    out.write(
-        json.dumps(convert(_registry(args.tools_file), args.target), indent=2, ensure_ascii=False)
-        + "\n"
-    )
+    tools = convert(_registry(args.tools_file), args.target)
+    out.write(json.dumps(tools, indent=2, ensure_ascii=ascii_only(out)) + "\n")
     return 0
 
 
@@ -186,10 +210,27 @@ def _lint(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if errors else 0
 
 
+def _call_parts(args: argparse.Namespace) -> tuple[str, str]:
+    """The tool and its arguments, given as `call TOOL ARGS` or as `validate` takes them
+    (`--tool NAME --args ARGS`), in any mix; one of each."""
+    tools = [t for t in (args.tool, args.tool_option) if t is not None]
+    given = [a for a in (args.arguments, args.args_option) if a is not None]
+    if args.tool is not None and args.tool_option is not None and args.arguments is None:
+        given.insert(0, args.tool)  # `call --tool X ARGS`: the positional is the arguments
+        tools = [args.tool_option]
+    if len(tools) != 1 or len(given) != 1:
+        raise UsageError(
+            "give the tool and its arguments once each: call TOOL ARGS, or call --tool TOOL "
+            "--args ARGS (ARGS: JSON, @file or - for stdin)"
+        )
+    return tools[0], given[0]
+
+
 def _call(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
     from .._shapes import ToolCall
 
-    call = ToolCall("cli", args.tool, _read_argument(args.args, stdin))
+    tool, arguments = _call_parts(args)
+    call = ToolCall("cli", tool, _read_argument(arguments, stdin))
     if args.dry_run:
         from .._dispatch._core import DispatchCore, Prepared
         from .._http._transport import Endpoint
@@ -214,13 +255,13 @@ def _call(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
         }
         if prepared.repairs:
             shown["repairs"] = list(prepared.repairs)
-        out.write(json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
+        out.write(json.dumps(shown, indent=2, ensure_ascii=ascii_only(out)) + "\n")
         return 0
     from .._dispatch._sync import Dispatcher
 
     with Dispatcher(url=args.url) as dispatcher:
         result = dispatcher.run(call)
-    out.write(json.dumps(result.payload, indent=2, ensure_ascii=False) + "\n")
+    out.write(json.dumps(result.payload, indent=2, ensure_ascii=ascii_only(out)) + "\n")
     return 0 if result.ok else 1
 
 
@@ -231,10 +272,45 @@ def main(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 invalid or failed, 2 usage)."""
+    """Run the command line; returns the exit status (0 ok, 1 invalid or failed, 2 usage, 130
+    interrupted, 141 the reader of the output went away: `validate … | head`)."""
+    out, err, inp = stdout or _tolerant(sys.stdout), stderr or sys.stderr, stdin or sys.stdin
+    try:
+        status = _main(argv, out, err, inp)
+        out.flush()  # here, not at exit: a reader gone is then seen, and answered quietly
+        return status
+    except BrokenPipeError:
+        # The reader closed the pipe (`| head`): nothing more can be written and nothing went
+        # wrong. Later writes (the interpreter flushes stdout at exit) go nowhere, quietly.
+        _discard(out, err)
+        return 141  # 128 + SIGPIPE, as a shell reports a writer the pipe ended
+
+
+def _tolerant(stream: TextIO) -> TextIO:
+    """`stream` (sys.stdout) writing a character its encoding lacks (an ASCII locale, or
+    PYTHONIOENCODING=ascii) as a backslash escape, rather than raising."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+    return stream
+
+
+def _discard(*streams: TextIO) -> None:
+    import os
+
+    for stream in streams:
+        try:
+            fileno = stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            continue  # not a file (a test's StringIO)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fileno)
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO, inp: TextIO) -> int:
     from .._exceptions import ConfigurationError
 
-    out, err, inp = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if (unknown := _unknown_command(parser, argv)) is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from typing import Any, TextIO
 
 from ._common import UsageError, _read_argument, _registry
@@ -16,37 +17,70 @@ __all__ = ["validate"]
 
 
 def validate(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO) -> int:
+    args.jobs = _usable_jobs(args.jobs, err)
     with contextlib.ExitStack() as closing:
         return _validate_in(args, out, err, stdin, closing)
+
+
+def _usable_jobs(jobs: int, err: TextIO) -> int:
+    """`--jobs`, at most the cores this process may run on: more processes than cores only
+    share them (and a number such as 100000 would start that many)."""
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (not on every platform)
+        cores = os.cpu_count() or 1
+    if jobs > cores:
+        err.write(f"xerj-tools: --jobs {jobs}: this machine runs {cores} at once; using {cores}\n")
+        return cores
+    return jobs
+
+
+def _writer(args: argparse.Namespace, out: TextIO) -> Any:
+    from .._offline._report import JsonReport, SummaryReport, TextReport
+
+    if args.summary:
+        return SummaryReport(out, args.format)
+    return JsonReport(out) if args.format == "json" else TextReport(out)
 
 
 def _validate_in(
     args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO, closing: contextlib.ExitStack
 ) -> int:
     from .._json import _load as load_orjson
-    from .._offline._report import JsonReport, TextReport
+    from .._offline._parquet import ParquetError
     from .._offline._validate import FoundCall, InputError, read_calls, validate_calls
 
     load_orjson()  # orjson decodes every record and call where installed (the `fast` extra)
     registry = _registry(args.tools_file)
     if args.tool:
-        if args.input or args.args is None:
+        if args.args is None:
+            raise UsageError(
+                f"--tool {args.tool} needs its arguments: --args JSON (or @file, or - for stdin)"
+            )
+        if args.input:
             raise UsageError("give --tool NAME with --args, or an input file, not both")
         found: Any = [FoundCall(args.tool, _read_argument(args.args, stdin), None, None, 1)]
     elif args.input and args.input.endswith(".parquet"):
         found = _parquet_calls(args.input, args.column)
     elif args.input and args.input != "-" and (binary := _seekable(args.input, closing)):
-        from .._offline._lines import starts_jsonl
+        from .._offline._lines import jsonl_head
 
-        if starts_jsonl(
-            binary
-        ):  # the valid lane, over the file's bytes (xerj_tools._offline._lane)
+        head = jsonl_head(binary)
+        if head.final:  # one line, the whole file, and no JSON (or no UTF-8): said once read
+            raise UsageError(head.error)
+        if head.jsonl:  # the valid lane, over the file's bytes (xerj_tools._offline._lane)
             if args.jobs > 1:
                 from .._offline._ranges import validate_ranges
 
-                return _finish_parallel(args, out, err, lambda on_reports, progress: validate_ranges(
-                    args.input, args.jobs, tools_file=args.tools_file, repair=not args.strict,
-                    on_reports=on_reports, progress=progress, rendered=args.format == "json",
+                size = os.fstat(binary.fileno()).st_size
+                return _finish_parallel(args, out, err, size, lambda on_reports, progress: (
+                    validate_ranges(
+                        args.input, args.jobs, tools_file=args.tools_file, repair=not args.strict,
+                        on_reports=on_reports, progress=progress.shown(), reached=progress.reached,
+                        rendered=args.format == "json" and not args.summary,
+                    )
                 ))  # fmt: skip
             return _validate_lines(args, registry, binary, out, err)
         binary.close()
@@ -54,7 +88,7 @@ def _validate_in(
     elif args.input:
         try:
             stream = (
-                stdin
+                _utf8(stdin, closing)
                 if args.input == "-"
                 else closing.enter_context(open(args.input, encoding="utf-8"))  # noqa: SIM115
             )
@@ -67,22 +101,36 @@ def _validate_in(
         raise UsageError("give an input file (or -), or --tool NAME --args JSON")
 
     # Each report is written as it comes and not kept: memory stays flat on any input length.
-    writer = JsonReport(out) if args.format == "json" else TextReport(out)
+    writer = _writer(args, out)
+    progress = Progress(err, out)
     try:
         summary = validate_calls(
             registry,
             found,
             repair=not args.strict,
-            progress=_progress(err),
+            progress=progress.shown(),
             on_report=writer.report,
         )
-    except InputError as exc:
-        writer.abort(str(exc))
+    except (InputError, ParquetError) as exc:
+        writer.abort(str(exc))  # (the reports written so far stand)
         raise UsageError(str(exc)) from None
     except UnicodeDecodeError:
         writer.abort("the input is not UTF-8 text")
         raise UsageError("the input is not UTF-8 text") from None
-    return _finish(summary, writer, err)
+    return _finish(summary, writer, err, progress)
+
+
+def _utf8(stdin: TextIO, closing: contextlib.ExitStack) -> TextIO:
+    """stdin read as a file is: UTF-8, strictly (the process's own stdin may decode with the
+    locale's codec, or turn bytes that are not UTF-8 into surrogates)."""
+    import io
+
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is None:
+        return stdin  # already text (a caller's stream)
+    text = io.TextIOWrapper(buffer, encoding="utf-8", errors="strict")
+    closing.callback(text.detach)  # (stdin itself stays open)
+    return text
 
 
 def _seekable(path: str, closing: contextlib.ExitStack) -> Any:
@@ -102,55 +150,117 @@ def _validate_lines(
 ) -> int:
     from .._offline._lane import validate_lines
     from .._offline._lines import lane_lines
-    from .._offline._report import JsonReport, TextReport
 
-    writer = JsonReport(out) if args.format == "json" else TextReport(out)
+    writer = _writer(args, out)
+    progress = Progress(err, out, os.fstat(binary.fileno()).st_size, binary.tell)
     try:
         summary = validate_lines(
             registry,
             lane_lines(binary),
             repair=not args.strict,
-            progress=_progress(err),
+            progress=progress.shown(),
             on_report=writer.report,
         )
     except UnicodeDecodeError:
         writer.abort("the input is not UTF-8 text")
         raise UsageError("the input is not UTF-8 text") from None
-    return _finish(summary, writer, err)
+    return _finish(summary, writer, err, progress)
 
 
-def _finish_parallel(args: argparse.Namespace, out: TextIO, err: TextIO, run: Any) -> int:
+def _finish_parallel(
+    args: argparse.Namespace, out: TextIO, err: TextIO, size: int | None, run: Any
+) -> int:
     from .._offline._batch import summary_of
-    from .._offline._report import JsonReport, TextReport
 
-    writer = JsonReport(out) if args.format == "json" else TextReport(out)
+    writer = _writer(args, out)
+    progress = Progress(err, out, size)
     try:
-        total = run(writer.moved_on, _progress(err))
+        total = run(writer.moved_on, progress)
     except UnicodeDecodeError:
         writer.abort("the input is not UTF-8 text")
         raise UsageError("the input is not UTF-8 text") from None
-    return _finish(summary_of(total), writer, err)
+    return _finish(summary_of(total), writer, err, progress)
 
 
-def _progress(err: TextIO) -> Any:
-    """Progress on stderr, on a terminal only: calls so far and their rate."""
-    if not err.isatty():
-        return None
-    import time
+class Progress:
+    """Progress on stderr, where stderr is a terminal: the calls so far and their rate, and
+    where the input's size is known, how far into it and about how long is left.
 
-    started = time.perf_counter()
+    The line is rewritten in place (``\\r``), unless the report goes to the same terminal:
+    each is then a line of its own, written after the reports before it."""
 
-    def progress(count: int) -> None:
-        rate = count / max(time.perf_counter() - started, 1e-9)
-        err.write(f"\rvalidated {count:,} calls ({rate:,.0f}/s)…")
-        err.flush()
+    def __init__(
+        self, err: TextIO, out: TextIO, size: int | None = None, position: Any = None
+    ) -> None:
+        import time
 
-    return progress
+        self.err, self.out, self.size, self.position = err, out, size, position
+        self.on = _isatty(err)
+        self.apart = self.on and _isatty(out)  # the reports share the terminal
+        self.done, self.written = 0, False
+        self.started = time.perf_counter()
+
+    def shown(self) -> Any:
+        """The callback for `validate_lines` and the like (None where nothing is shown)."""
+        return self if self.on else None
+
+    def reached(self, offset: int) -> None:
+        """The input is read up to byte `offset` (a `--jobs` range done)."""
+        self.done = offset
+
+    def __call__(self, count: int) -> None:
+        import time
+
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        text = f"validated {count:,} calls ({count / elapsed:,.0f}/s)"
+        if self.size:
+            done = self.position() if self.position is not None else self.done
+            fraction = min(max(done / self.size, 0.0), 1.0)
+            text += f", {fraction:.0%} of {_size(self.size)}"
+            if 0 < fraction < 1:
+                text += f", about {_duration(elapsed * (1 - fraction) / fraction)} left"
+        if self.apart:
+            self.out.flush()
+            self.err.write(text + "\n")
+        else:
+            self.err.write(f"\r{text}…\x1b[K")
+            self.written = True
+        self.err.flush()
+
+    def end(self) -> None:
+        if self.written:
+            self.err.write("\n")
 
 
-def _finish(summary: Any, writer: Any, err: TextIO) -> int:
-    if err.isatty() and summary.calls >= 10_000:
-        err.write("\n")
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _size(size: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:,} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1000  # type: ignore[assignment]
+    raise AssertionError  # (unreachable)
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def _finish(summary: Any, writer: Any, err: TextIO, progress: Progress | None = None) -> int:
+    if progress is not None:
+        progress.end()
     writer.summarize(summary)
     if not summary.calls:
         from .._offline._report import formats_tried
@@ -179,7 +289,6 @@ def _parquet_calls(path: str, column: str | None) -> Any:
 def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, err: TextIO) -> int:
     """`--jobs N` over JSON Lines; a single JSON document is read in this process."""
     from .._offline._batch import line_blocks, summary_of, validate_parallel
-    from .._offline._report import JsonReport, TextReport
     from .._offline._validate import InputError, is_jsonl, read_calls, validate_calls
 
     head: list[str] = []
@@ -187,7 +296,8 @@ def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, er
         head.append(line)
         if line.strip():
             break
-    writer = JsonReport(out) if args.format == "json" else TextReport(out)
+    writer = _writer(args, out)
+    progress = Progress(err, out)
     try:
         if head and head[-1].strip() and not is_jsonl(head[-1]):  # one document: read whole
             import io
@@ -202,7 +312,7 @@ def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, er
             except InputError as exc:
                 writer.abort(str(exc))
                 raise UsageError(str(exc)) from None
-            return _finish(summary, writer, err)
+            return _finish(summary, writer, err, progress)
         import itertools
 
         total = validate_parallel(
@@ -211,9 +321,9 @@ def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, er
             tools_file=args.tools_file,
             repair=not args.strict,
             on_reports=writer.moved_on,
-            progress=_progress(err),
+            progress=progress.shown(),
         )
     except UnicodeDecodeError:
         writer.abort("the input is not UTF-8 text")
         raise UsageError("the input is not UTF-8 text") from None
-    return _finish(summary_of(total), writer, err)
+    return _finish(summary_of(total), writer, err, progress)

@@ -16,9 +16,14 @@ __all__ = ["NodePool", "check_url", "header_safe"]
 
 def check_url(url: str) -> str:
     """A XERJ base URL, checked (http or https, a host, no credentials) and without its ``/``."""
-    parts = urlsplit(url)
+    shape = "a XERJ URL must look like http://host:9200 or https://host:9200"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  # (raises on a port past 65535 or not a number)
+    except ValueError as exc:  # an unclosed `[`, a port out of range
+        raise ConfigurationError(f"{shape} ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError("a XERJ URL must look like http://host:9200 or https://host:9200")
+        raise ConfigurationError(shape)
     if parts.username or parts.password:
         # XERJ accepts only ApiKey or Bearer (auth.rs:185-194), and a URL travels into logs.
         raise ConfigurationError(

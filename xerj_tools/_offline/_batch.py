@@ -192,10 +192,17 @@ def validate_parallel(
             if progress is not None and total["calls"] // 10_000 > before:
                 progress(total["calls"])
 
-        for block in blocks:
-            pending.append(pool.apply_async(_task, (block, tools_file, repair)))
-            if len(pending) >= 2 * jobs:
+        try:
+            for block in blocks:
+                pending.append(pool.apply_async(_task, (block, tools_file, repair)))
+                if len(pending) >= 2 * jobs:
+                    drain_one()
+        except UnicodeDecodeError:
+            # the input stops being text: the blocks read before (the last one cut short by
+            # `line_blocks`) are reported, as one process reports the lines before it stops
+            while pending:
                 drain_one()
+            raise
         while pending:
             drain_one()
     return total
@@ -205,10 +212,15 @@ def line_blocks(lines: Iterable[str], size: int | None = None) -> Iterator[list[
     """`lines` in lists of `size` (`BLOCK_LINES`)."""
     size = size or BLOCK_LINES
     block: list[str] = []
-    for line in lines:
-        block.append(line)
-        if len(block) >= size:
+    try:
+        for line in lines:
+            block.append(line)
+            if len(block) >= size:
+                yield block
+                block = []
+    except UnicodeDecodeError:
+        if block:  # the lines read before the input stopped being text, then the error
             yield block
-            block = []
+        raise
     if block:
         yield block

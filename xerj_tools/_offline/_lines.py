@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
-__all__ = ["CHUNK", "Block", "LaneLines", "blocks_of", "lane_lines", "starts_jsonl"]
+__all__ = [
+    "CHUNK", "Block", "Head", "LaneLines", "blocks_of", "jsonl_head", "lane_lines", "starts_jsonl"
+]  # fmt: skip
 
 _NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 CHUNK = 1 << 20  # bytes read at a time: memory stays flat in the input's size
@@ -49,14 +51,18 @@ class LaneLines:
                 number += len(parts)
             return
         rest = b""
+        held: list[bytes] = []  # chunks of a line longer than a chunk, joined once it ends
         while True:
             chunk = read(CHUNK)
             if not chunk:
                 break
             cut = chunk.rfind(b"\n")
             if cut < 0:
-                rest += chunk
+                held.append(chunk)  # (`rest += chunk` would copy the line at every chunk)
                 continue
+            if held:
+                rest = b"".join([rest, *held])
+                held = []
             if chunk.find(b"\r", 0, cut) < 0 and b"\r" not in rest:
                 # the chunk's own lines, split in place (no copy of the chunk): its first joins
                 # what the last chunk left, its last (after the last newline) is left for the next
@@ -71,8 +77,12 @@ class LaneLines:
                 lines = [part for raw in body.split(b"\n") for part in _split(raw + b"\n")]
                 yield number, lines, b"", None
             number += len(lines)
+        if held:
+            rest = b"".join([rest, *held])
+            held = []
         if rest:
-            yield number, _split(rest), b"", None
+            last, rest = _split(rest), b""  # (the reader may drop the line: nothing here keeps it)
+            yield number, last, b"", None
 
 
 def lane_lines(stream: Iterable[bytes], start: int = 1) -> LaneLines:
@@ -117,15 +127,49 @@ def starts_jsonl(stream: BinaryIO) -> bool:
     """Whether a seekable binary input is JSON Lines, as `read_calls` decides it (its first
     non-blank line is a JSON value); the stream is left at its start. False also where the head
     is not UTF-8: the text path then says so as it always did."""
-    from ._validate import is_jsonl
+    return jsonl_head(stream).jsonl
 
+
+class Head(NamedTuple):
+    """What the head of an input says (`jsonl_head`)."""
+
+    jsonl: bool
+    error: str | None = None  # where not JSON Lines: why its first non-blank line is no JSON
+    final: bool = False  # `error` is what `read_calls` would say of the whole input
+
+
+_NOT_UTF8 = "the input is not UTF-8 text"
+
+
+def jsonl_head(stream: BinaryIO) -> Head:
+    """`starts_jsonl`, with why not. Where the first non-blank line is the whole input (no line
+    ends it) or is not UTF-8, `error` is `final`: `read_calls` would read that same line again
+    as one document and refuse it so, and the caller can say it without a second reading. The
+    line is held once, as text: a line of gigabytes costs about twice its size."""
+    from .._json import _load
+    from ._validate import jsonl_error
+
+    orjson = _load()
     try:
-        for _, line in lane_lines(stream):
-            text = line.decode("utf-8")
-            if text.strip():
-                return is_jsonl(text)
-        return True  # empty: no line, no call, as the text path reads it
+        for _, lines, ending, _ in lane_lines(stream).blocks():
+            for at, raw in enumerate(lines):
+                if not raw.strip():
+                    raw.decode("utf-8")  # (blank, but maybe not UTF-8)
+                    continue
+                if orjson and len(raw) <= CHUNK:  # (refusing a long line, orjson copies it)
+                    try:  # a JSON value to orjson (stricter than `json`) is one to `read_calls`
+                        orjson.loads(raw)
+                        return Head(True)
+                    except ValueError:
+                        pass
+                whole = at == len(lines) - 1 and not ending and not raw.endswith((b"\n", b"\r"))
+                text = raw.decode("utf-8")
+                del raw
+                lines.clear()  # the bytes go: the text is what is read from here on
+                error = jsonl_error(text, fast=False)
+                return Head(error is None, error, whole)
+        return Head(True)  # empty: no line, no call, as the text path reads it
     except UnicodeDecodeError:
-        return False
+        return Head(False, _NOT_UTF8, True)
     finally:
         stream.seek(0)

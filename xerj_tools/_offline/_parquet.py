@@ -57,5 +57,14 @@ def parquet_rows(path: str, column: str | None = None, batch_size: int = 4096) -
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise ParquetError(f"cannot read {path} as Parquet: {exc}") from None
     name = parquet_column(file.schema_arrow.names, column)
-    for batch in file.iter_batches(columns=[name], batch_size=batch_size):
+    batches = file.iter_batches(columns=[name], batch_size=batch_size)
+    rows = 0
+    while True:
+        try:  # a page can be corrupt anywhere in the file: it is found when its batch is read
+            batch = next(batches, None)
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise ParquetError(f"cannot read {path} as Parquet after row {rows:,}: {exc}") from None
+        if batch is None:
+            return
+        rows += batch.num_rows
         yield from batch.column(0).to_pylist()

@@ -97,17 +97,26 @@ def validate_range(
     results: list[Any] = []  # plain forms, or `Rendered` reports
     with open(path, "rb") as stream:
         read = Counted(_Range(stream, start, end))  # type: ignore[arg-type]  # read() is all it asks
-        summary = validate_lines(
-            registry,
-            read,
-            repair=repair,
-            on_report=(
-                (lambda r: results.append(render(r) or r.as_dict()))
-                if rendered
-                else (lambda r: results.append(r.as_dict()))
-            ),
-        )
+        try:
+            summary = validate_lines(
+                registry,
+                read,
+                repair=repair,
+                on_report=(
+                    (lambda r: results.append(render(r) or r.as_dict()))
+                    if rendered
+                    else (lambda r: results.append(r.as_dict()))
+                ),
+            )
+        except UnicodeDecodeError as exc:
+            # the reports made before the line that is not UTF-8 go out, as one process
+            # writes them before it stops (`validate_ranges` raises after writing them)
+            return {**_empty(), "results": results, "not_utf8": exc.reason}
     return {"lines": read.last, **_counts(summary), "results": results}
+
+
+def _empty() -> BatchResult:
+    return {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
 
 
 def _task(
@@ -141,21 +150,21 @@ def validate_ranges(
     progress: Callable[[int], None] | None = None,
     chunk: int | None = None,
     rendered: bool = False,
+    reached: Callable[[int], None] | None = None,
 ) -> BatchResult:
     """Validate a seekable JSONL file in `jobs` processes, by byte ranges; each range's reports
     go to `on_reports` in input order, with the lines and calls before the range (a report
     writer's `moved_on` numbers them as one process does). Returns the merged counts.
     With `rendered` (the JSON report), the workers write each call's report line themselves
     (`_report.Rendered`) and the parent only moves its numbers on: the parent's share of the
-    work, which competes with the workers for the cores, is a fraction of what it was."""
+    work, which competes with the workers for the cores, is a fraction of what it was.
+    `reached` is told the byte offset up to which the reports are written, range by range.
+    No more processes start than the file has ranges."""
     import multiprocessing
 
-    total: BatchResult = {
-        "lines": 0,
-        **dict.fromkeys(_COUNTS, 0),
-        "unrecognised": {},
-        "results": [],
-    }
+    total = _empty()
+    size = chunk or CHUNK_BYTES
+    jobs = max(1, min(jobs, -(-os.stat(path).st_size // size)))
     method = start_method()
     if method == "fork":
         _start_worker(tools_file)  # compiled here once, inherited by every worker
@@ -164,17 +173,21 @@ def validate_ranges(
         pending: deque[Any] = deque()
 
         def drain_one() -> None:
-            result = pending.popleft().get()
+            end, task = pending.popleft()
+            result = task.get()
             on_reports(result["results"], total["lines"], total["calls"])
+            if "not_utf8" in result:
+                raise UnicodeDecodeError("utf-8", b"", 0, 1, result["not_utf8"])
+            if reached is not None:
+                reached(end)
             before = total["calls"] // 10_000
             add_counts(total, result)
             if progress is not None and total["calls"] // 10_000 > before:
                 progress(total["calls"])
 
-        for start, end in chunk_bounds(path, chunk or CHUNK_BYTES):
-            pending.append(
-                pool.apply_async(_task, (path, start, end, tools_file, repair, rendered))
-            )
+        for start, end in chunk_bounds(path, size):
+            task = pool.apply_async(_task, (path, start, end, tools_file, repair, rendered))
+            pending.append((end, task))
             if len(pending) >= 2 * jobs:
                 drain_one()
         while pending:

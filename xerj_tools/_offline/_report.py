@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TextIO
 
-__all__ = ["JsonReport", "TextReport", "formats_tried", "printable", "shifted"]
+__all__ = ["JsonReport", "SummaryReport", "TextReport", "formats_tried", "printable", "shifted"]
 
 
 def formats_tried() -> str:
@@ -22,12 +22,16 @@ def formats_tried() -> str:
 
 
 # Terminal controls a recorded call could carry in its id, name or arguments: C0 and C1
-# controls (ESC, BEL, CSI…), DEL, and the invisible or direction-changing format characters.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+# controls (ESC, BEL, CSI…), DEL, and the invisible or direction-changing format characters;
+# and lone surrogates (``"\udfff"`` in a JSON string decodes to one), which no output encodes.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff\ufeff]"
+)
 
 
 def printable(text: str) -> str:
-    """`text` with every terminal control shown as an escape (``\\x1b``, ``\\u202e``)."""
+    """`text` with every terminal control and lone surrogate shown as an escape (``\\x1b``,
+    ``\\u202e``, ``\\udfff``)."""
     return _UNSAFE.sub(
         lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text
     )
@@ -59,7 +63,8 @@ def _json_line(value: Any) -> str:
 
 
 def _escaped(text: str) -> str:
-    """JSON `text` with every terminal control a ``\\u`` escape."""
+    """JSON `text` with every terminal control and lone surrogate a ``\\u`` escape (a lone
+    surrogate's is what `json.dumps` writes for it with its default `ensure_ascii`)."""
     if text.isascii() and "\x7f" not in text:
         return text  # (json escapes the C0 controls: in ASCII, only DEL could be left)
     return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
@@ -214,11 +219,40 @@ class TextReport:
             self.out.write(f"no tool call recognised; formats tried: {formats_tried()}\n")
 
 
+class _AsciiJson:
+    """A stream for JSON text that cannot encode every character (an ASCII locale): each
+    non-ASCII character is written as its ``\\u`` escape, which JSON reads as the character."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        return self.out.write(_NON_ASCII.sub(lambda m: json.dumps(m[0])[1:-1], text))
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+
+
+def json_stream(out: TextIO) -> Any:
+    """`out`, or where its encoding is not UTF (an ASCII locale) an `_AsciiJson` over it."""
+    import codecs
+
+    encoding = getattr(out, "encoding", None)
+    try:
+        utf = encoding is None or codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        utf = False
+    return out if utf else _AsciiJson(out)
+
+
 class JsonReport:
     """One JSON document, ``{"results": [...], "calls": …}``, written as the results come."""
 
     def __init__(self, out: TextIO) -> None:
-        self.out = out
+        self.out = json_stream(out)
         self.started = False
 
     def _open(self) -> str:
@@ -263,3 +297,86 @@ class JsonReport:
         if not summary.calls:
             totals["formats_tried"] = formats_tried()
         self.out.write(self._open() + "]," + _json_line(totals)[1:] + "\n")
+
+
+class SummaryReport:
+    """`xerj-tools validate --summary`: no report per call, but the counts and then each kind of
+    problem once, by tool and JSON path: how many calls had it, and where it was first seen (its
+    line and message); the repairs likewise. For inputs whose full report would run to
+    thousands of lines. At most `KINDS` kinds are kept; the rest are counted together."""
+
+    KINDS = 1000
+    SHOWN = 50  # kinds listed in text, the most frequent first
+
+    def __init__(self, out: TextIO, format: str = "text") -> None:
+        self.out = json_stream(out) if format == "json" else out
+        self.json = format == "json"
+        self.problems: dict[tuple[Any, str], list[Any]] = {}  # kind -> [calls, where, message]
+        self.repairs: dict[tuple[Any, str], list[Any]] = {}
+        self.other = [0, 0]  # problems, repairs past `KINDS` kinds
+
+    def _count(self, table: dict[tuple[Any, str], list[Any]], key: Any, where: Any, text: str,
+               other: int) -> None:  # fmt: skip
+        found = table.get(key)
+        if found is not None:
+            found[0] += 1
+        elif len(table) < self.KINDS:
+            table[key] = [1, where, text]
+        else:
+            self.other[other] += 1
+
+    def report(self, report: Any) -> None:
+        """Count one report: a `CallReport`, or its plain form (`CallReport.as_dict`)."""
+        data = report if isinstance(report, dict) else report.as_dict()
+        tool = data.get("tool")  # None: a line that is not JSON
+        where = {"line": data["line"]} if data.get("line") is not None else {"call": data["index"]}
+        for problem in {p["path"]: p for p in data.get("problems", ())}.values():
+            self._count(self.problems, (tool, problem["path"]), where, problem["message"], 0)
+        for repair in data.get("repairs", ()):
+            path = repair.split(":", 1)[0]
+            self._count(self.repairs, (tool, path), where, repair, 1)
+
+    def moved_on(self, reports: Sequence[Any], lines: int, calls: int) -> None:
+        for report in shifted(reports, lines, calls):
+            self.report(report)
+
+    def abort(self, message: str) -> None:
+        pass  # the error goes to stderr; nothing was written
+
+    @staticmethod
+    def _rows(table: dict[tuple[Any, str], list[Any]]) -> list[dict[str, Any]]:
+        ordered = sorted(table.items(), key=lambda item: -item[1][0])
+        return [
+            {"tool": tool, "path": path, "calls": n, "first": {**where, "message": text}}
+            for (tool, path), (n, where, text) in ordered
+        ]
+
+    def summarize(self, summary: Any) -> None:
+        totals = {k: v for k, v in summary.as_dict().items() if k != "results"}
+        problems, repairs = self._rows(self.problems), self._rows(self.repairs)
+        if self.json:
+            totals["problems"] = problems
+            totals["repairs"] = repairs
+            if any(self.other):
+                totals["other_kinds"] = {"problems": self.other[0], "repairs": self.other[1]}
+            if not summary.calls:
+                totals["formats_tried"] = formats_tried()
+            self.out.write(_json_line(totals) + "\n")
+            return
+        TextReport(self.out).summarize(summary)
+        for title, rows, other in (
+            ("problems", problems, self.other[0]),
+            ("repairs", repairs, self.other[1]),
+        ):
+            if not rows:
+                continue
+            self.out.write(f"{title} by tool and argument (calls; where first seen):\n")
+            for row in rows[: self.SHOWN]:
+                first = row["first"]
+                at = f"line {first['line']}" if "line" in first else f"call #{first['call']}"
+                tool = row["tool"] if row["tool"] is not None else "(not JSON)"
+                text = f"{row['calls']:>9,}  {tool} {row['path']}  {at}: {first['message']}"
+                self.out.write(printable(text[:300]) + "\n")
+            hidden = sum(r["calls"] for r in rows[self.SHOWN :]) + other
+            if hidden:
+                self.out.write(f"{hidden:>9,}  (in {title} of other kinds)\n")

@@ -63,6 +63,12 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             raise InputError(f"the input is {exc}") from None
         except ValueError as exc:
             raise InputError(f"the input is neither JSON nor JSON Lines: {exc}") from None
+        if (count := _tool_definitions(document)) is not None:
+            raise InputError(
+                f"the input is a tools file ({count} tool definitions), not recorded calls: "
+                "check it with `xerj-tools lint FILE`, or validate calls against it with "
+                "`--tools-file FILE`"
+            )
         for found in calls_in(document):
             if isinstance(found, FoundCall):
                 index += 1
@@ -70,6 +76,27 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             yield found
         return
     yield from jsonl_calls(_chain((number, first), enumerate(stream, start=number + 1)))
+
+
+def _tool_definitions(document: Any) -> int | None:
+    """How many tool definitions `document` holds, where it is a tools file (a list of them,
+    or an object of one key, ``tools``, holding them; a request body that also holds messages is
+    no tools file) and nothing else; else None. A definition declares a schema (``parameters``,
+    ``input_schema``) and carries no call's ``arguments`` or ``input``."""
+    items = document.get("tools") if isinstance(document, dict) and len(document) == 1 else document
+    if not isinstance(items, list) or not items:
+        return None
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        inner = item.get("function", item)
+        if not isinstance(inner, dict) or "name" not in inner:
+            return None
+        if not ("parameters" in inner or "input_schema" in inner) or (
+            "arguments" in inner or "input" in inner
+        ):
+            return None
+    return len(items)
 
 
 def jsonl_calls(
@@ -121,13 +148,19 @@ def line_calls(number: int, line: Any) -> Iterator[FoundCall | Unrecognised | tu
 def is_jsonl(first: str) -> bool:
     """Whether an input whose first non-blank line is `first` is JSON Lines (that line is a
     JSON value, or one too deep to decode) rather than one JSON document spanning lines."""
+    return jsonl_error(first) is None
+
+
+def jsonl_error(first: str, *, fast: bool = True) -> str | None:
+    """None where `is_jsonl(first)`; else why `first` is no JSON value, as `read_calls` says
+    it when it reads `first` (and what follows) as one document. (`fast`: as `_bounds.loads`.)"""
     try:
-        loads(first, RECORD_DEPTH)
+        loads(first, RECORD_DEPTH, fast=fast)
     except TooDeep:
-        return True  # one line too deep on its own: a JSONL record, reported as such
-    except ValueError:
-        return False
-    return True
+        return None  # one line too deep on its own: a JSONL record, reported as such
+    except ValueError as exc:
+        return f"the input is neither JSON nor JSON Lines: {exc}"
+    return None
 
 
 def _chain(head: tuple[int, str], rest: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:

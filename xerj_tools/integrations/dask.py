@@ -51,8 +51,14 @@ def validate_jsonl(
     client: Any = None,
     blocksize: str | int | None = "32MiB",
 ) -> dict[str, Any]:
-    """Validate JSONL files (a path, a glob or a list) in partitions of `blocksize` bytes."""
+    """Validate JSONL files (a path, a glob or a list) in partitions of `blocksize` bytes.
+
+    Each file's head is read first, as `xerj-tools validate` reads it: a file that is not JSON
+    Lines (its first non-blank line no JSON value: a UTF-8 BOM before it, form feeds or
+    vertical tabs for line ends, one document over several lines) or not UTF-8 text raises
+    `InputError`, naming the file, where the command line refuses it with exit status 2."""
     dask, db = _module("dask"), _module("dask.bag")
+    _check_heads(paths)
     bag = db.read_text(paths, blocksize=blocksize, include_path=True)
     parts = bag.to_delayed()
     tasks = [dask.delayed(_split_path)(part) for part in parts]
@@ -63,6 +69,18 @@ def validate_jsonl(
         for task in tasks
     ]
     return _merge_by_file(_compute(jobs, scheduler, client))
+
+
+def _check_heads(paths: str | Sequence[str]) -> None:
+    from .._offline._lines import jsonl_head
+    from .._offline._validate import InputError
+
+    fsspec = _module("fsspec")  # (what `read_text` opens files with: local, s3://, ...)
+    for opened in fsspec.open_files(paths, mode="rb"):
+        with opened as stream:
+            head = jsonl_head(stream)
+        if not head.jsonl:
+            raise InputError(f"{opened.path}: {head.error or 'not JSON Lines'}")
 
 
 def validate_parquet(

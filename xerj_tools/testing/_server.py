@@ -28,7 +28,7 @@ from ._memory import (
 )
 from ._requests import Fault, RecordedRequest
 from ._searcher import RerankMode, closed_index, search_request
-from ._wire import BodyError, optional_json
+from ._wire import BodyError, optional_json, too_deep
 
 __all__ = ["Fault", "RecordedRequest", "XerjStandIn"]
 
@@ -68,7 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         parts = urlsplit(self.path)
         try:
-            body = json.loads(raw) if raw else None
+            body = _MALFORMED if too_deep(raw) is not None else json.loads(raw) if raw else None
         except ValueError:
             body = _MALFORMED
         record = RecordedRequest(

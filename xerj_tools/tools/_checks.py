@@ -197,6 +197,7 @@ def search_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _query_clause(args.get("query"), "$.query")
     yield from _window(args)
     source = args.get("source")
+    yield from _source_patterns(source)
     if isinstance(source, list) and not all(isinstance(f, str) and f for f in source):
         yield Problem("$.source", "an array of source fields must hold non-empty field names")
     if source == []:
@@ -222,6 +223,41 @@ def search_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
         isinstance(query, dict) and len(query) == 1 and next(iter(query)) in _QUESTION_CLAUSES
     )
     yield from _rerank(args, needs_query=needs_query)
+
+
+MAX_SOURCE_STARS = 4
+"""The most `*` one `source` pattern may hold. XERJ matches a dotted pattern by backtracking
+(index.rs:15737-15771 `glob_match` at e6e8e6a, used when any pattern has a dot), at a cost that
+grows with a field name's length to the power of the number of `*`: 11 of them against a
+26-letter name take XERJ minutes. Four cover any pattern a person writes (`meta.*.id`, `*name*`)."""
+
+
+def _source_patterns(source: Any) -> Iterator[Problem]:
+    """`source` read as XERJ reads it (es_compat.rs:4561-4605 at e6e8e6a): a string is a
+    comma-separated list, an object holds `includes`/`include` and `excludes`/`exclude`."""
+    if isinstance(source, str) and source not in ("true", "false"):
+        patterns: list[str] = source.split(",")
+    elif isinstance(source, list):
+        patterns = [p for p in source if isinstance(p, str)]
+    elif isinstance(source, dict):
+        patterns = []
+        for plural, singular in (("includes", "include"), ("excludes", "exclude")):
+            value = source.get(plural, source.get(singular))
+            if isinstance(value, str):
+                patterns.append(value)
+            elif isinstance(value, list):
+                patterns += [p for p in value if isinstance(p, str)]
+    else:
+        return
+    for pattern in patterns:
+        if pattern.count("*") > MAX_SOURCE_STARS:
+            shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+            yield Problem(
+                "$.source",
+                f"the pattern {shown!r} holds {pattern.count('*')} `*`; at most "
+                f'{MAX_SOURCE_STARS} are allowed (e.g. "meta.*.id")',
+            )
+            return
 
 
 def _k_and_size(args: Mapping[str, Any]) -> Iterator[Problem]:

@@ -26,6 +26,7 @@ from ._checks import (
     _RERANK_KEYS,
     _RERANK_PROVIDERS,
     MAX_RECENCY_K,
+    MAX_SOURCE_STARS,
     hybrid_problems,
     recall_problems,
     search_problems,
@@ -186,8 +187,13 @@ def search_yes(args: Mapping[str, Any]) -> bool:
         if not source:
             return False
         for field in source:
-            if type(field) is not str or not field:
+            if type(field) is not str or not field or field.count("*") > MAX_SOURCE_STARS:
                 return False
+    elif isinstance(source, str):
+        if source.count("*") > MAX_SOURCE_STARS:
+            return False  # (every pattern's `*` together: the checks count them one by one)
+    elif isinstance(source, dict):
+        return False  # includes and excludes: the checks read them
     sort = args.get("sort")
     if isinstance(sort, list):
         for entry in sort:

@@ -16,8 +16,10 @@ names them exactly (a pattern such as `emb*` does not bring 1536 floats back):
 - a field the request knows holds embeddings (`HttpRequest.vectors`: the field a kNN search
   ran on, and the dense_vector fields of the index's mapping when the dispatcher has it cached)
   is replaced by a marker, ``"embedding": "<1536 numbers omitted>"``, whatever its length;
-- any other array of more than `LONG_ARRAY` numbers (or a list of such arrays), at any depth of
-  `_source` down to `_NEST` levels, is replaced by the same marker.
+- any other array of more than `LONG_ARRAY` numbers (or a list of such arrays, or of lists of
+  them), at any depth of `_source` down to `_NEST` levels, is replaced by the same marker. An
+  array counts as numbers when items spread over it are (`_numbers`): a null in it (a missing
+  component, or a NaN read as null) or a stray string at one end does not hide an embedding.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ any list of figures a document usually holds by hand (ratings, coordinates, a we
 and below every embedding model's size (the smallest in common use have 128 or 256 dims; XERJ's
 own local embedder 384, docs/examples 4 with a mapping that says so, which `vectors` covers)."""
 
-_NEST = 8  # levels of objects inside `_source` searched for long arrays of numbers
+_NEST = 100  # levels of objects inside `_source` searched for long arrays of numbers (as deep as
+# a message keeps values: deeper ones are cut at 100 levels)
 _DROP = object()
 
 
@@ -139,18 +142,38 @@ def _number(value: Any) -> bool:
 
 
 def _numbers(value: list[Any]) -> bool:
-    # the first and last items: checking all 1536 of every hit would cost more than it tells
-    return _number(value[0]) and _number(value[-1])
+    """Whether `value` reads as an embedding's numbers: of eight items spread over it (its
+    first and last among them; all of a shorter list), all but two at most are numbers or
+    null (a NaN or Infinity XERJ wrote is read as null), and one at least is a number. A
+    missing component, or a stray string at either end, does not hide an embedding; checking
+    all 1536 of every hit would cost more than it tells."""
+    size = len(value)
+    picks = value if size <= 8 else [value[(size - 1) * i // 7] for i in range(8)]
+    numbers = nulls = 0
+    for item in picks:
+        if type(item) is float or type(item) is int:
+            numbers += 1
+        elif item is None:
+            nulls += 1
+    return numbers > 0 and numbers + nulls >= len(picks) - 2
+
+
+_LIST_LEVELS = 4  # lists of lists of numbers looked into: a list of vectors, and deeper
 
 
 def _marker(key: str, value: list[Any], known: bool) -> Any:
     """What replaces the list `value`: a marker, `_DROP`, or `value` itself."""
     if key.endswith(VECTOR_SUFFIXES) and _is_vector(value):
         return _DROP  # XERJ's semantic_text companion: the field itself is there, as its text
-    first = value[0]
-    if type(first) is list and first and _numbers(first) and (known or len(first) > LONG_ARRAY):
-        return f"<{len(value)} vectors of {len(first)} numbers omitted>"
-    if _numbers(value) and (known or len(value) > LONG_ARRAY):
+    if type(value[0]) is list:  # a list of vectors (or of lists of them)
+        inner, levels = value[0], 1
+        while inner and type(inner[0]) is list and levels < _LIST_LEVELS:
+            inner, levels = inner[0], levels + 1
+        if inner and (known or len(inner) > LONG_ARRAY) and _numbers(inner):
+            nested = "" if levels == 1 else "lists of "
+            return f"<{len(value)} {nested}vectors of {len(inner)} numbers omitted>"
+        return value
+    if (known or len(value) > LONG_ARRAY) and _numbers(value):
         return f"<{len(value)} numbers omitted>"
     return value
 
@@ -233,18 +256,36 @@ def _field_matches(name: str, pattern: str) -> bool:
 
 
 def _glob(pattern: str, text: str) -> bool:
-    # index.rs:15737-15771: `*` matches any run of characters but `.`.
-    if not pattern:
-        return not text
-    if pattern[0] != "*":
-        return bool(text) and pattern[0] == text[0] and _glob(pattern[1:], text[1:])
-    end = 0
-    while True:
-        if _glob(pattern[1:], text[end:]):
-            return True
-        if end >= len(text) or text[end] == ".":
-            return False
-        end += 1
+    """Whether `text` matches `pattern`, as XERJ's `glob_match` reads it (index.rs:15737-15771
+    at e6e8e6a): `*` matches any run of characters but `.`, every other character itself.
+
+    XERJ walks the pattern by backtracking, which grows exponentially with the number of `*`
+    (`source_pattern_problems` keeps that number small in what is sent). Here the same language
+    is matched in linear time: a `*` never crosses a `.`, so the dots of pattern and text pair up
+    one to one, and each segment between them is matched alone, its pieces between `*` found
+    leftmost in turn (with no other wildcard the leftmost place is never worse than a later one).
+    """
+    parts = pattern.split(".")
+    segments = text.split(".")
+    return len(parts) == len(segments) and all(map(_segment, parts, segments))
+
+
+def _segment(pattern: str, text: str) -> bool:
+    if "*" not in pattern:
+        return pattern == text
+    pieces = pattern.split("*")
+    head, tail = pieces[0], pieces[-1]
+    end = len(text) - len(tail)
+    if end < len(head) or not (text.startswith(head) and text.endswith(tail)):
+        return False
+    at = len(head)
+    for piece in pieces[1:-1]:
+        if piece:
+            found = text.find(piece, at, end)
+            if found < 0:
+                return False
+            at = found + len(piece)
+    return True
 
 
 def _path_matches(path: str, patterns: tuple[str, ...]) -> bool:
