@@ -266,8 +266,9 @@ def test_every_docs_page_is_reachable_from_the_readme() -> None:
     assert set(DOCS) <= reached, sorted(str(p.relative_to(ROOT)) for p in set(DOCS) - reached)
 
 
-@pytest.mark.parametrize("index", [README, ROOT / "docs" / "index.md"], ids=lambda p: p.name)
-def test_the_readme_and_the_index_list_every_page(index: Path) -> None:
+def test_the_index_lists_every_page() -> None:
+    """docs/index.md lists every page; the README links the index and a few starting points."""
+    index = ROOT / "docs" / "index.md"
     missing = set(DOCS) - {index} - linked_pages(index)
     assert not missing, sorted(str(p.relative_to(ROOT)) for p in missing)
 
