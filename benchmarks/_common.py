@@ -8,6 +8,8 @@ import json
 import multiprocessing
 import platform
 import statistics
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +26,21 @@ def ten_hits() -> bytes:
             for i in range(10)]
     return json.dumps({"took": 2, "timed_out": False, "_shards": {"total": 1, "successful": 1, "failed": 0},
                        "hits": {"total": {"value": 10, "relation": "eq"}, "max_score": 3.2, "hits": hits}}).encode()
+
+
+def results_dir(argv: list[str], name: str) -> Path:
+    """Where a run writes its result files: ``--out DIR``, else a new temporary directory, so that
+    a run leaves the tracked results in benchmarks/ alone unless told (``--out benchmarks``)."""
+    if "--out" in argv:
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        return out
+    return Path(tempfile.mkdtemp(prefix=f"xerj-bench-{name}-"))
+
+
+def wrote(out_dir: Path, *names: str) -> None:
+    """Say where the result files went (on stderr, after the tables)."""
+    print(f"wrote {', '.join(names)} to {out_dir}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- the minimal server (own process)

@@ -1,7 +1,7 @@
 """What an invalid call costs offline (issue 24): µs per reported call, and the whole `validate`.
 
 Run:  .venv/bin/python benchmarks/invalid.py [--against DIR] [--calls N] [--rounds N] [--quick]
-      (writes benchmarks/invalid.json and invalid.md; --out DIR elsewhere)
+      (writes invalid.json and invalid.md to --out DIR, else to a new temporary directory)
 
 The calls are benchmarks/calls.py's: one in ten invalid in the mixed file (a negative `size`, a
 missing required argument, a wrong type, an unknown argument), every one in the invalid file
@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--mix-calls", type=int, default=60_000, help="calls whose invalid mix is timed")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default=str(HERE))
+    parser.add_argument("--out", help="where to write invalid.json and invalid.md (default: a new temporary directory)")
     args = parser.parse_args(argv)
     cli_calls = CLI_CALLS
     if args.quick:
@@ -134,7 +134,9 @@ def main(argv: list[str]) -> int:
         "cli_calls": cli_calls,
         "cli_cpu_s": {name: {k: sorted(t) for k, t in kinds.items()} for name, kinds in cli.items()},
     }  # fmt: skip
-    out = Path(args.out)
+    from _common import results_dir, wrote
+
+    out = results_dir(["--out", args.out] if args.out else [], "invalid")
     (out / "invalid.json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [
         f"Machine: Python {report['machine']['python']}, {report['machine']['cores']} cores, "
@@ -154,6 +156,7 @@ def main(argv: list[str]) -> int:
             f"| {p['repaired'][1]:.1f} ({p['repaired'][0]}) |"
         )
     (out / "invalid.md").write_text("\n".join(lines) + "\n")
+    wrote(out, "invalid.json", "invalid.md")
     print("\n".join(lines))
     return 0
 

@@ -1,7 +1,7 @@
 """The MCP server under load: calls/s and latency with 50 concurrent callers over HTTP, one
 replica and two, beside a raw `AsyncDispatcher` doing the same calls in-process.
 
-Run:  .venv/bin/python benchmarks/mcp_load.py   (writes benchmarks/mcp_load.json and .md)
+Run:  .venv/bin/python benchmarks/mcp_load.py   (writes mcp_load.json and .md to a new temporary directory; --out benchmarks to update the kept results)
       --quick: one round, few calls (a smoke test); --out DIR.
 
 XERJ is benchmarks/run.py's loopback server (its own process: ten hits per search, no work), so
@@ -142,11 +142,11 @@ def median_of(rounds: list[dict[str, float]]) -> dict[str, Any]:
 
 def main() -> None:
     global ROUNDS, CALLS_EACH
-    out_dir = HERE
     if "--quick" in sys.argv:
         ROUNDS, CALLS_EACH = 1, 2
-    if "--out" in sys.argv:
-        out_dir = Path(sys.argv[sys.argv.index("--out") + 1])
+    from _common import results_dir, wrote
+
+    out_dir = results_dir(sys.argv, "mcp_load")
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     sides: dict[str, list[dict[str, float]]] = {
         "raw dispatcher": [],
@@ -203,6 +203,7 @@ def main() -> None:
         f"load average {machine['load'][0]} before the run, {machine['load'][1]} after",
     ]
     (out_dir / "mcp_load.md").write_text("\n".join(lines) + "\n")
+    wrote(out_dir, "mcp_load.json", "mcp_load.md")
     print("\n".join(lines))
 
 

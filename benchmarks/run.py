@@ -1,6 +1,6 @@
 """Benchmarks: the dispatcher's cost next to a raw HTTP call, each case beside its baseline.
 
-Run:  .venv/bin/python benchmarks/run.py   (writes benchmarks/results.json and results.md)
+Run:  .venv/bin/python benchmarks/run.py   (writes results.json and results.md to a new temporary directory; --out benchmarks to update the kept results)
       --quick: two rounds and smaller counts, a smoke test (the test suite runs it); --out DIR.
       --all: then stages.py, startup.py, throughput.py and mcp_load.py too (with the same --quick / --out):
       every benchmark from one command.
@@ -202,11 +202,11 @@ def bench_offline() -> dict[str, Any]:
 
 def main() -> None:
     global ROUNDS, SCALE
-    out_dir = HERE
     if "--quick" in sys.argv:
         ROUNDS, SCALE = 2, 0.05
-    if "--out" in sys.argv:
-        out_dir = Path(sys.argv[sys.argv.index("--out") + 1])
+    from _common import results_dir, wrote
+
+    out_dir = results_dir(sys.argv, "run")
     started = time.perf_counter()
     results: list[dict[str, Any]] = [bench_validation()]
     with MinimalServer(ten_hits()) as server:
@@ -231,6 +231,7 @@ def main() -> None:
     text = (f"Machine: Python {machine['python']}, {machine['cpu']}, {machine['cores']} cores, {machine['date']}. "
             f"Median (lowest–highest) over {ROUNDS} rounds; {report['seconds']} s in all.\n\n" + "\n".join(rows) + "\n")
     (out_dir / "results.md").write_text(text)
+    wrote(out_dir, "results.json", "results.md")
     print(text)
 
 

@@ -1,6 +1,6 @@
 """Where a dispatch's time goes: each stage of `Dispatcher.dispatch`, timed between real requests.
 
-Run:  .venv/bin/python benchmarks/stages.py   (writes benchmarks/stages.json and stages.md)
+Run:  .venv/bin/python benchmarks/stages.py   (writes stages.json and stages.md to a new temporary directory; --out benchmarks to update the kept results)
       --quick: fewer calls, a smoke test (the test suite runs it); --out DIR.
 
 A stage timed alone in a loop looks several times cheaper than it costs between requests (its
@@ -180,11 +180,12 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    rounds, calls, out_dir = 5, 40, HERE
+    rounds, calls = 5, 40
     if "--quick" in sys.argv:
         rounds, calls = 1, 4
-    if "--out" in sys.argv:
-        out_dir = Path(sys.argv[sys.argv.index("--out") + 1])
+    from _common import results_dir, wrote
+
+    out_dir = results_dir(sys.argv, "stages")
     started, load_before = time.perf_counter(), run.os.getloadavg()[0]
     with run.MinimalServer(run.ten_hits()) as server:
         result = measure(server, rounds, calls)
@@ -198,6 +199,7 @@ def main() -> None:
             f"calls; {report['seconds']} s in all; load average {machine['load_average'][0]} at the start, "
             f"{machine['load_average'][1]} at the end.\n\n" + table(result) + "\n")
     (out_dir / "stages.md").write_text(text)
+    wrote(out_dir, "stages.json", "stages.md")
     print(text)
 
 

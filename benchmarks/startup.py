@@ -1,6 +1,6 @@
 """Start-up benchmark: what importing xerj-tools and making the first Dispatcher cost a new process.
 
-Run:  .venv/bin/python benchmarks/startup.py   (writes benchmarks/startup.json and startup.md)
+Run:  .venv/bin/python benchmarks/startup.py   (writes startup.json and startup.md to a new temporary directory; --out benchmarks to update the kept results)
       --quick: three samples, a smoke test (the test suite runs it); --out DIR.
 
 Each sample is a new Python process, with its modules' bytecode cached as after an install
@@ -115,11 +115,12 @@ def fmt(value: dict[str, float]) -> str:
 
 
 def main() -> None:
-    samples, out_dir = SAMPLES, HERE
+    samples = SAMPLES
     if "--quick" in sys.argv:
         samples = 3
-    if "--out" in sys.argv:
-        out_dir = Path(sys.argv[sys.argv.index("--out") + 1])
+    from _common import results_dir, wrote
+
+    out_dir = results_dir(sys.argv, "startup")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as cache:
         ENV["PYTHONPYCACHEPREFIX"] = cache
@@ -143,6 +144,7 @@ def main() -> None:
             f"Median (lowest–highest) over {samples} new processes; {report['seconds']} s in all.\n\n"
             + "\n".join(rows) + "\n")
     (out_dir / "startup.md").write_text(text)
+    wrote(out_dir, "startup.json", "startup.md")
     print(text)
 
 

@@ -1,6 +1,6 @@
 """Throughput under concurrency: calls per second and latency with many calls in flight.
 
-Run:  .venv/bin/python benchmarks/throughput.py   (writes benchmarks/throughput.json and .md)
+Run:  .venv/bin/python benchmarks/throughput.py   (writes throughput.json and .md to a new temporary directory; --out benchmarks to update the kept results)
       --quick: one round, one call per worker, a smoke test (the test suite runs it); --out DIR.
 
 Levels: `AsyncDispatcher` with 1, 10, 100 and 500 calls in flight (C tasks, each starting its
@@ -262,11 +262,11 @@ def table(report: dict[str, Any]) -> str:
 
 def main() -> None:
     global ROUNDS, QUICK
-    out_dir = HERE
     if "--quick" in sys.argv:
         ROUNDS, QUICK = 1, True
-    if "--out" in sys.argv:
-        out_dir = Path(sys.argv[sys.argv.index("--out") + 1])
+    from _common import results_dir, wrote
+
+    out_dir = results_dir(sys.argv, "throughput")
     started = time.perf_counter()
     results = []
     with run.MinimalServer(run.ten_hits()) as server:
@@ -284,6 +284,7 @@ def main() -> None:
     (out_dir / "throughput.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     text = table(report)
     (out_dir / "throughput.md").write_text(text)
+    wrote(out_dir, "throughput.json", "throughput.md")
     print(text)
 
 

@@ -1,6 +1,6 @@
 """Offline validation at scale (issue 24): `xerj-tools validate` beside plain validator loops.
 
-Run:  .venv/bin/python benchmarks/validate.py     (writes benchmarks/validate.json and validate.md)
+Run:  .venv/bin/python benchmarks/validate.py     (writes validate.json and validate.md to a new temporary directory; --out benchmarks to update the kept results)
       --quick: 10,000 calls, one round (the test suite's smoke run); --out DIR; --calls N;
       --rounds N.
 
@@ -186,7 +186,9 @@ def main() -> None:
     quick = "--quick" in sys.argv
     calls = int(sys.argv[sys.argv.index("--calls") + 1]) if "--calls" in sys.argv else (10_000 if quick else 200_000)
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else (1 if quick else 3)
-    out_dir = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else HERE
+    from _common import results_dir, wrote
+
+    out_dir = results_dir(sys.argv, "validate")
     root = str(HERE.parent)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
@@ -282,6 +284,7 @@ def main() -> None:
     rows += [f"| {k} | {v['seconds']:.3f} s | {v['refused_us']:.1f} µs | {v['refused_us_at_loop_cost']:.1f} µs |"
              for k, v in budget.items()]
     (out_dir / "validate.md").write_text("\n".join(rows) + "\n")
+    wrote(out_dir, "validate.json", "validate.md")
     print("\n".join(rows))
 
 

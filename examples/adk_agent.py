@@ -11,7 +11,7 @@ What changes, against that example:
 - A wrong call gets an answer the model can act on (the envelope: code, reason, hint, per-problem
   paths), and identical calls in one turn are sent to XERJ once.
 
-Needs the extra: pip install 'xerj-tools[adk]'
+Needs the extra: pip install -e '.[adk]' (in a clone: docs/usage.md#install)
 Run: python examples/adk_agent.py   (a scripted model and the XERJ stand-in unless GOOGLE_API_KEY /
      XERJ_URL are set)
 """

@@ -1,7 +1,7 @@
 """Gemini (google-genai): the registry's declarations, functionCall parts dispatched, answered with
 functionResponse parts; an invalid call gets the envelope, an identical pair is sent once.
 
-Needs the extra: pip install 'xerj-tools[gemini]'
+Needs the extra: pip install -e '.[gemini]' (in a clone: docs/usage.md#install)
 Run: python examples/gemini_function_calling.py
      (a scripted Gemini on 127.0.0.1 and the XERJ stand-in unless GEMINI_API_KEY / XERJ_URL are set)
 """

@@ -2,7 +2,7 @@
 JSON and one with invalid arguments both get the dispatcher's envelope, an identical pair is sent
 to XERJ once.
 
-Needs the extra: pip install 'xerj-tools[langchain]' (and langchain-openai for a real model)
+Needs the extra: pip install -e '.[langchain]' (in a clone: docs/usage.md#install) (and langchain-openai for a real model)
 Run: python examples/langchain_agent.py   (a scripted model and the XERJ stand-in unless
      OPENAI_API_KEY / XERJ_URL are set)
 """

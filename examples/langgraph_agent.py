@@ -1,6 +1,6 @@
 """LangGraph: a StateGraph whose tool node is `XerjToolNode`; a malformed call gets its answer.
 
-Needs the extra: pip install 'xerj-tools[langgraph]' langchain-openai
+Needs the extra: pip install -e '.[langgraph]' (in a clone: docs/usage.md#install) langchain-openai
 Run: python examples/langgraph_agent.py   (stand-ins unless OPENAI_API_KEY / XERJ_URL are set)
 """
 

@@ -1,7 +1,7 @@
 """xerj-tools as an MCP server: start it over stdio and use it from the MCP SDK's own client.
 
 Runs against $XERJ_URL (key: $XERJ_API_KEY) or the built-in XERJ stand-in on 127.0.0.1.
-Needs the `mcp` extra: pip install 'xerj-tools[mcp]'.
+Needs the `mcp` extra: pip install -e '.[mcp]' (in a clone: docs/usage.md#install).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """openai-agents: an `Agent` searches XERJ through `function_tools`, and fixes its broken call.
 
-Needs the extra: pip install 'xerj-tools[openai-agents]'
+Needs the extra: pip install -e '.[openai-agents]' (in a clone: docs/usage.md#install)
 Run: python examples/openai_agents.py   (stand-ins unless OPENAI_API_KEY / XERJ_URL are set)
 """
 

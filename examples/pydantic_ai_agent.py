@@ -1,7 +1,7 @@
 """pydantic-ai: an `Agent` with `XerjToolset`; a broken call gets the dispatcher's answer (no
 pydantic retry spent), and an identical pair in one turn is sent to XERJ once.
 
-Needs the extra: pip install 'xerj-tools[pydantic-ai]'
+Needs the extra: pip install -e '.[pydantic-ai]' (in a clone: docs/usage.md#install)
 Run: python examples/pydantic_ai_agent.py   (a scripted model and the XERJ stand-in unless
      OPENAI_API_KEY / XERJ_URL are set)
 """

@@ -1,6 +1,6 @@
 """Tracing and logs: the spans and log lines of a loop run where one of two XERJ nodes is down.
 
-Needs OpenTelemetry: pip install 'xerj-tools[otel]' opentelemetry-sdk. A real application would
+Needs OpenTelemetry: pip install -e '.[otel]' (in a clone: docs/usage.md#install) opentelemetry-sdk. A real application would
 export with OTLP; this example keeps the spans in memory and prints them as a tree.
 """
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import signal
 import ssl
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from types import FrameType
 from typing import Any
 
@@ -24,6 +25,30 @@ from xerj_tools.testing import XerjStandIn
 # XERJ_TEST_TIME_LIMIT=N (CI: 10) lists, at the end, the tests not marked slow that took more
 # than N seconds; nothing fails for it.
 import time_limit
+
+# The suite does not depend on the caller's environment: an exported XERJ_URL (as the MCP quick
+# start suggests), OPENAI_API_KEY or OPENAI_BASE_URL would otherwise reach every Dispatcher() and
+# OpenAI() made without arguments, and every subprocess. They are cleared here, before any test
+# or worker starts; a test that needs one sets it (monkeypatch.setenv). The suite's own settings
+# stay: XERJ_TEST_TIME_LIMIT, XERJ_HYPOTHESIS_EXAMPLES, XERJ_UPDATE_GOLDEN, XERJ_COMPAT_YAML_DIR,
+# and XERJ_CONTRACT_URL / XERJ_CONTRACT_API_KEY, the node the live contract tests run on
+# (tests/test_contract.py, docs/testing.md).
+SUITE_SETTINGS = frozenset({
+    "XERJ_TEST_TIME_LIMIT", "XERJ_HYPOTHESIS_EXAMPLES", "XERJ_UPDATE_GOLDEN", "XERJ_COMPAT_YAML_DIR",
+    "XERJ_CONTRACT_URL", "XERJ_CONTRACT_API_KEY",
+})
+CALLERS_PREFIXES = ("XERJ_", "OPENAI_", "GEMINI_", "GOOGLE_API_KEY", "GOOGLE_GENAI_", "ANTHROPIC_")
+
+
+def _clear_callers_environment(environ: MutableMapping[str, str]) -> list[str]:
+    """Remove the caller's XERJ, OpenAI and Gemini settings from `environ`; return their names."""
+    cleared = [k for k in environ if k.startswith(CALLERS_PREFIXES) and k not in SUITE_SETTINGS]
+    for name in cleared:
+        del environ[name]
+    return sorted(cleared)
+
+
+_clear_callers_environment(os.environ)
 
 # Ctrl-C tests use `_thread.interrupt_main()`, which does nothing where SIGINT is ignored: so it is
 # in a job a non-interactive shell starts in the background (.ci/run's parallel runs).

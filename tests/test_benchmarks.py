@@ -105,3 +105,31 @@ def test_validate_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
     assert parts["lines the lane refuses"]["lines"] > 0 and parts["one line"]["lines"] == 1
     if parts["lines the lane passes"]["lines"]:  # (the lane needs orjson: the `fast` extra)
         assert set(report["budget"]) == {"≥ 10× the jsonschema loop", "≥ 0.5× orjson + jsonschema-rs"}
+
+
+def _common() -> object:
+    spec = importlib.util.spec_from_file_location("bench_common", SCRIPT.parent / "_common.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_run_writes_to_a_new_temporary_directory_unless_told_where(tmp_path: Path) -> None:
+    """The kept results in benchmarks/ change only with `--out benchmarks`."""
+    results_dir = _common().results_dir  # type: ignore[attr-defined]
+    first, second = results_dir(["run.py"], "run"), results_dir(["run.py", "--quick"], "run")
+    try:
+        assert first != second and first.is_dir() and not any(first.iterdir())
+        assert SCRIPT.parent.resolve() not in (first.resolve(), *first.resolve().parents)
+    finally:
+        first.rmdir()
+        second.rmdir()
+    assert results_dir(["run.py", "--out", str(tmp_path / "r")], "run") == tmp_path / "r"
+    assert (tmp_path / "r").is_dir()
+
+
+@pytest.mark.parametrize("name", ["run", "stages", "startup", "throughput", "mcp_load", "validate", "invalid"])
+def test_every_benchmark_writes_where_results_dir_says(name: str) -> None:
+    source = (SCRIPT.parent / f"{name}.py").read_text()
+    assert "results_dir(" in source and "out_dir = HERE" not in source and "default=str(HERE)" not in source

@@ -4,10 +4,12 @@ Every test states a behaviour read in XERJ's source (paths at commit e6e8e6a, 1.
 the newer rerank stage where it says so) and checks it over HTTP. Each runs against two targets:
 
 - ``stand-in``: `xerj_tools.testing.XerjStandIn` on 127.0.0.1, always (this is how CI runs it);
-- ``node``: the XERJ node at ``XERJ_URL`` (API key from ``XERJ_API_KEY`` if it needs one),
-  skipped when ``XERJ_URL`` is unset.
+- ``node``: the XERJ node at ``XERJ_CONTRACT_URL`` (API key from ``XERJ_CONTRACT_API_KEY`` if it
+  needs one), skipped when ``XERJ_CONTRACT_URL`` is unset. A variable of its own, not ``XERJ_URL``:
+  the suite clears the caller's ``XERJ_*`` settings (tests/conftest.py), so that a shell with
+  ``XERJ_URL`` exported runs the same suite as any other.
 
-    XERJ_URL=http://127.0.0.1:9200 pytest -m live -rP
+    XERJ_CONTRACT_URL=http://127.0.0.1:9200 pytest -m live -rP
 
 On a node the suite creates one index and a few memory namespaces, all named under a unique
 ``contract-<uuid>`` prefix, and deletes them when it is done. ``xerj_tools/testing/CONTRACT.md``
@@ -114,10 +116,11 @@ def targets(param: str) -> Iterator[Target]:
             with httpx2.Client(base_url=stand_in.url, headers=headers, timeout=10) as client:
                 yield from _prepared(Target("stand-in", client, stand_in))
         return
-    url = os.environ.get("XERJ_URL")
+    url = os.environ.get("XERJ_CONTRACT_URL")
     if not url:
-        pytest.skip("XERJ_URL is not set: the live-node run is skipped (XERJ_URL=http://host:9200)")
-    key = os.environ.get("XERJ_API_KEY", "").strip()
+        pytest.skip("XERJ_CONTRACT_URL is not set: the live-node run is skipped "
+                    "(XERJ_CONTRACT_URL=http://host:9200)")
+    key = os.environ.get("XERJ_CONTRACT_API_KEY", "").strip()
     headers = {"Authorization": f"ApiKey {key}"} if key else {}
     with httpx2.Client(base_url=url.rstrip("/"), headers=headers, timeout=30) as client:
         yield from _prepared(Target("node", client))
@@ -560,7 +563,7 @@ def test_error_bodies_are_json_objects(target: Target) -> None:
 def dispatcher_for(target: Target) -> Any:
     from xerj_tools import Dispatcher
 
-    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_API_KEY") or None
+    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_CONTRACT_API_KEY") or None
     return Dispatcher(url=str(target.client.base_url).rstrip("/"), api_key=key)
 
 
@@ -672,7 +675,7 @@ def test_discovery_tools_over_the_dispatcher(target: Target) -> None:
     """The two tools end to end: what the model reads of this index."""
     from xerj_tools import Dispatcher
 
-    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_API_KEY", "").strip() or None
+    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_CONTRACT_API_KEY", "").strip() or None
     with Dispatcher(url=str(target.client.base_url), api_key=key) as dispatcher:
         def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             message = dispatcher.dispatch({"id": "c", "type": "function",

@@ -1,6 +1,6 @@
 """XERJ's contract, continued: what XERJ refuses, and how a top-level `knn` is read (issue #19).
 
-Same two targets as `test_contract.py` (the stand-in always, the node at ``XERJ_URL`` when set),
+Same two targets as `test_contract.py` (the stand-in always, the node at ``XERJ_CONTRACT_URL`` when set),
 the same fixture and the same ``contract-<uuid>`` index. Paths at commit e6e8e6a (1.0.0-rc.4).
 Each of these once passed on the stand-in while XERJ answered otherwise.
 """

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._exceptions import ToolDefinitionError
 from .._problems import Check, ValidationResult
@@ -18,8 +18,13 @@ from . import _fused
 from ._fastcheck import fast_check as _compiled_check
 from ._validation import validate_arguments, validate_decoded
 
-if TYPE_CHECKING:  # jsonschema is imported when a schema is first checked or a call fails
+# jsonschema is imported when a schema is first checked or a call fails. The openai SDK's types
+# for `tools=` (openai 1.66 and newer) let a caller's type checker accept
+# `create(tools=registry.chat_tools())`; neither is imported at run time.
+if TYPE_CHECKING:
     from jsonschema.protocols import Validator
+    from openai.types.chat import ChatCompletionToolParam
+    from openai.types.responses import FunctionToolParam
 
 __all__ = ["ToolRegistry", "ToolSpec", "load_registry", "registry_from_definitions"]
 
@@ -172,13 +177,15 @@ class ToolRegistry:
             specs[spec.name] = spec
         return ToolRegistry(list(specs.values()))
 
-    def chat_tools(self) -> list[dict[str, Any]]:
-        """Definitions to pass as ``tools=`` to ``client.chat.completions.create``."""
-        return CHAT.definitions(self)
+    def chat_tools(self) -> list[ChatCompletionToolParam]:
+        """Definitions to pass as ``tools=`` to ``client.chat.completions.create`` (plain dicts,
+        typed as the openai SDK's ``ChatCompletionToolParam``)."""
+        return cast("list[ChatCompletionToolParam]", CHAT.definitions(self))
 
-    def responses_tools(self) -> list[dict[str, Any]]:
-        """Definitions to pass as ``tools=`` to ``client.responses.create``."""
-        return RESPONSES.definitions(self)
+    def responses_tools(self) -> list[FunctionToolParam]:
+        """Definitions to pass as ``tools=`` to ``client.responses.create`` (plain dicts, typed
+        as the openai SDK's ``FunctionToolParam``)."""
+        return cast("list[FunctionToolParam]", RESPONSES.definitions(self))
 
     def anthropic_tools(self) -> list[dict[str, Any]]:
         """Definitions to pass as ``tools=`` to Anthropic's ``client.messages.create``."""
