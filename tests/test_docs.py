@@ -440,8 +440,8 @@ def test_shell_command_runs_as_shown(
 
 @pytest.mark.slow
 def test_serving_commands_start_as_shown(sample_dir: Path, xerj: XerjStandIn) -> None:
-    """The stand-in and the MCP server start, say where they are, and stop when told; one after
-    the other, since two of them bind the port the page names."""
+    """The stand-in and the MCP server start, say where they are, and stop when told (each on a
+    free port in place of the one the page names)."""
     lines = [ln for ln in CLI_LINES if serves(ln.argv[1:])]
     assert len(lines) >= 4
     if not _importable("mcp"):  # the oldest versions' run installs no `mcp` extra
@@ -450,8 +450,31 @@ def test_serving_commands_start_as_shown(sample_dir: Path, xerj: XerjStandIn) ->
         _start_and_stop(line, sample_dir, xerj)
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _on_a_free_port(argv: list[str]) -> list[str]:
+    """The command with the port it names replaced by a free one: CI runs two suites at once, and
+    a fixed port shown on a page would let one fail on the other's server."""
+    argv = list(argv)
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--http":
+            host, _, _ = argv[i + 1].rpartition(":")
+            argv[i + 1] = f"{host}:{_free_port()}"
+        elif arg == "--port":
+            argv[i + 1] = str(_free_port())
+    if argv and argv[0] == "stand-in" and "--port" not in argv:  # its default is XERJ's 9200
+        argv += ["--port", str(_free_port())]
+    return argv
+
+
 def _start_and_stop(line: ShellLine, sample_dir: Path, xerj: XerjStandIn) -> None:
-    argv = line.argv[1:]
+    argv = _on_a_free_port(line.argv[1:])
     env = {**os.environ, "XERJ_URL": xerj.url, **line.env}
     http = next((argv[i + 1] for i, a in enumerate(argv) if a == "--http"), None)
     stdio = argv[0] == "mcp" and http is None
