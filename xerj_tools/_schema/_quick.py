@@ -38,7 +38,7 @@ _LONG = b"0" * 19
 def quick_object(text: str) -> dict[str, Any] | None:
     """The JSON object `text` holds, where orjson reads it exactly as the full decode does and
     no bound can be broken; else None (the full decode decides)."""
-    orjson = _json._orjson
+    orjson = _json._orjson if _json._orjson is not None else _json._load()
     if not orjson or len(text) > MAX_QUICK:
         return None
     try:
