@@ -71,6 +71,8 @@ _QUERY_TYPES_SERVED = {"match_all", "match", "match_phrase", "multi_match", "sim
 _QUERY_TYPES_SERVED |= {"term", "terms", "range", "exists", "ids", "bool", "knn", "semantic"}
 _QUERY_TYPES_SERVED |= {"hybrid", "constant_score"}
 _AGGS_SERVED = {"terms", "stats", "histogram", "avg", "min", "max", "sum", "value_count"}
+_AGGS_SERVED |= {"date_histogram", "range", "filter", "filters", "composite", "global", "missing"}
+_AGGS_SERVED |= {"extended_stats", "cardinality", "percentiles", "top_hits"}
 _MAPPING_TYPES_MODELLED = {"text", "keyword", "semantic_text", "dense_vector", "object", "boolean"}
 _MAPPING_TYPES_MODELLED |= {"long", "integer", "short", "byte", "double", "float"}
 
@@ -532,6 +534,9 @@ _READ_BY_HAND = {
     "search/310_match_bool_prefix.yml::": "`match_bool_prefix` (or `multi_match` `type: "
     "bool_prefix`), analyzers, fuzziness: the stand-in's text matching is a toy (token overlap)",
     "search/410_named_queries.yml::": "named queries (`_name`, `matched_queries`): not served",
+    "aggregations/terms.yml::Mixing longs and doubles": "aggregations over several indices: XERJ "
+    "runs them per index and merges the answers (es_compat.rs:7358-7470), the stand-in runs "
+    "them once over the union",
 }
 
 
