@@ -9,13 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._aggs import run_aggs, too_many_buckets
+from ._embed import embed
 from ._engine import (
     SEARCH_KEYS,
     Index,
     QueryError,
     Result,
     _parse_error,
-    embed,
     invalid_query,
     score,
     top,

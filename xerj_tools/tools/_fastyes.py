@@ -165,6 +165,22 @@ def _rerank_ok(args: Mapping[str, Any], rerank: dict[str, Any], needs_query: boo
     return bool(window[0] + window[1] <= rerank.get("window", 30))
 
 
+def _source_object_yes(source: Mapping[str, Any]) -> bool:
+    """`_checks._source_object` finds nothing."""
+    if not source:
+        return False
+    for key, value in source.items():
+        if key not in ("includes", "excludes", "include", "exclude"):
+            return False
+        names = [value] if type(value) is str else value
+        if type(names) is not list or not names:
+            return False
+        for name in names:
+            if type(name) is not str or not name:
+                return False
+    return True
+
+
 def search_yes(args: Mapping[str, Any]) -> bool:
     """search_problems finds nothing."""
     if not _index_ok(args.get("index")):
@@ -178,6 +194,8 @@ def search_yes(args: Mapping[str, Any]) -> bool:
         or start + size > _WINDOW
     ):
         return False
+    if "query" not in args:
+        return False
     query = args.get("query")
     if isinstance(query, dict) and len(query) > 1:
         return False
@@ -188,6 +206,8 @@ def search_yes(args: Mapping[str, Any]) -> bool:
         for field in source:
             if type(field) is not str or not field:
                 return False
+    elif isinstance(source, dict) and not _source_object_yes(source):
+        return False
     sort = args.get("sort")
     if isinstance(sort, list):
         for entry in sort:

@@ -99,11 +99,23 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 "size": _int(0, _WINDOW),
                 "from": _int(0, _WINDOW),
                 "query": _CLAUSE,
-                "source": {"minItems": 1, "items": {"type": "string", "minLength": 1}},
+                "source": {
+                    "minItems": 1,
+                    "items": {"type": "string", "minLength": 1},
+                    "minProperties": 1,
+                    "propertyNames": {"enum": ["includes", "excludes", "include", "exclude"]},
+                    "additionalProperties": {
+                        "type": ["string", "array"],
+                        "minLength": 1,
+                        "minItems": 1,
+                        "items": {"type": "string", "minLength": 1},
+                    },
+                },
                 "sort": {"items": {"type": ["string", "object"]}},
                 "track_total_hits": {"minimum": -1},
                 "rerank": _NO_RERANK,
             },
+            "required": ["query"],  # `_checks.search_problems` refuses a search without one
             "allOf": [
                 {  # from + size <= 10,000 where both are given and small, or no `from`
                     "anyOf": [
