@@ -79,3 +79,20 @@ def test_query_string_range_without_a_field_is_xerjs_parse_error(runner: Runner)
     payload = _search(runner, query={"query_string": {"query": ">2"}})
     assert payload["ok"] is False and payload["error"]["code"] == "bad_request"
     assert "query_string range requires an explicit field" in payload["error"]["reason"]
+
+
+def test_rerank_fields_that_no_hit_returns_are_named(runner: Runner) -> None:
+    # The judge reads `rerank.fields` and nothing else; a name no hit in the window returned text
+    # for comes back in `fields_without_text` (docs/RERANK.md of xerj 11b0cd0).
+    payload = runner.payload("xerj_search", {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2,
+                                             "rerank": {"fields": ["title", "bdoy"]}})
+    assert payload["ok"] is True and payload["ranked_by"] == "reranker"
+    assert payload["rerank"]["fields_without_text"] == ["bdoy"]
+    assert payload["rerank"]["skipped_no_text"] == 0 and payload["rerank"]["window"] >= 2
+    assert any("rerank.fields named bdoy" in w for w in payload["warnings"])
+
+
+def test_a_window_with_no_text_in_the_named_fields_is_refused(runner: Runner) -> None:
+    payload = runner.payload("xerj_search", {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 3,
+                                             "rerank": {"fields": ["nothing_here"]}})
+    assert payload["ok"] is False and "nothing to judge" in payload["error"]["reason"]

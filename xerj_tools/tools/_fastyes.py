@@ -33,7 +33,7 @@ from ._checks import (
     store_problems,
     vector_problems,
 )
-from ._paths import _DOT_SEGMENTS, MAX_ID_BYTES, _index_problem_of, _namespace_problem_of
+from ._paths import _DOT_SEGMENTS, QUICK_ID_CHARS, _index_problem_of, _namespace_problem_of
 
 __all__ = [
     "Yes",
@@ -327,7 +327,7 @@ def document_yes(args: Mapping[str, Any]) -> bool:
     doc_id = args.get("id")
     if type(doc_id) is not str:
         return not isinstance(doc_id, str)
-    return bool(doc_id) and len(doc_id) <= MAX_ID_BYTES // 4 and doc_id not in _DOT_SEGMENTS
+    return bool(doc_id) and len(doc_id) <= QUICK_ID_CHARS and doc_id not in _DOT_SEGMENTS
 
 
 # A quick yes made by `known_only` -> (its names, the quick yes it adds them to).

@@ -39,7 +39,7 @@ from ._fastyes import (
     store_yes,
     vector_yes,
 )
-from ._paths import MAX_ID_BYTES
+from ._paths import QUICK_ID_CHARS
 
 __all__ = ["STRICT", "Strict", "compiled_strict", "note", "strict_for"]
 
@@ -226,7 +226,7 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 "index": {**_INDEX, "not": {"pattern": "[,*]"}},
                 "id": {
                     "minLength": 1,
-                    "maxLength": MAX_ID_BYTES // 4,
+                    "maxLength": QUICK_ID_CHARS,
                     "not": {"enum": [".", ".."]},
                 },
             }
