@@ -96,3 +96,16 @@ def test_a_window_with_no_text_in_the_named_fields_is_refused(runner: Runner) ->
     payload = runner.payload("xerj_search", {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 3,
                                              "rerank": {"fields": ["nothing_here"]}})
     assert payload["ok"] is False and "nothing to judge" in payload["error"]["reason"]
+
+
+def test_listing_without_counts_reads_memory_only(runner: Runner, xerj: XerjStandIn) -> None:
+    # `_cat/indices` adds up every listed index's files on disk (es_compat.rs:448-457); the names
+    # and aliases alone come from `_resolve/index/*`, one request.
+    payload = runner.payload("xerj_list_indices", {"pattern": "doc*,tickets,nope", "counts": False})
+    assert payload["ok"] is True and [r["name"] for r in payload["indices"]] == ["docs", "tickets"]
+    assert all("docs" not in r for r in payload["indices"])
+    assert payload["notes"] == ["no index is named 'nope'"]
+    assert [r.path for r in xerj.requests] == ["/_resolve/index/*"]
+    counted = runner.payload("xerj_list_indices", {"pattern": "tickets"})
+    assert counted["indices"] == [{"name": "tickets", "docs": 6}]
+    assert xerj.requests[1].path == "/_cat/indices/tickets"
