@@ -191,3 +191,25 @@ def test_date_strings_survive_a_tight_budget(make_runner: Any, xerj: XerjStandIn
     assert 0 < len(buckets) < 25 and payload["aggregations"]["days"]["buckets_omitted"] > 250
     assert all(set(b) == {"key", "key_as_string", "doc_count"} for b in buckets)
     assert buckets[0]["key_as_string"] == "2026-01-01T00:00:00.000Z"
+
+
+def test_range_keys_print_large_bounds_as_java_does(runner: Runner) -> None:
+    out = _aggs(runner, {"r": {"range": {"field": "priority", "ranges": [{"from": -9.223372036854776e18, "to": 1e7}]}}})
+    assert out["r"]["buckets"][0]["key"] == "-9.223372036854776E18-1.0E7"
+
+
+def test_top_hits_version_sequence_numbers_and_docvalue_fields(runner: Runner) -> None:
+    out = _aggs(runner, {"t": {"top_hits": {"size": 1, "version": True, "seq_no_primary_term": True,
+                                            "docvalue_fields": ["priority"], "_source": False}}})
+    (hit,) = out["t"]["hits"]["hits"]
+    assert hit["_version"] == 1 and hit["_seq_no"] == 0 and hit["_primary_term"] == 1
+    assert hit["fields"] == {"priority": [2]} and "_source" not in hit
+
+
+def test_composite_missing_bucket_sorts_last_when_asked(runner: Runner, xerj: XerjStandIn) -> None:
+    xerj.add_documents("tickets", {"T-9": {"title": "No service given", "status": "open", "priority": 3}})
+    body = {"sources": [{"svc": {"terms": {"field": "service", "missing_bucket": True, "missing_order": "last"}}}]}
+    keys = [b["key"]["svc"] for b in _aggs(runner, {"c": {"composite": body}})["c"]["buckets"]]
+    assert keys[-1] is None and keys[0] == "accounts"
+    body["sources"][0]["svc"]["terms"]["missing_order"] = "first"
+    assert _aggs(runner, {"c": {"composite": body}})["c"]["buckets"][0]["key"] == {"svc": None}

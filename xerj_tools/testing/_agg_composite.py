@@ -135,14 +135,19 @@ def composite(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
         for combo in combos:
             members.setdefault(combo, []).append(doc)
 
-    def compare(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    def compare(a: tuple[str, ...], b: tuple[str, ...], sorting: bool = False) -> int:
         for (_, kind, _, params), x, y in zip(defs, a, b, strict=True):
             order = _part_order(kind, x, y)
+            if sorting and _NULL in (x, y) and params.get("missing_order") == "last":
+                order = -order  # aggs.rs:6417-6477: the missing bucket last, then `order` applies
             if order:
                 return -order if params.get("order") == "desc" else order
         return 0
 
-    keys = sorted(members, key=functools.cmp_to_key(compare))
+    def sort_order(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+        return compare(a, b, sorting=True)
+
+    keys = sorted(members, key=functools.cmp_to_key(sort_order))
     after = body.get("after")
     if isinstance(after, Mapping):
         cursor = tuple(_after_part(kind, params, after.get(name)) for name, kind, _, params in defs)

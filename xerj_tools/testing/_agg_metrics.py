@@ -288,11 +288,26 @@ def top_hits(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
                 else next(iter(strings(doc, n)), None)
                 for n, _ in specs
             ]
+        if body.get("version") is True:
+            hit["_version"] = 1  # aggs.rs:7852-7871, with `_seq_no` and `_primary_term`
+        if body.get("seq_no_primary_term") is True:
+            seq = doc.get("_seq_no")
+            hit["_seq_no"] = seq if isinstance(seq, int) else 0
+            hit["_primary_term"] = 1
+        named = body.get("docvalue_fields")
+        values = {}
+        for entry in named if isinstance(named, list) else []:
+            wanted = entry.get("field") if isinstance(entry, Mapping) else entry
+            value = doc.get(wanted) if isinstance(wanted, str) else None
+            if isinstance(wanted, str) and value is not None:  # aggs.rs:7935-7948: as a list
+                values[wanted] = value if isinstance(value, list) else [value]
         kept = {k: v for k, v in doc.items() if k not in _HIT_META}
         if fields is not None:
             kept = {f: kept[f] for f in fields if isinstance(f, str) and f in kept}
         if source is not False:
             hit["_source"] = kept
+        if values:
+            hit["fields"] = values
         hits.append(hit)
     return {
         "hits": {"total": {"value": len(docs), "relation": "eq"}, "max_score": None, "hits": hits}

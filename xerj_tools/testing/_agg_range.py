@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from ._agg_buckets import Sub, _bucket, _float
@@ -21,9 +22,12 @@ def _range_text(value: float) -> str:
     if value == 0:
         return "0.0"
     if not 1e-3 <= abs(value) < 1e7:
-        mantissa, exponent = f"{value:e}".split("e")
-        mantissa = repr(float(mantissa)) if "." in mantissa else mantissa + ".0"
-        return f"{mantissa}E{int(exponent)}"
+        # The shortest digits that read back as `value` (as Rust and Java print), one before
+        # the point: -9.223372036854776E18, 1.0E7.
+        sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+        text = "".join(map(str, digits))
+        power = len(digits) - 1 + int(exponent)
+        return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{power}"
     return f"{value:.1f}" if value.is_integer() else repr(value)
 
 
