@@ -75,7 +75,8 @@ _QUERY_TYPES_SERVED |= {"term", "terms", "range", "exists", "ids", "bool", "knn"
 _QUERY_TYPES_SERVED |= {"hybrid", "constant_score", "wildcard", "query_string"}
 _AGGS_SERVED = {"terms", "stats", "histogram", "avg", "min", "max", "sum", "value_count"}
 _AGGS_SERVED |= {"date_histogram", "range", "filter", "filters", "composite", "global", "missing"}
-_AGGS_SERVED |= {"extended_stats", "cardinality", "percentiles", "top_hits"}
+_AGGS_SERVED |= {"extended_stats", "cardinality", "percentiles", "top_hits", "avg_bucket"}
+_AGGS_SERVED |= {"max_bucket", "min_bucket", "sum_bucket", "stats_bucket"}
 _MAPPING_TYPES_MODELLED = {"text", "keyword", "semantic_text", "dense_vector", "object", "boolean"}
 _MAPPING_TYPES_MODELLED |= {"long", "integer", "short", "byte", "double", "float"}
 

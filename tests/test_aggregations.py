@@ -213,3 +213,19 @@ def test_composite_missing_bucket_sorts_last_when_asked(runner: Runner, xerj: Xe
     assert keys[-1] is None and keys[0] == "accounts"
     body["sources"][0]["svc"]["terms"]["missing_order"] = "first"
     assert _aggs(runner, {"c": {"composite": body}})["c"]["buckets"][0]["key"] == {"svc": None}
+
+
+def test_sibling_pipelines_answer_which_bucket(runner: Runner) -> None:
+    out = _aggs(runner, {
+        "per_month": {"date_histogram": {"field": "opened", "calendar_interval": "month"},
+                      "aggs": {"urgency": {"sum": {"field": "priority"}}}},
+        "busiest": {"max_bucket": {"buckets_path": "per_month>urgency"}},
+        "quietest": {"min_bucket": {"buckets_path": "per_month>urgency"}},
+        "mean": {"avg_bucket": {"buckets_path": "per_month>urgency"}},
+        "all": {"stats_bucket": {"buckets_path": "per_month>urgency"}},
+        "docs": {"sum_bucket": {"buckets_path": "per_month"}},
+    })
+    assert out["busiest"] == {"value": 6.0, "keys": ["2026-11-01T00:00:00.000Z"]}
+    assert out["quietest"] == {"value": 3.0, "keys": ["2026-09-01T00:00:00.000Z", "2026-10-01T00:00:00.000Z"]}
+    assert out["mean"] == {"value": 4.0} and out["docs"] == {"value": 6.0}
+    assert out["all"] == {"count": 3, "min": 3.0, "max": 6.0, "avg": 4.0, "sum": 12.0}

@@ -15,6 +15,7 @@ from . import _agg_metrics as metrics
 from ._agg_buckets import MAX_BUCKETS
 from ._agg_composite import composite
 from ._agg_fields import Doc
+from ._agg_pipeline import SIBLING_PIPELINES, resolve
 from ._agg_range import range_agg
 from ._agg_time import date_histogram
 
@@ -67,8 +68,8 @@ _NOT_SERVED = frozenset(
     "adjacency_matrix geohash_grid geo_distance multi_terms rare_terms ip_prefix geotile_grid "
     "diversified_sampler time_series auto_date_histogram geo_bounds geo_centroid "
     "median_absolute_deviation matrix_stats string_stats boxplot top_metrics nested "
-    "reverse_nested avg_bucket max_bucket min_bucket sum_bucket derivative moving_avg "
-    "cumulative_sum bucket_selector bucket_sort bucket_script percentiles_bucket stats_bucket "
+    "reverse_nested derivative moving_avg "
+    "cumulative_sum bucket_selector bucket_sort bucket_script percentiles_bucket "
     "serial_diff moving_fn extended_stats_bucket date_range percentile_ranks ip_range "
     "scripted_metric".split()
 )
@@ -124,8 +125,22 @@ def run_aggs(
     the documents carry `_id`, `_index` and `_score` as XERJ's do (index.rs:9818-9830)."""
     every = docs if all_docs is None else all_docs
     out: dict[str, Any] = {}
+    pipelines: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for name, spec in aggs.items():
+        kind = (
+            next((k for k in spec if k not in ("aggs", "aggregations", "meta")), None)
+            if isinstance(spec, Mapping)
+            else None
+        )
+        if kind in SIBLING_PIPELINES and isinstance(spec, Mapping):
+            body = spec[kind]
+            pipelines[name] = (kind, body if isinstance(body, Mapping) else {})
+            out[name] = {}  # resolved after its siblings, in its place (aggs.rs:199-245)
+            continue
         out[name] = _one(name, spec, docs, every)
+    for name, (kind, body) in pipelines.items():
+        out[name] = resolve(kind, body, out)
+    for name, spec in aggs.items():
         if isinstance(spec, Mapping) and "meta" in spec and isinstance(out[name], dict):
             out[name]["meta"] = spec["meta"]  # echoed into the result (aggs.rs:180-184)
     return out
