@@ -1,4 +1,4 @@
-"""XERJ's es-compat YAML suite against the stand-in, one test per in-scope case (issue #19).
+"""XERJ's es-compat YAML suite against the stand-in, one test per in-scope case.
 
 Skipped unless ``XERJ_COMPAT_YAML_DIR`` names the suite in a XERJ checkout (CI has none);
 ``tests/conformance.py`` holds the runner, the feature filter and how to print the summary, and

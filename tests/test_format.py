@@ -70,11 +70,26 @@ def test_applied_and_degraded_rerank_blocks() -> None:
     payload = success_payload("xerj_search", reply(200, search_body([], _rerank=applied)), request)
     assert payload["ranked_by"] == "reranker"
     assert payload["rerank"] == {"applied": True, "judged": 4, "unjudged": 1, "provider": "jev",
-                                 "score_kind": "probability", "scores": "probability"}
+                                 "score_kind": "probability", "usage": {"input_tokens": 100},
+                                 "scores": "probability"}
     degraded = {"applied": False, "reason": "rerank deadline exceeded after 301ms", "score_kind": "engine"}
     payload = success_payload("xerj_search", reply(200, search_body([], _rerank=degraded)), request)
     assert payload["ranked_by"] == "engine"
     assert payload["rerank"]["applied"] is False and "deadline" in payload["rerank"]["reason"]
+
+
+def test_every_rerank_count_reaches_the_model_and_silent_fields_are_a_warning() -> None:
+    # rerank_stage.rs `apply` (xerj 11b0cd0): what was skipped, dropped or failed, and the
+    # `rerank.fields` no hit in the window returned text for.
+    block = {"applied": True, "provider": "jev", "model": "jev-latest", "score_kind": "probability",
+             "window": 5, "judged": 3, "unjudged": 2, "skipped_no_text": 1, "pruned_below_min_score": 0,
+             "dropped_unjudged": 0, "fields_without_text": ["bdoy"], "partial_failures": 1,
+             "usage": {"input_tokens": 100, "output_tokens": 10}, "query": "q", "took_ms": 9}
+    request = HttpRequest("POST", "/d/_search", {"query": {}, "rerank": {"fields": ["bdoy"]}}, kind="search")
+    payload = success_payload("xerj_search", reply(200, search_body([], _rerank=block)), request)
+    kept = {k: v for k, v in block.items() if k not in ("query", "took_ms")}
+    assert payload["rerank"] == {**kept, "scores": "probability"}
+    assert any("rerank.fields named bdoy" in w for w in payload["warnings"])
 
 
 def test_hybrid_message_names_its_fusion() -> None:

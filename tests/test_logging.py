@@ -71,7 +71,7 @@ def test_rerank_fallback_is_info(caplog: pytest.LogCaptureFixture, make_runner: 
         runner.run(chat_call("xerj_search", {**SEARCH, "rerank": {}}, "c2"))
     assert [r.getMessage() for r in ours(caplog, logging.INFO)] == [
         "xerj_search c1: rerank refused with HTTP 403; search repeated without rerank",
-        "xerj_search c2: rerank refused earlier by this cluster; search repeated without rerank",
+        "xerj_search c2: rerank refused earlier by this cluster; search sent without rerank",
     ]
     assert ours(caplog, logging.WARNING) == []  # a refusal is not retried
 

@@ -191,6 +191,9 @@ def test_dispatch_never_raises_and_sends_only_contract_requests(tool: str) -> No
             if calls:
                 assert len(calls) == 1
                 check_request(tool, calls[0])
+            elif tool == "xerj_list_indices" and payload["ok"]:
+                # `counts: false`: the names from the cheap listing, its one request
+                assert [r.url.raw_path.decode() for r in sent] == ["/_resolve/index/*"]
             else:
                 assert not payload["ok"]
                 assert payload["error"]["code"] in ("invalid_arguments", "invalid_json", "policy_denied")

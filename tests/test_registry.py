@@ -66,7 +66,7 @@ def test_validation_accepts_the_types_the_descriptions_promise() -> None:
     spec = load_registry().get("xerj_search")
     assert spec is not None
     schema = spec.validator.schema["properties"]
-    assert schema["source"]["type"] == ["boolean", "array", "string"]
+    assert schema["source"]["type"] == ["boolean", "array", "string", "object"]
     assert schema["sort"]["type"] == ["array", "object", "string"]
     assert schema["track_total_hits"]["type"] == ["boolean", "integer"]
     assert spec.parameters["properties"]["source"]["type"] == "boolean"  # the definition is untouched

@@ -2,7 +2,9 @@
 made cheap (issue 24: the compiled explainer, the compiled repairs, the reused JSON encoder).
 
 The expected outputs in tests/fixtures/report-golden/ were written by the code of `main` before
-that change (commit 803c3bd), running this module as a script with that code first on the path:
+that change (commit 803c3bd), then written again where a message was changed on purpose (a
+search without `query`, `source` as an object: the decompressed outputs differ in those lines
+alone), running this module as a script with that code first on the path:
 
     PYTHONPATH=/path/to/main-checkout python tests/test_report_golden.py
 

@@ -179,7 +179,7 @@ SEARCH = {"index": "docs", "query": {"match": {"body": "tea"}}}
         ("xerj_get_document", {"index": "a,b", "id": "1"}),
         ("xerj_get_document", {"index": "_all", "id": "1"}),
         ("xerj_get_document", {"index": "docs", "id": ".."}),
-        ("xerj_get_document", {"index": "docs", "id": "x" * 129}),
+        ("xerj_get_document", {"index": "docs", "id": "x" * 5001}),
     ],
 )
 def test_a_strict_schema_says_no_at_each_limit(

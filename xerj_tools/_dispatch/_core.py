@@ -59,6 +59,8 @@ __all__ = ["DispatchCore", "ToolResult"]
 logger = logging.getLogger("xerj_tools")
 
 FALLBACK = "search repeated without rerank: engine order and engine scores"
+# A refusal this node gave earlier (`RerankMemory`): the search went out once, without rerank.
+REMEMBERED = "sent without rerank, which this node refused earlier: engine order and engine scores"
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,7 @@ class DispatchCore:
         if request.reranked and (remembered := self.rerank_memory.recall(node, provider)):
             if not self.rerank_fallback:
                 return error_payload(EngineError(remembered, code="rerank_unavailable"))
-            note = {"applied": False, "reason": remembered, "fallback": FALLBACK}
+            note = {"applied": False, "reason": remembered, "fallback": REMEMBERED}
             rerank_fallback(None)
             request = request.without_rerank()
         outcome, attempts = yield request

@@ -388,8 +388,10 @@ def _failover(state: _Call, old: str, new: str) -> None:
 def rerank_fallback(status: int | None) -> None:
     """Rerank was refused (with `status`, or earlier: None): the search runs without it."""
     state, who = _who()
-    why = f"refused with HTTP {status}" if status is not None else "refused earlier by this cluster"
-    logger.info("%s: rerank %s; search repeated without rerank", who, why)
+    if status is not None:
+        logger.info("%s: rerank refused with HTTP %s; search repeated without rerank", who, status)
+    else:
+        logger.info("%s: rerank refused earlier by this cluster; search sent without rerank", who)
     if state is not None:
         attributes: dict[str, Any] = {"xerj_tools.reason": "refused" if status else "remembered"}
         if status is not None:

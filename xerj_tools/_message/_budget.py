@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigurationError
 from .._json import fast_dumps, fast_raw, written
+from ._buckets import cap_buckets
 from ._fit_hits import (
     MIN_CUT,
     Measured,
@@ -198,23 +199,6 @@ def _fit_tokens(
         content = written(fitted, plain=plain)
         counted = limit.count(content)
     return fitted, content
-
-
-def cap_buckets(aggregations: Any, max_buckets: int) -> Any:
-    """Keep the first `max_buckets` buckets of every bucket list (nested too); count the rest."""
-    if isinstance(aggregations, list):
-        return [cap_buckets(v, max_buckets) for v in aggregations]
-    if not isinstance(aggregations, dict):
-        return aggregations
-    out = {k: cap_buckets(v, max_buckets) for k, v in aggregations.items()}
-    buckets = aggregations.get("buckets")
-    if isinstance(buckets, list) and len(buckets) > max_buckets:
-        out["buckets"] = [cap_buckets(b, max_buckets) for b in buckets[:max_buckets]]
-        already = aggregations.get("buckets_omitted", 0)
-        out["buckets_omitted"] = (
-            len(buckets) - max_buckets + (already if isinstance(already, int) else 0)
-        )
-    return out
 
 
 def _field_names(paths: list[str]) -> list[str]:

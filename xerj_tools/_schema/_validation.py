@@ -98,8 +98,12 @@ def _problems(
         if found is None:
             found = [_schema_problem(e) for e in validator().iter_errors(value)]
         problems.extend(found)
-    for check in checks:
-        problems.extend(check(value))
+    said = [problem for check in checks for problem in check(value)]
+    if said and problems:
+        # A tool's check that says more of a missing argument than "is required" replaces it.
+        fuller = {p.path for p in said if p.message.startswith("is required")}
+        problems = [p for p in problems if not (p.message == "is required" and p.path in fuller)]
+    problems.extend(said)
     return sorted(set(problems)) if len(problems) > 1 else problems
 
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._corpus import CORPUS, MAPPINGS, SEMANTIC_FIELDS
+from ._embed import embed
+from ._query_string import lower_query_string, wildcard_match
 
 Result = tuple[int, dict[str, Any]]
-DIMS = 384
 _WORD = re.compile(r"\w+")
 # The top-level `_search` keys XERJ accepts (es_compat.rs:2284-2318); a newer node adds `rerank`.
 SEARCH_KEYS = frozenset(
@@ -88,51 +88,6 @@ def tokens(text: Any) -> list[str]:
     return _WORD.findall(str(text).lower()) if text is not None else []
 
 
-def _fnv1a64(data: bytes) -> int:
-    h = 0xCBF29CE484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-def _add_feature(acc: list[float], token: bytes, weight: float) -> None:
-    h = _fnv1a64(token)
-    acc[h % len(acc)] += weight if (h >> 63) & 1 == 0 else -weight
-
-
-def embed(text: str) -> list[float]:
-    """XERJ's built-in lexical embedder, `local_embed` (xerj-ai/src/local.rs:29-107).
-
-    Signed FNV-1a feature hashing of each lower-cased alphanumeric word (weight 1) and of its
-    character trigrams padded with ``#`` (weight 0.35), L2-normalised, 384 dims. Computed in
-    f64 here, f32 there, so the last digits may differ; the order of neighbours does not.
-    """
-    acc = [0.0] * DIMS
-    word = ""
-    for ch in text.lower() + " ":
-        if ch.isalnum():
-            word += ch
-            continue
-        if word:
-            _add_feature(acc, word.encode(), 1.0)
-            padded = f"#{word}#"
-            for i in range(len(padded) - 2):
-                _add_feature(acc, padded[i : i + 3].encode(), 0.35)
-            word = ""
-    norm = math.sqrt(sum(v * v for v in acc))
-    return [round(v / norm, 6) for v in acc] if norm > 0 else acc
-
-
-def cosine_score(a: list[float], b: list[float]) -> float | None:
-    if len(a) != len(b):
-        return None  # a vector of another length is skipped, not an error (index.rs:4831, 5526)
-    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(x * x for x in b))
-    if na == 0 or nb == 0:
-        return 0.5
-    # `_score` = (1 + cos) / 2 (index.rs:17185, 17212-17226).
-    return (1 + sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)) / 2
-
-
 @dataclass
 class Index:
     name: str
@@ -172,6 +127,36 @@ def _text_score(source: Mapping[str, Any], fieldname: str, text: Any) -> float:
         if hits:
             best = max(best, hits / (len(doc_words) ** 0.5) * len(words & set(doc_words)))
     return round(best, 6)
+
+
+def _fields(source: Mapping[str, Any], fieldname: str) -> list[str]:
+    # A `*` in a field name (query_string's unqualified terms) reads every top-level field.
+    return [k for k in source if fnmatch.fnmatch(k, fieldname)] if "*" in fieldname else [fieldname]
+
+
+def _wildcard(body: Any, source: Mapping[str, Any]) -> float | None:
+    """`wildcard` (parser.rs:974-1010; index.rs:19025-19049): `{field: "pat"}` or `{field:
+    {value, boost}}`; lower-cased, the pattern must match a string value whole or one of its
+    words; the score is constant, `boost` or 1.0."""
+    fieldname, spec = _single("wildcard", body)
+    if isinstance(spec, Mapping):
+        if not isinstance(spec.get("value"), str):
+            raise _parse_error("`value` must be a non-empty string")
+        pattern, boost = spec["value"].lower(), spec.get("boost")
+    elif isinstance(spec, str):
+        pattern, boost = spec.lower(), None
+    else:
+        raise _parse_error("`wildcard` field value must be a string or object")
+    for f in _fields(source, fieldname):
+        for value in _field_values(source, f):
+            if not isinstance(value, str):
+                continue
+            lowered = value.lower()
+            words = [w for w in re.split(r"[^\w]|_", lowered) if w]
+            if wildcard_match(lowered, pattern) or any(wildcard_match(w, pattern) for w in words):
+                ok = isinstance(boost, int | float) and not isinstance(boost, bool)
+                return float(boost) if ok and boost is not None else 1.0
+    return None
 
 
 def _single(kind: str, clause: Any) -> tuple[str, Any]:
@@ -223,8 +208,11 @@ def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | N
         fieldname, spec = _single(kind, body)
         text = spec.get("query") if isinstance(spec, Mapping) else spec
         if kind == "match_phrase":
-            joined = " ".join(str(v).lower() for v in _field_values(source, fieldname))
-            return 2.0 if str(text).lower() in joined else None
+            # The words in order (XERJ matches analysed positions, not characters).
+            phrase = " ".join(tokens(text))
+            values = [v for f in _fields(source, fieldname) for v in _field_values(source, f)]
+            found = any(f" {phrase} " in f" {' '.join(tokens(v))} " for v in values)
+            return 2.0 if phrase and found else None
         s = _text_score(source, fieldname, text)
         return s or None
     if kind in ("multi_match", "simple_query_string"):
@@ -243,6 +231,12 @@ def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | N
         if not isinstance(spec, Mapping):
             raise _parse_error("`range` field value must be an object")  # parser.rs:881-883
         return 1.0 if _range_ok(_field_values(source, fieldname), spec) else None
+    if kind == "wildcard":
+        return _wildcard(body, source)
+    if kind == "query_string":
+        if not isinstance(body, Mapping):
+            raise _parse_error("`query_string` must be an object")
+        return score(lower_query_string(body, _parse_error), source, doc_id)
     if kind == "exists":
         name = body.get("field", "") if isinstance(body, Mapping) else ""
         if name in ("_id", "_index", "_seq_no", "_version", "_primary_term"):
@@ -267,7 +261,7 @@ def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | N
 # Types XERJ parses (parser.rs:265-333) that this stand-in does not score: refused plainly
 # rather than reported as unknown, which would misstate XERJ.
 _KNOWN_ELSEWHERE = frozenset(
-    "match_none combined_fields prefix wildcard query_string boosting dis_max "
+    "match_none combined_fields prefix boosting dis_max "
     "fuzzy regexp match_phrase_prefix geo_distance geo_bounding_box function_score nested "
     "has_child has_parent more_like_this percolate pinned span_term span_near span_or span_not "
     "span_first span_containing span_within geo_polygon geo_shape match_bool_prefix terms_set "

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._engine import Index, QueryError, _parse_error, cosine_score, score, top
+from ._embed import cosine_score
+from ._engine import Index, QueryError, _parse_error, score, top
 
 __all__ = ["knn", "knn_k", "multi_knn", "top_level_knn"]
 

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._engine import Index, Result, embed
+from ._embed import embed
+from ._engine import Index, Result
 from ._searcher import search
 from ._wire import BodyError, serde_struct
 

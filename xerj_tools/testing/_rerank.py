@@ -166,35 +166,60 @@ def rerank(
         info.update({"query": text, "took_ms": 301})
         return engine, info, candidates[0][0] if candidates else None
     words = set(tokens(text))
-    judged = []
+    fields = block.get("fields")
+    named = [f for f in fields if isinstance(f, str)] if isinstance(fields, list) else None
+    judged: list[tuple[float | None, str, Index]] = []
+    voiced: set[str] = set()
     for _, doc_id, ix in candidates:
-        # The judge reads strings and arrays of strings, never vectors (`Prose::push`).
-        prose = [
-            item
-            for v in ix.docs[doc_id].values()
-            for item in (v if isinstance(v, list) else [v])
-            if isinstance(item, str)
-        ]
+        # The judge reads strings and arrays of strings, never vectors (`Prose::push`); with
+        # `rerank.fields`, those fields and nothing else (docs/RERANK.md, "What leaves").
+        source = ix.docs[doc_id]
+        chosen = named if named is not None else list(source)
+        prose = []
+        for name in chosen:
+            value = source.get(name)
+            found = [
+                i for i in (value if isinstance(value, list) else [value]) if isinstance(i, str)
+            ]
+            if any(item.strip() for item in found):
+                voiced.add(name)
+            prose += found
+        if not any(item.strip() for item in prose):
+            judged.append((None, doc_id, ix))  # skipped: a verdict on nothing means nothing
+            continue
         doc_words = {t for item in prose for t in tokens(item)}
         judged.append((round(len(words & doc_words) / (len(words) or 1), 4), doc_id, ix))
-    ordered = sorted(judged, key=lambda h: -h[0])
-    kept = [h for h in ordered if min_score is None or h[0] >= min_score]
+    if candidates and all(h[0] is None for h in judged):
+        # A window with no text at all is refused, "nothing to judge" (reference contract, §7;
+        # the wording after it is the stand-in's).
+        raise _refused(
+            "nothing to judge: no hit in the rerank window returned any text"
+            + (" in `rerank.fields`" if named is not None else "")
+        )
+    scored = sorted((h for h in judged if h[0] is not None), key=lambda h: -(h[0] or 0.0))
+    blank = [h for h in judged if h[0] is None]  # unjudged hits sort last, in engine order
+    kept = [h for h in scored if min_score is None or (h[0] or 0.0) >= min_score]
+    if min_score is None:
+        kept += blank
     info = {
         "applied": True,
         "provider": str(block.get("provider", "jev")),
         "model": str(block.get("model", "jev-latest")),
         "score_kind": "probability",
         "window": len(candidates),
-        "judged": len(judged),
-        "unjudged": 0,
-        "skipped_no_text": 0,
-        "pruned_below_min_score": len(judged) - len(kept),
-        "dropped_unjudged": 0,
+        "judged": len(scored),
+        "unjudged": len(blank),
+        "skipped_no_text": len(blank),
+        "pruned_below_min_score": len(scored) - len([h for h in kept if h[0] is not None]),
+        "dropped_unjudged": len(blank) if min_score is not None else 0,
         "partial_failures": 0,
         "usage": {"input_tokens": 100, "output_tokens": 10},
         "query": text,
         "took_ms": 3,
     }
+    if named is not None and (silent := [f for f in named if f not in voiced]):
+        # Only when there is something to report: names no hit in the window gave text for.
+        info["fields_without_text"] = silent
     max_score = kept[0][0] if kept else None
     page: list[tuple[float | None, str, Index]] = list(kept[start : start + size])
     return page, info, max_score

@@ -9,13 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._aggs import run_aggs, too_many_buckets
+from ._embed import embed
 from ._engine import (
     SEARCH_KEYS,
     Index,
     QueryError,
     Result,
     _parse_error,
-    embed,
     invalid_query,
     score,
     top,
@@ -372,7 +372,15 @@ def _search(
     hits_block["hits"] = hits
     out["hits"] = hits_block
     if aggs:
-        out["aggregations"] = run_aggs(aggs, [ix.docs[d] for _, d, ix in ranked])
+        # The documents carry `_id`, `_index` and `_score`, as XERJ's do (index.rs:9818-9830);
+        # `global` and `min_doc_count: 0` read every document of the indices searched.
+        matched: list[Mapping[str, Any]] = [
+            {**ix.docs[d], "_id": d, "_index": ix.name, "_score": s} for s, d, ix in ranked
+        ]
+        every: list[Mapping[str, Any]] = [
+            {**src, "_id": d, "_index": ix.name} for ix in chosen for d, src in ix.docs.items()
+        ]
+        out["aggregations"] = run_aggs(aggs, matched, every) if isinstance(aggs, Mapping) else {}
         if (refusal := too_many_buckets(out["aggregations"])) is not None:
             return 400, refusal  # es_compat.rs:10527-10580
     return 200, out

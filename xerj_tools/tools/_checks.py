@@ -191,15 +191,55 @@ def _query_clause(value: Any, path: str) -> Iterator[Problem]:
         )
 
 
+SOURCE_KEYS = ("includes", "excludes", "include", "exclude")
+
+
+def _source_object(source: Mapping[str, Any]) -> Iterator[Problem]:
+    """`source` as an object: XERJ reads `includes` (or `include`) and `excludes` (or `exclude`),
+    each a field name or a list of them (es_compat.rs:4577-4604 at e6e8e6a), and ignores any
+    other key or value, which would then filter nothing: refused, with the form to use."""
+    form = '{"includes": ["title"], "excludes": ["body_vector"]}'
+    if not source or any(key not in SOURCE_KEYS for key in source):
+        unknown = sorted(k for k in source if k not in SOURCE_KEYS)
+        said = f"has {', '.join(unknown)}, which XERJ ignores" if unknown else "is empty"
+        yield Problem(
+            "$.source", f"as an object {said}; it takes includes and excludes, e.g. {form}"
+        )
+        return
+    for key, value in source.items():
+        names = [value] if isinstance(value, str) else value
+        if (
+            not isinstance(names, list)
+            or not names
+            or not all(isinstance(n, str) and n for n in names)
+        ):
+            yield Problem(
+                f"$.source.{key}",
+                "must be a field name or a non-empty array of field names; an empty list of "
+                "includes returns every field",
+            )
+
+
 def search_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := index_problem(args.get("index"))) is not None:
         yield problem
+    if "query" not in args:
+        # XERJ reads a search without `query` as match_all (es_compat.rs:4519 at e6e8e6a,
+        # `unwrap_or(json!({"match_all": {}}))`); a model that forgot its filter would get every document,
+        # so the call is refused with the one-step fix rather than repaired (docs/validation.md).
+        yield Problem(
+            "$.query",
+            'is required: send {} (or {"match_all": {}}) to search every document, for '
+            "instance with size 0 and aggs, or the query you meant",
+        )
     yield from _query_clause(args.get("query"), "$.query")
     yield from _window(args)
     source = args.get("source")
     yield from _source_patterns(source)
     if isinstance(source, list) and not all(isinstance(f, str) and f for f in source):
         yield Problem("$.source", "an array of source fields must hold non-empty field names")
+    if isinstance(source, dict):
+        yield from _source_object(source)
     if source == []:
         # XERJ reads [] as an empty include list (es_compat.rs:4570-4576 at e6e8e6a), and an
         # empty include list keeps every field, embeddings too (index.rs:15717-15721).

@@ -14,13 +14,14 @@ First-party tools; their definitions follow the publishers' in ``tools.json``.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import EngineError
 from .._http._models import HttpRequest, Reply
 from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
-from ._listing import RESOLVE_ALL
+from ._listing import RESOLVE_ALL, names_only
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
 from ._tool import IndexPolicy, Received, Tool
@@ -82,11 +83,15 @@ def _list_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
 def list_indices(args: Mapping[str, Any]) -> HttpRequest:
     # Always the pattern route: `*` lists every index there as `/_cat/indices` does (es_compat.rs:437).
     pattern = args.get("pattern") or "*"
+    if args.get("counts") is False:  # names and aliases only: the cheap listing (`_listing`)
+        return replace(RESOLVE_ALL, reading={"names_only": pattern})
     return HttpRequest("GET", f"/_cat/indices/{segment(pattern, keep=',*', path='$.pattern')}")
 
 
 def _read_listing(received: Received) -> dict[str, Any]:
     reply = received.reply
+    if (pattern := received.request.reading.get("names_only")) is not None:
+        return names_only(reply, str(pattern), _match)
     if isinstance(reply.data, (dict, list)):
         raise invalid(reply, "the text table of `_cat/indices`")
     rows = []
@@ -120,8 +125,8 @@ def _aliases(outcome: Any) -> dict[str, list[str]] | None:
 def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
     """The aliases (one follow-up read), then only what the policy allows, then the cap."""
     rows = [r for r in payload["indices"] if policy.allows_index(r["name"])]
-    aliases = None
-    if rows:
+    aliases = payload.get("aliases_read")  # the cheap listing read them already
+    if rows and aliases is None:
         outcome, _ = yield RESOLVE_ALL
         aliases = _aliases(outcome)
     out: dict[str, Any] = {"ok": True, "count": len(rows), "indices": []}
@@ -138,6 +143,7 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
         notes.append(
             f"the first {MAX_INDICES} of {len(rows)} by name; pass `pattern` (e.g. 'logs-*') to see others"
         )
+    notes += [f"no index is named {name!r}" for name in payload.get("missing", ())]
     if rows and aliases is None:
         notes.append(
             "the aliases could not be read (GET /_resolve/index/* failed); names and counts are complete"

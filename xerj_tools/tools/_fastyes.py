@@ -34,7 +34,7 @@ from ._checks import (
     store_problems,
     vector_problems,
 )
-from ._paths import _DOT_SEGMENTS, MAX_ID_BYTES, _index_problem_of, _namespace_problem_of
+from ._paths import _DOT_SEGMENTS, QUICK_ID_CHARS, _index_problem_of, _namespace_problem_of
 
 __all__ = [
     "Yes",
@@ -166,6 +166,22 @@ def _rerank_ok(args: Mapping[str, Any], rerank: dict[str, Any], needs_query: boo
     return bool(window[0] + window[1] <= rerank.get("window", 30))
 
 
+def _source_object_yes(source: Mapping[str, Any]) -> bool:
+    """`_checks._source_object` finds nothing."""
+    if not source:
+        return False
+    for key, value in source.items():
+        if key not in ("includes", "excludes", "include", "exclude"):
+            return False
+        names = [value] if type(value) is str else value
+        if type(names) is not list or not names:
+            return False
+        for name in names:
+            if type(name) is not str or not name or name.count("*") > MAX_SOURCE_STARS:
+                return False
+    return True
+
+
 def search_yes(args: Mapping[str, Any]) -> bool:
     """search_problems finds nothing."""
     if not _index_ok(args.get("index")):
@@ -178,6 +194,8 @@ def search_yes(args: Mapping[str, Any]) -> bool:
         or not (0 <= size <= _WINDOW and 0 <= start <= _WINDOW)
         or start + size > _WINDOW
     ):
+        return False
+    if "query" not in args:
         return False
     query = args.get("query")
     if isinstance(query, dict) and len(query) > 1:
@@ -192,8 +210,8 @@ def search_yes(args: Mapping[str, Any]) -> bool:
     elif isinstance(source, str):
         if source.count("*") > MAX_SOURCE_STARS:
             return False  # (every pattern's `*` together: the checks count them one by one)
-    elif isinstance(source, dict):
-        return False  # includes and excludes: the checks read them
+    elif isinstance(source, dict) and not _source_object_yes(source):
+        return False
     sort = args.get("sort")
     if isinstance(sort, list):
         for entry in sort:
@@ -313,7 +331,7 @@ def document_yes(args: Mapping[str, Any]) -> bool:
     doc_id = args.get("id")
     if type(doc_id) is not str:
         return not isinstance(doc_id, str)
-    return bool(doc_id) and len(doc_id) <= MAX_ID_BYTES // 4 and doc_id not in _DOT_SEGMENTS
+    return bool(doc_id) and len(doc_id) <= QUICK_ID_CHARS and doc_id not in _DOT_SEGMENTS
 
 
 # A quick yes made by `known_only` -> (its names, the quick yes it adds them to).

@@ -35,17 +35,8 @@ def _shape_source(obj: dict[str, Any], view: SourceView) -> None:
 def _hit_hook(view: SourceView) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """A json object_hook, which runs as each object closes: a hit's embeddings are dropped as
     soon as that hit is parsed, so even a large answer never holds all of them at once. It runs
-    for every object of the answer, so the usual case (no filter: drop the embeddings alone)
-    is done inline."""
-    if not view.keep or view.includes or view.excludes:
-
-        def shape(obj: dict[str, Any]) -> dict[str, Any]:
-            if "_id" in obj:
-                _shape_source(obj, view)
-            return obj
-
-        return shape
-
+    for every object of the answer, a `top_hits` hit inside an aggregation too; the request's
+    own `_source` filter is applied after (`_narrow`), to the search's hits only."""
     omit = view.omit
 
     def drop(obj: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +45,27 @@ def _hit_hook(view: SourceView) -> Callable[[dict[str, Any]], dict[str, Any]]:
         return obj
 
     return drop
+
+
+def _narrow(data: Any, view: SourceView) -> None:
+    """The search's hits, and their inner hits, cut to the request's `_source`: a `top_hits`
+    aggregation's hits keep the `_source` it asked for itself (aggs.rs:7559-7571, 7990-8012 at
+    e6e8e6a), their embeddings left out all the same."""
+    if view.keep and not view.includes and not view.excludes:
+        return
+    block = data.get("hits") if isinstance(data, dict) else None
+    rows = block.get("hits") if isinstance(block, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict):
+            continue
+        _shape_source(row, view)
+        inner = row.get("inner_hits")
+        for named in inner.values() if isinstance(inner, dict) else []:
+            hits = named.get("hits") if isinstance(named, dict) else None
+            found = hits.get("hits") if isinstance(hits, dict) else None
+            for found_row in found if isinstance(found, list) else []:
+                if isinstance(found_row, dict):
+                    _shape_source(found_row, view)
 
 
 # Up to this size an answer is decoded by orjson (when installed) and its hits shaped after;
@@ -85,17 +97,16 @@ def decode_search(reply: Reply, view: SourceView) -> Any:
         if data is not NotImplemented:
             try:
                 _walk(data, _hit_hook(view))
+                _narrow(data, view)
                 return data
             except RecursionError:
                 pass  # deeper than Python walks: `json` answers as it always did
     try:
-        return json.loads(
-            reply.body,
-            parse_constant=lambda _: None,
-            object_hook=_hit_hook(view),
-        )
+        data = json.loads(reply.body, parse_constant=lambda _: None, object_hook=_hit_hook(view))
     except (ValueError, RecursionError):
         return None
+    _narrow(data, view)
+    return data
 
 
 # what the model reads of a hit, in this order

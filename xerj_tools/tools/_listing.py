@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._http._models import HttpRequest, Outcome, Reply
+from .._message._format import invalid
 
 __all__ = [
     "CAT_INDICES",
@@ -35,6 +36,7 @@ __all__ = [
     "IndexListing",
     "Listing",
     "list_indices",
+    "names_only",
     "read_listing",
 ]
 
@@ -82,6 +84,27 @@ def listing_from_resolve(outcome: Outcome) -> Listing | None:
             targets = backing if isinstance(backing, list) else [backing]
             aliases[row["name"]] = tuple(t if isinstance(t, str) else "" for t in targets)
     return Listing(tuple(sorted(set(_names(data["indices"])))), aliases)
+
+
+def names_only(reply: Reply, pattern: str, matches: Callable[[str, str], bool]) -> dict[str, Any]:
+    """`xerj_list_indices` with `counts: false`: the indices `pattern` names, read from a
+    ``_resolve/index/*`` answer (from memory; `_cat/indices` sums every listed index's files on
+    disk, es_compat.rs:448-457), with their aliases; `missing`, the exact names that are no
+    index (where `_cat/indices/{pattern}` would answer 404, es_compat.rs:418-429)."""
+    listing = listing_from_resolve(reply)
+    if listing is None:
+        raise invalid(reply, "the JSON of `_resolve/index`")
+    parts = [p.strip() for p in pattern.split(",") if p.strip()] or ["*"]
+    rows = [{"name": n} for n in listing.indices if any(matches(p, n) for p in parts)]
+    aliases: dict[str, list[str]] = {}
+    for alias, backing in listing.aliases.items():
+        for index in backing:
+            aliases.setdefault(index, []).append(alias)
+    out: dict[str, Any] = {"ok": True, "indices": rows, "aliases_read": aliases}
+    exact = [p for p in parts if p != "_all" and "*" not in p and p not in listing.indices]
+    if exact:
+        out["missing"] = exact
+    return out
 
 
 def names_from_resolve(outcome: Outcome) -> list[str] | None:

@@ -14,6 +14,8 @@ from .._problems import Problem
 
 __all__ = [
     "MAX_ID_BYTES",
+    "MAX_ID_URL",
+    "QUICK_ID_CHARS",
     "document_id_problem",
     "dot_segment",
     "index_problem",
@@ -131,30 +133,45 @@ def _namespace_problem(value: str, path: str) -> Problem | None:
     return None
 
 
-MAX_ID_BYTES = 512
-"""The longest document id sent, in UTF-8 bytes. XERJ checks no length of its own: `index_doc`
-and `get_doc` (es_compat.rs:1740, 1972-2008 at e6e8e6a) take the path segment as it comes, and
-its ids sidecar and tombstones write an id's length as a 16-bit number (index_store.rs:945,
-segment.rs:157), so a longer id does not even survive there. This is Elasticsearch's limit: an
-id longer than 512 bytes cannot be indexed there. Percent-encoded, 512 bytes are at most 1,536
-URL characters, far below httpx's 65,536 (longer URLs raise `InvalidURL`)."""
+MAX_ID_BYTES = 65_535
+"""The longest document id XERJ keeps, in UTF-8 bytes. Its REST layer checks no length
+(`index_doc`, `get_doc`: es_compat.rs:1740-1760, 1972-2008 at e6e8e6a); its ids sidecar and
+tombstones write an id's length as a 16-bit number (`id.len() as u16`: xerj-storage
+index_store.rs:945, segment.rs:157), so this is the longest id that survives there."""
+
+MAX_ID_URL = 60_000
+"""The longest document id sent, percent-encoded, in characters: the request line must stay
+within httpx's 65,536 characters (a longer URL raises `InvalidURL`), with room for the index and
+the rest of the path. An id of ASCII letters and digits may be 60,000 bytes long; one of
+multi-byte characters, 20,000 bytes."""
+
+QUICK_ID_CHARS = MAX_ID_URL // 12
+"""An id of at most this many characters is within both bounds whatever its characters (four
+UTF-8 bytes each at most, each written as three URL characters): the quick paths test this."""
 
 
 def document_id_problem(value: Any, path: str = "$.id") -> Problem | None:
     """Why `value` cannot be a document id in ``/{index}/_doc/{id}``, or None. Any non-empty
-    text of at most `MAX_ID_BYTES` is sent percent-encoded as one segment, except ``.`` and
-    ``..`` (see `dot_segment`)."""
+    text within `MAX_ID_BYTES` and `MAX_ID_URL` is sent percent-encoded as one segment, except
+    ``.`` and ``..`` (see `dot_segment`)."""
     if not isinstance(value, str):
         return None
     if not value:
         return Problem(path, "must not be empty; give the document's _id")
-    if (
-        len(value) > MAX_ID_BYTES // 4
-        and (size := len(value.encode("utf-8", "surrogatepass"))) > MAX_ID_BYTES
-    ):
-        return Problem(
-            path, f"is {size} bytes long; a document id is at most {MAX_ID_BYTES} bytes (UTF-8)"
-        )
+    if len(value) > QUICK_ID_CHARS:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_ID_BYTES:
+            return Problem(
+                path,
+                f"is {size} bytes long; a XERJ document id is at most {MAX_ID_BYTES} bytes (UTF-8)",
+            )
+        if (sent := len(quote(value, safe="", errors="surrogatepass"))) > MAX_ID_URL:
+            return Problem(
+                path,
+                f"is {sent} characters once percent-encoded for the URL; at most {MAX_ID_URL} "
+                "fit in a request (fewer non-ASCII characters, or fetch it with xerj_search and "
+                "an `ids` query)",
+            )
     if value in _DOT_SEGMENTS:
         return Problem(path, f"{value!r} is not a document id: it would be read as a relative path")
     return None

@@ -128,12 +128,33 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+# What the model reads of XERJ's `_rerank` block (rerank_stage.rs `apply` at 11b0cd0; the fields
+# as docs/RERANK.md there describes them): why it was not applied, what was judged and what was
+# not (skipped as blank, pruned, dropped, calls that failed), the `rerank.fields` that no hit gave
+# text for, and what judged it. `query` (the model's own) and `took_ms` are left out.
+_RERANK_KEYS = (
+    "reason",
+    "window",
+    "judged",
+    "unjudged",
+    "skipped_no_text",
+    "pruned_below_min_score",
+    "dropped_unjudged",
+    "partial_failures",
+    "fields_without_text",
+    "provider",
+    "model",
+    "score_kind",
+    "usage",
+)
+
+
 def _rerank_block(data: Mapping[str, Any]) -> dict[str, Any] | None:
     block = data.get("_rerank")
     if not isinstance(block, dict):
         return None
     out: dict[str, Any] = {"applied": bool(block.get("applied"))}
-    for key in ("reason", "judged", "unjudged", "pruned_below_min_score", "provider", "score_kind"):
+    for key in _RERANK_KEYS:
         if block.get(key) is not None:
             out[key] = block[key]
     if out["applied"]:
@@ -218,6 +239,13 @@ def _search_payload(
             "the other aggregations and the hits are complete; fix or "
             "remove the failed aggregation and search again to get it",
         ]
+    silent = rerank.get("fields_without_text") if rerank else None
+    if isinstance(silent, list) and silent:
+        names = ", ".join(str(n) for n in silent[:10])
+        warnings.append(
+            f"rerank.fields named {names}, which no hit in the window returned text for (a typo, "
+            "or a field these hits lack): those hits were judged without it"
+        )
     if data.get("timed_out") is True:
         warnings.append("the search timed out on the node; hits may be incomplete")
     shards = data.get("_shards")

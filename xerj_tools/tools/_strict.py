@@ -39,7 +39,7 @@ from ._fastyes import (
     store_yes,
     vector_yes,
 )
-from ._paths import MAX_ID_BYTES
+from ._paths import QUICK_ID_CHARS
 
 __all__ = ["STRICT", "Strict", "compiled_strict", "note", "strict_for"]
 
@@ -99,11 +99,23 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 "size": _int(0, _WINDOW),
                 "from": _int(0, _WINDOW),
                 "query": _CLAUSE,
-                "source": {"minItems": 1, "items": {"type": "string", "minLength": 1}},
+                "source": {
+                    "minItems": 1,
+                    "items": {"type": "string", "minLength": 1},
+                    "minProperties": 1,
+                    "propertyNames": {"enum": ["includes", "excludes", "include", "exclude"]},
+                    "additionalProperties": {
+                        "type": ["string", "array"],
+                        "minLength": 1,
+                        "minItems": 1,
+                        "items": {"type": "string", "minLength": 1},
+                    },
+                },
                 "sort": {"items": {"type": ["string", "object"]}},
                 "track_total_hits": {"minimum": -1},
                 "rerank": _NO_RERANK,
             },
+            "required": ["query"],  # `_checks.search_problems` refuses a search without one
             "allOf": [
                 {  # from + size <= 10,000 where both are given and small, or no `from`
                     "anyOf": [
@@ -214,7 +226,7 @@ STRICT: dict[Callable[..., bool], Strict] = {
                 "index": {**_INDEX, "not": {"pattern": "[,*]"}},
                 "id": {
                     "minLength": 1,
-                    "maxLength": MAX_ID_BYTES // 4,
+                    "maxLength": QUICK_ID_CHARS,
                     "not": {"enum": [".", ".."]},
                 },
             }
