@@ -184,10 +184,8 @@ class DispatchCore:
         self.clock = clock
 
     def prepare(self, call: ToolCall, policy: Policy | None = None) -> Prepared | ToolCallError:
-        """Validate (and repair) the call and build its request, or say what the model must fix.
-
-        `policy` (a call's own, from `begin`/`dispatch`'s ``policy=``) replaces the core's for
-        this call, from its checks to the answer's reading; None means the core's."""
+        """Validate (and repair) the call and build its request, or say what the model must fix;
+        under `policy` (a call's own, ``policy=``) in place of the core's, checks to answer."""
         policy = self.policy if policy is None else policy
         spec = self.registry.get(call.name)
         if spec is None or call.custom:
