@@ -20,6 +20,7 @@ from .._exceptions import EngineError
 from .._http._models import HttpRequest, Reply
 from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
+from ._catalog import describe_with_catalog, list_with_catalog
 from ._listing import RESOLVE_ALL
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
@@ -120,10 +121,10 @@ def _aliases(outcome: Any) -> dict[str, list[str]] | None:
 def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
     """The aliases (one follow-up read), then only what the policy allows, then the cap."""
     rows = [r for r in payload["indices"] if policy.allows_index(r["name"])]
-    aliases = None
+    aliases, resolved = None, None
     if rows:
-        outcome, _ = yield RESOLVE_ALL
-        aliases = _aliases(outcome)
+        resolved, _ = yield RESOLVE_ALL
+        aliases = _aliases(resolved)
     out: dict[str, Any] = {"ok": True, "count": len(rows), "indices": []}
     for row in sorted(rows, key=lambda r: r["name"])[:MAX_INDICES]:
         entry = dict(row)
@@ -144,7 +145,8 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
         )
     if notes:
         out["notes"] = notes
-    return out
+    # XERJ autoindex's catalog, where the node has one: formats, files, time range (`_catalog`)
+    return (yield from list_with_catalog(out, policy, resolved))
 
 
 _after_listing_typed: After = _after_listing
@@ -310,4 +312,5 @@ DESCRIBE_INDEX = Tool(
     path="/{index}/_mapping",
     too_large=lambda _: "Describe fewer fields: pass `prefix` (an object's path) or `from`.",
     origin="first-party",
+    after=describe_with_catalog,  # the catalog's examples and ready queries (`_catalog`)
 )
