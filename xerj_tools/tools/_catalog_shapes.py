@@ -72,12 +72,15 @@ def listed(
         rows.append(entry)
     out = {**payload, "indices": rows}
     if not read:
-        note = "the autoindex catalog could not be read; names and counts are complete"
+        note = (
+            f"XERJ autoindex's catalog (`{CATALOG_INDEX}`) could not be read; names and counts "
+            "are complete"
+        )
     elif datasets:
         note = (
-            f"`{CATALOG_INDEX}` is XERJ autoindex's catalog of the datasets listed with "
-            "formats, not a dataset; describe a dataset's index for its fields with example "
-            "values and ready-to-send queries"
+            "the rows with `formats` are datasets XERJ autoindex catalogued (in "
+            f"`{CATALOG_INDEX}`, the catalog, not a dataset): describe one for its fields with "
+            "example values and ready-to-send queries"
         )
     else:
         note = f"`{CATALOG_INDEX}` is XERJ autoindex's catalog; it describes none of these indices"
