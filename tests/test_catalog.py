@@ -5,7 +5,9 @@ as autoindex does. Over a real socket where a request is sent; the shaping witho
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -363,3 +365,91 @@ def test_a_ready_query_becomes_the_arguments_of_one_of_the_tools(raw: dict[str, 
 ])
 def test_a_ready_query_the_tools_cannot_say_or_the_policy_denies_is_left_out(raw: str) -> None:
     assert ready_query(raw, _allow) is None
+
+
+# ---------------------------------------------------------------------------- over `xerj-tools mcp`
+
+from test_mcp import HAVE_SDK, Connected, needs_sdk, server_env  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def mcp_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[XerjStandIn, Connected, Connected]]:
+    """A stand-in with its catalog, served by `xerj-tools mcp` twice: as is, and bound by a policy
+    file that denies `tickets`."""
+    if not HAVE_SDK:
+        pytest.skip("the MCP SDK is not installed: pip install 'xerj-tools[mcp]'")
+    where = tmp_path_factory.mktemp("catalog-mcp")
+    (where / "policy.toml").write_text('deny_indices = [".*", "tickets"]\n')
+    with XerjStandIn(catalog=True) as xerj:
+        open_server = Connected("stdio", [], server_env(xerj), where / "open.log")
+        try:
+            guarded = Connected("stdio", ["--policy", str(where / "policy.toml")], server_env(xerj), where / "guarded.log")
+            try:
+                yield xerj, open_server, guarded
+            finally:
+                guarded.close()
+        finally:
+            open_server.close()
+
+
+@needs_sdk
+@pytest.mark.skipif(importlib.util.find_spec("agents") is None, reason="openai-agents is not installed (pip install openai-agents)")
+def test_over_mcp_a_scripted_model_orients_in_one_call_and_filters_on_a_value_it_read(
+        mcp_catalog: tuple[XerjStandIn, Connected, Connected], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model (openai-agents' runner with a scripted model) reaches the tools through a
+    # `xerj-tools mcp` process of its own; its second turn filters on what the first one read.
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # nothing leaves 127.0.0.1
+    import asyncio
+
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+    from agents.mcp import MCPServerStdio
+    from openai import AsyncOpenAI
+
+    xerj = mcp_catalog[0]
+    xerj.clear()
+
+    def tool_text(message: Mapping[str, Any]) -> str:
+        content = message["content"]
+        return content if isinstance(content, str) else content[0]["text"]
+
+    def filter_on_what_it_read(body: Mapping[str, Any]) -> Sequence[tuple[str, Any]]:
+        [described] = [json.loads(tool_text(m)) for m in body["messages"] if m["role"] == "tool"]
+        value = described["catalog"]["tickets"]["fields"]["status"]["examples"][0]
+        return [("xerj_search", {"index": "tickets", "query": {"term": {"status": value}}, "size": 10})]
+
+    script = [Turn(tool_calls=[("xerj_describe_index", {"index": "tickets"})]),
+              Turn(tool_calls=filter_on_what_it_read), Turn(text="Four tickets are open.")]
+    with ScriptedModel(script) as model:
+        async def main() -> Any:
+            params: Any = {"command": sys.executable, "args": ["-m", "xerj_tools", "mcp"], "env": server_env(xerj)}
+            async with MCPServerStdio(params=params, name="xerj", cache_tools_list=True,
+                                      client_session_timeout_seconds=60) as server, \
+                    AsyncOpenAI(base_url=model.base_url, api_key="scripted") as client:
+                llm = OpenAIChatCompletionsModel(model="scripted", openai_client=client)
+                agent = Agent(name="analyst", instructions="Answer from XERJ.", mcp_servers=[server], model=llm)
+                return await Runner.run(agent, "How many tickets are open?", run_config=RunConfig(tracing_disabled=True))
+
+        result = asyncio.run(main())
+    assert result.final_output == "Four tickets are open."
+    search = next(r for r in xerj.requests if r.path == "/tickets/_search")
+    assert search.body["query"] == {"term": {"status": "open"}}
+    found = json.loads(tool_text([m for m in model.requests[2]["messages"] if m["role"] == "tool"][-1]))
+    assert {h["_id"] for h in found["hits"]} == {"T-1", "T-2", "T-4", "T-6"}
+
+
+@needs_sdk
+def test_over_mcp_the_catalog_orients_and_a_policy_file_hides_a_denied_dataset(
+        mcp_catalog: tuple[XerjStandIn, Connected, Connected]) -> None:
+    xerj, open_server, guarded = mcp_catalog
+    error, described = open_server.call("xerj_describe_index", {"index": "tickets"})
+    assert error is False and described["catalog"]["tickets"]["fields"]["status"]["examples"] == ["open", "closed"]
+    xerj.clear()
+    error, listing = guarded.call("xerj_list_indices", {})
+    assert error is False and [r["name"] for r in listing["indices"]] == [CATALOG, "docs"]
+    error, docs = guarded.call("xerj_describe_index", {"index": "docs"})
+    assert error is False and docs["catalog"]["docs"]["fields"]["service"]["examples"]
+    error, refused = guarded.call("xerj_describe_index", {"index": "tickets"})
+    assert error is True and refused["error"]["code"] == "policy_denied"
+    for text in (json.dumps(listing), json.dumps(docs), json.dumps(refused)):
+        assert not [v for v in TICKET_VALUES[1:] if v in text]
+    assert catalog_bodies(xerj) and all("tickets" not in json.dumps(b) for b in catalog_bodies(xerj))
