@@ -44,7 +44,7 @@ def catalog_bodies(xerj: XerjStandIn) -> list[Any]:
 
 
 def test_the_stand_in_infers_what_a_real_autoindex_run_captured() -> None:
-    # The first 500 records (autoindex's default sample, lib.rs:75-135) of the app log in XERJ's
+    # The first 500 records (autoindex's default sample, lib.rs:126-136, cli.rs:107) of the app log in XERJ's
     # demo/usecases/autoindex/recipe-captures/sample, and the table `xerj autoindex map` printed
     # for them (recipe-captures/cap-map.txt, `ax-logs`): types, cardinality, examples (the map
     # shows 40 characters of each), and the three ready queries.
