@@ -453,3 +453,29 @@ def test_over_mcp_the_catalog_orients_and_a_policy_file_hides_a_denied_dataset(
     for text in (json.dumps(listing), json.dumps(docs), json.dumps(refused)):
         assert not [v for v in TICKET_VALUES[1:] if v in text]
     assert catalog_bodies(xerj) and all("tickets" not in json.dumps(b) for b in catalog_bodies(xerj))
+
+
+def test_a_hostile_catalog_document_is_read_without_harm(make_runner: Any, cataloged: XerjStandIn) -> None:
+    # Engine data: ready queries that are 100,000 `[`, nested 600 deep or 200 kB long; field specs
+    # with a NaN, a 1e400, examples that are not strings, no name, or no object at all.
+    deep: Any = {"term": {"status": "open"}}
+    for _ in range(300):
+        deep = {"bool": {"must": [deep]}}
+    specs = ('[{"name": "status", "es_type": "keyword", "cardinality_est": 2, "null_ratio": NaN, "avg_len": 1e400,'
+             ' "examples": ["open", 7, null, {"x": 1}]}, {"es_type": "keyword"}, "junk"]')
+    big = {"request": "POST /tickets/_search", "body": {"query": {"match": {"title": "x" * 200_000}}}}
+    source = dict(cataloged.indices[CATALOG].docs["ds:tickets"])
+    source.update(fields_json=specs, formats="jsonl", time_min=12,
+                  sample_queries_json=["[" * 100_000, json.dumps({"request": "POST /tickets/_search",
+                                                                   "body": {"query": deep}}), json.dumps(big)])
+    cataloged.add_documents(CATALOG, {"ds:tickets": source})
+    runner = make_runner(url=cataloged.url)
+    result = runner.run({"id": "c", "type": "function", "function": {
+        "name": "xerj_describe_index", "arguments": '{"index": "tickets"}'}})
+    payload = json.loads(result.content)
+    assert payload["ok"] is True and len(result.content) <= 12_000
+    assert payload["catalog"]["tickets"]["fields"]["status"]["examples"] == ["open"]
+    assert "null_ratio" not in payload["catalog"]["tickets"]["fields"]["status"]
+    assert "queries" not in payload["catalog"]["tickets"]  # none the model could send as it reads it
+    listing = runner.payload("xerj_list_indices", {})
+    assert listing["ok"] is True and "formats" not in listing["indices"][2]

@@ -34,8 +34,12 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _strings(value: Any, limit: int = 20) -> list[str]:
-    return [v for v in value if isinstance(v, str)][:limit] if isinstance(value, list) else []
+def _strings(value: Any, limit: int = 20, cut: int = 300) -> list[str]:
+    """The strings of a list, at most `limit` of them, each cut at `cut` characters."""
+    if not isinstance(value, list):
+        return []
+    kept = [v for v in value if isinstance(v, str)][:limit]
+    return [v if len(v) <= cut else v[:cut] + "…" for v in kept]
 
 
 def summary(source: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,7 +119,7 @@ def _entry(spec: Mapping[str, Any], group: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     wordy = kind in ("text", "semantic_text")
     examples = []
-    for value in _strings(spec.get("examples"), 3):
+    for value in _strings(spec.get("examples"), 3, cut=10_000):
         cut = TEXT_EXAMPLE_CHARS if wordy else 120
         examples.append(value if len(value) <= cut else value[:cut] + "…")
     if examples:

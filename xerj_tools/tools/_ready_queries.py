@@ -19,9 +19,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .._json import clean
+from .._json import MAX_DEPTH, clean, dumps
 
-__all__ = ["ready_query"]
+__all__ = ["MAX_QUERY_CHARS", "ready_query"]
+
+MAX_QUERY_CHARS = 2_000  # autoindex's are a few hundred characters; a longer one is left out
 
 _REQUEST = re.compile(r"^POST /([^/\s]+)/_search$")
 _SEARCH_KEYS = {
@@ -96,11 +98,24 @@ def ready_query(raw: Any, allows: Callable[[str], bool]) -> dict[str, Any] | Non
         out["steps"] = steps
         if evidence := _text(query.get("evidence")):
             out["evidence"] = evidence
-        return clean(out)
+        return _sendable(out)
     call = _step(query.get("request"), query.get("body"), allows)
     if call is None:
         return None
     out.update(call)
     if note := _text(query.get("note")):
         out["note"] = note
-    return clean(out)
+    return _sendable(out)
+
+
+def _sendable(query: dict[str, Any]) -> dict[str, Any] | None:
+    """`query` when the model can send it as it reads it: JSON values only (a NaN is no query),
+    at most `MAX_QUERY_CHARS` and shallower than `MAX_DEPTH` (which `clean` would cut)."""
+    cleaned = clean(query, MAX_DEPTH + 1)
+    if cleaned != query:
+        return None  # cut deep, or a number JSON cannot carry
+    try:
+        written = dumps(cleaned)
+    except (ValueError, TypeError):
+        return None
+    return cleaned if len(written) <= MAX_QUERY_CHARS else None
