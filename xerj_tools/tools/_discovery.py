@@ -9,6 +9,9 @@ First-party tools; their definitions follow the publishers' in ``tools.json``.
   nothing an empty 200 (es_compat.rs:418-427). The policy is applied to every name listed.
 - `xerj_describe_index`: ``GET /{index}/_mapping`` (router.rs:251-252, es_compat.rs:1458-1497;
   see `xerj_tools.tools._mappings`): the fields grouped the way a query is written.
+
+Both then read XERJ autoindex's catalog where the node has one and the policy allows it
+(`xerj_tools.tools._catalog`): formats and time ranges, example values and ready queries.
 """
 
 from __future__ import annotations
