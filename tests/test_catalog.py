@@ -154,6 +154,7 @@ def test_a_description_gives_example_values_cardinality_notes_and_ready_queries(
     assert all(len(e) <= 81 for e in docs["fields"]["body"]["examples"])  # text examples cut, marked
     hybrid = next(q for q in docs["queries"] if q["class"] == "hybrid_lexical_vector")
     assert hybrid["tool"] == "xerj_hybrid_search" and hybrid["arguments"]["queries"][1]["query"]["semantic"]["field"] == "body"
+    assert "note" not in hybrid  # "strip *_vector from hits": the tools drop the embeddings themselves
     assert "title.keyword" not in docs["fields"]  # what the catalog does not know is left as the mapping says
 
 

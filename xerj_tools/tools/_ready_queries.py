@@ -103,7 +103,9 @@ def ready_query(raw: Any, allows: Callable[[str], bool]) -> dict[str, Any] | Non
     if call is None:
         return None
     out.update(call)
-    if note := _text(query.get("note")):
+    # The hybrid query's note (catalog.rs:189) asks the client to strip `*_vector` from the hits:
+    # the tools do that already (docs/fidelity.md), so the model is not told to.
+    if (note := _text(query.get("note"))) and not note.startswith("strip *_vector"):
         out["note"] = note
     return _sendable(out)
 
