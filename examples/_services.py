@@ -19,12 +19,15 @@ from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 
 @contextmanager
-def services(script: Sequence[Turn], *, asynchronous: bool = False) -> Iterator[tuple[Any, str, str]]:
-    """Yield ``(openai client, model name, XERJ URL)``."""
+def services(
+    script: Sequence[Turn], *, asynchronous: bool = False, catalog: bool = False
+) -> Iterator[tuple[Any, str, str]]:
+    """Yield ``(openai client, model name, XERJ URL)``; with `catalog`, the stand-in also holds
+    the ``autoindex-catalog`` that ``xerj autoindex`` would write for its corpus."""
     with ExitStack() as stack:
         xerj_url = os.environ.get("XERJ_URL")
         if not xerj_url:
-            xerj_url = stack.enter_context(XerjStandIn()).url
+            xerj_url = stack.enter_context(XerjStandIn(catalog=catalog)).url
             print(f"[XERJ: built-in stand-in at {xerj_url}]")
         else:
             print(f"[XERJ: {xerj_url}]")

@@ -1,5 +1,6 @@
-"""The agent loop: a model orients itself (lists the indices, describes one), searches XERJ in
-parallel on the field it learned, and answers.
+"""The agent loop: a model orients itself (lists the indices, describes the two it needs: with XERJ
+autoindex's catalog on the node, each field comes with example values), searches XERJ in
+parallel on the field and the value it learned, and answers.
 
 Run: python examples/agent_loop.py   (stand-ins unless OPENAI_API_KEY / XERJ_URL are set)
 """
@@ -26,22 +27,26 @@ def _tool_answers(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def search_what_was_learned(body: Mapping[str, Any]) -> Sequence[tuple[str, Any]]:
-    """The second turn: query the semantic_text field the description named (not a guess)."""
-    described = next(a for a in _tool_answers(body) if "search_with" in a)
-    field = described["search_with"]["xerj_semantic_search"][0]
+    """The second turn: query the semantic_text field the description of `docs` named, and
+    filter `tickets` on a status value its description showed (not a guess)."""
+    described = {a["index"][0]: a for a in _tool_answers(body) if "search_with" in a}
+    field = described["docs"]["search_with"]["xerj_semantic_search"][0]
+    seen = described["tickets"].get("catalog", {}).get("tickets", {}).get("fields", {})
+    status = next((v for v in seen.get("status", {}).get("examples", []) if v.startswith("open")), "open")
     return [
         ("xerj_hybrid_search", {"index": "docs", "size": 3, "queries": [
             {"query": {"match": {field: "checkout outage errors"}}},
             {"query": {"semantic": {"field": field, "query": "why did checkout break"}}}]}),
         ("xerj_search", '{"index": "tickets", "query": {"bool": {"filter": [{"term": {"service": "checkout"}}, '
-                        '{"term": {"status": "open"}}]}, "size": 0}'),
+                        f'{{"term": {{"status": "{status}"}}}}]}}, "size": 0}}'),  # one brace short
     ]
 
 
 # What the scripted model says when no OPENAI_API_KEY is set: it orients itself first, then
-# queries the field it learned; realistic calls, one broken.
+# queries the field and the value it learned; realistic calls, one broken.
 SCRIPT = [
-    Turn(tool_calls=[("xerj_list_indices", {}), ("xerj_describe_index", {"index": "docs"})]),
+    Turn(tool_calls=[("xerj_list_indices", {}), ("xerj_describe_index", {"index": "docs"}),
+                     ("xerj_describe_index", {"index": "tickets"})]),
     Turn(tool_calls=search_what_was_learned),
     Turn(tool_calls=[
         ("xerj_search", {"index": "tickets", "size": 5, "source": ["title", "priority"],
@@ -54,7 +59,7 @@ SCRIPT = [
 
 
 def main() -> None:
-    with services(SCRIPT) as (client, model, xerj_url), Dispatcher(url=xerj_url) as dispatcher:
+    with services(SCRIPT, catalog=True) as (client, model, xerj_url), Dispatcher(url=xerj_url) as dispatcher:
         messages = [{"role": "user", "content": QUESTION}]
         result = run_agent(client, model=model, messages=messages, dispatcher=dispatcher)
         show(result)

@@ -83,7 +83,8 @@ def test_an_index_is_described_in_groups_a_query_can_be_written_from(runner: Run
     assert payload["fields"] == {"semantic_text": ["body"], "keyword": ["kind", "service", "title.keyword"],
                                  "text": ["title"], "numeric": {"year": "long"}}
     assert payload["search_with"]["xerj_semantic_search"] == ["body"]
-    assert paths(xerj) == ["GET /docs/_mapping"]
+    # and XERJ autoindex's catalog is asked for what it knows of `docs` (here: no catalog, a 404)
+    assert paths(xerj) == ["GET /docs/_mapping", "POST /autoindex-catalog/_search"]
     xerj.add_documents("products", {"p": {"name": "x", "vec": [0.1, 0.2, 0.3, 0.4], "meta": {"a": 1}}},
                        mappings={"properties": {"name": {"type": "text"}, "vec": {"type": "dense_vector", "dims": 4},
                                                 "meta": {"type": "nested", "properties": {"a": {"type": "long"}}},
@@ -198,7 +199,8 @@ def test_a_scripted_model_lists_describes_then_queries_a_field_it_learned(xerj: 
     with ScriptedModel(script) as model, openai_client(model.base_url) as client, Dispatcher(url=xerj.url) as d:
         result = run_agent(client, model="scripted", messages=[{"role": "user", "content": "?"}], dispatcher=d)
     assert result.outcome == "completed" and result.output_text == "done"
-    assert [e for e in paths(xerj) if "_resolve" not in e] == ["GET /_cat/indices/*", "GET /docs/_mapping", "POST /docs/_search"]
+    assert [e for e in paths(xerj) if "_resolve" not in e and "autoindex-catalog" not in e] == [
+        "GET /_cat/indices/*", "GET /docs/_mapping", "POST /docs/_search"]
     query = next(r for r in reversed(xerj.requests) if r.path == "/docs/_search")
     assert query.body["aggs"] == {"by": {"terms": {"field": "kind"}}}
     answer = json.loads(result.transcript[-2]["content"])

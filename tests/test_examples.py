@@ -12,7 +12,8 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECTED = {
-    "agent_loop.py": ["xerj_list_indices {}", "xerj_describe_index", "invalid_json", "completed after 4 turns", "T-4"],
+    "agent_loop.py": ["xerj_list_indices {}", "xerj_describe_index", '"role":"catalog"', "invalid_json",
+                      "completed after 4 turns", "T-4"],
     "tools_and_dispatch.py": ["call_1: {\"ok\":true", "licences"],
     "responses_api.py": ["completed after 2 turns", "rb-202"],
     "long_term_memory.py": ["Conversation 2", "{\"ok\":true,\"hits\":[{\"id\":", "on call for checkout"],

@@ -190,7 +190,9 @@ EXPECTED = {("xerj_describe_index", "an empty JSON object (200)"): "index_not_fo
 
 
 def follow_up(tool: str, path: str) -> bool:
-    return path.startswith("/_resolve/") or (tool != "xerj_describe_index" and path.endswith("/_mapping"))
+    # the listing, a field hint's mapping, XERJ autoindex's catalog after a description
+    catalog = tool in ("xerj_describe_index", "xerj_list_indices") and path == "/autoindex-catalog/_search"
+    return path.startswith("/_resolve/") or catalog or (tool != "xerj_describe_index" and path.endswith("/_mapping"))
 
 
 @pytest.mark.parametrize("case", EVERY_TOOL, ids=str)

@@ -159,9 +159,10 @@ def check_request(tool: str, request: httpx2.Request) -> None:
 
 def follow_up(tool: str, request: httpx2.Request) -> bool:
     """A read the dispatcher adds after XERJ answered: the index listing after a miss (or the
-    aliases of `xerj_list_indices`), the mapping after an empty or refused search (a field hint)."""
+    aliases of `xerj_list_indices`), the mapping after an empty or refused search (a field hint),
+    XERJ autoindex's catalog after a description or a listing."""
     path = request.url.raw_path.decode().split("?")[0]
-    if path.startswith("/_resolve/"):
+    if path.startswith("/_resolve/") or path == "/autoindex-catalog/_search":
         return True
     parts = path.strip("/").split("/")
     if tool != "xerj_describe_index" and request.method == "GET" and len(parts) == 2 and parts[1] == "_mapping":

@@ -28,7 +28,7 @@ def test_it_serves_until_stopped_and_asks_for_the_key() -> None:
                 printed.set()
 
     out = Out()
-    args = Namespace(port=0, api_key="test-key", rerank="ok")
+    args = Namespace(port=0, api_key="test-key", rerank="ok", catalog=False)
     thread = threading.Thread(target=serve, args=(args, out, stop))
     thread.start()
     try:
@@ -44,6 +44,24 @@ def test_it_serves_until_stopped_and_asks_for_the_key() -> None:
         stop.set()
         thread.join(5)
     assert out.getvalue().endswith("stopped\n")
+
+
+def test_with_catalog_it_holds_the_autoindex_catalog_of_its_corpus() -> None:
+    from xerj_tools._cli._main import _parser
+
+    args = _parser().parse_args(["stand-in", "--port", "0", "--catalog"])
+    stop, out = threading.Event(), io.StringIO()
+    thread = threading.Thread(target=serve, args=(args, out, stop))
+    thread.start()
+    try:
+        while "XERJ_URL=" not in out.getvalue() and thread.is_alive():
+            thread.join(0.01)
+        url = out.getvalue().splitlines()[0].removeprefix("XERJ_URL=")
+        listed = httpx2.get(f"{url}/_cat/indices").text
+        assert "autoindex-catalog" in listed and "autoindex-catalog" in out.getvalue()
+    finally:
+        stop.set()
+        thread.join(5)
 
 
 def test_a_port_in_use_is_a_clear_usage_error() -> None:

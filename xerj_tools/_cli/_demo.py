@@ -22,15 +22,18 @@ def demo_turns(index: str = "docs") -> list[tuple[str, list[dict[str, Any]]]]:
     """Tool calls as a model emits them (arguments are JSON strings), mistakes included."""
     return [
         (
-            "The model orients itself first: which indices it may use, and the fields of one.",
+            "The model orients itself first: which indices it may use, and the fields of two, "
+            "with example values where XERJ autoindex's catalog (`autoindex-catalog`) has them.",
             [
                 _call("call_0a", "xerj_list_indices", {}),
                 _call("call_0b", "xerj_describe_index", {"index": index}),
+                _call("call_0c", "xerj_describe_index", {"index": "tickets"}),
             ],
         ),
         (
-            "Having learned that `body` is semantic_text, the model looks for the cause of a "
-            "checkout incident in it, counts open tickets and saves a note.",
+            "Having learned that `body` is semantic_text and that `status` holds `open`, the "
+            "model looks for the cause of a checkout incident, counts open tickets and saves a "
+            "note.",
             [
                 _call(
                     "call_1",
@@ -136,8 +139,22 @@ def _summary(payload: dict[str, Any]) -> str:
     text = " ".join(parts)
     for row in payload.get("indices", [])[:5]:
         text += f"\n     · {row['name']}  {row.get('docs')} docs"
+        if row.get("role") == "catalog":
+            text += "  (autoindex's catalog)"
+        elif "formats" in row:
+            text += f"  {'/'.join(row['formats'])}, {row.get('files')} file(s)"
+            text += f", time {row['time_field']}" if "time_field" in row else ""
     for group, fields in (payload.get("fields") or {}).items():
         text += f"\n     · {group}: {', '.join(fields)}"
+    for section in (payload.get("catalog") or {}).values():
+        examples = [
+            f"{name}={'|'.join(entry['examples'])}"
+            for name, entry in (section.get("fields") or {}).items()
+            if entry.get("examples") and len(entry["examples"][0]) <= 20
+        ]
+        text += f"\n     · examples: {', '.join(examples[:4])}"
+        for query in section.get("queries", [])[:2]:
+            text += f"\n     · ready: {query.get('tool')} {json.dumps(query.get('arguments'))[:80]}"
     for hit in payload.get("hits", [])[:3]:
         title = hit.get("_source", {}).get("title") if "_source" in hit else hit.get("text")
         text += f"\n     · {hit.get('_id', hit.get('id'))}  {title}"
@@ -156,10 +173,10 @@ def _target(url: str | None, out: TextIO) -> Iterator[str]:
         return
     from ..testing import XerjStandIn
 
-    with XerjStandIn() as stand_in:
+    with XerjStandIn(catalog=True) as stand_in:
         print(
             f"XERJ_URL is not set: using the built-in stand-in at {stand_in.url} "
-            "(a test double with a small corpus, not XERJ).",
+            "(a test double with a small corpus and its autoindex catalog, not XERJ).",
             file=out,
         )
         yield stand_in.url

@@ -29,7 +29,8 @@ EXAMPLES = {
     "mcp": "examples:\n  XERJ_URL=http://localhost:9200 xerj-tools mcp --policy policy.toml\n"
     "  xerj-tools mcp --http 127.0.0.1:8765\n"
     "needs: pip install 'xerj-tools[mcp]'; see docs/mcp.md",
-    "stand-in": "examples:\n  xerj-tools stand-in --port 0\n  xerj-tools stand-in --api-key test-key",
+    "stand-in": "examples:\n  xerj-tools stand-in --port 0\n  xerj-tools stand-in --api-key test-key\n"
+    "  xerj-tools stand-in --catalog",
 }
 
 
@@ -57,6 +58,11 @@ def stand_in_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rerank", choices=_RERANK_MODES, default="ok", help="how a rerank block is treated"
+    )
+    parser.add_argument(
+        "--catalog",
+        action="store_true",
+        help="also hold the autoindex-catalog that `xerj autoindex` would write for the corpus",
     )
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from .._http._models import HttpRequest, Outcome
+from ..tools._catalog import served_queries
 from ..tools._listing import read_listing
 from ..tools._mappings import field_hint, learned, mapping_request, named_fields, vector_paths
 
@@ -115,7 +116,8 @@ def after_answer(
     if tool is None:
         return payload
     if payload.get("ok") and tool.after is not None:
-        return (yield from tool.after(payload, prepared.policy))
+        payload = yield from tool.after(payload, prepared.policy)
+        return served_queries(payload, core.tools)  # ready queries name only the tools served
     # no match at all: a total of 0 (`size: 0` asks for counts, not for hits)
     empty = payload.get("ok") is True and payload.get("hits") == [] and payload.get("total") == 0
     reason = str(error.get("reason") or "") if error is not None else ""

@@ -21,7 +21,12 @@ def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event | None = 
 
     stop = stop or threading.Event()
     try:
-        stand_in = XerjStandIn(api_key=args.api_key, rerank=args.rerank, port=args.port)
+        stand_in = XerjStandIn(
+            api_key=args.api_key,
+            rerank=args.rerank,
+            port=args.port,
+            catalog=args.catalog,
+        )
     except OSError as exc:
         out.write(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror}; try --port 0\n")
         return 2

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from ._catalog import CATALOG_INDEX, autoindex_mapping, catalog_documents, catalog_mapping
 from ._documents import get_document
 from ._engine import Index, new_engine_indices
 from ._listing import cat_indices, listed_indices, resolve_index
@@ -133,7 +134,9 @@ class XerjStandIn:
 
     It serves the XERJ tools' endpoints on 127.0.0.1 with XERJ's request rules, response shapes,
     status codes and error bodies (both rerank generations, the API-key check), over a small
-    built-in corpus (indices ``docs`` and ``tickets``) and an in-memory memory store. Every
+    built-in corpus (indices ``docs`` and ``tickets``) and an in-memory memory store. With
+    ``catalog=True`` it also holds the ``autoindex-catalog`` that ``xerj autoindex`` would have
+    written for that corpus (`build_catalog`). Every
     request is logged in `requests`; `fail_next` queues faults.
 
         with XerjStandIn(api_key="secret") as xerj:
@@ -148,7 +151,12 @@ class XerjStandIn:
     """
 
     def __init__(
-        self, *, api_key: str | None = None, rerank: RerankMode = "ok", port: int = 0
+        self,
+        *,
+        api_key: str | None = None,
+        rerank: RerankMode = "ok",
+        port: int = 0,
+        catalog: bool = False,
     ) -> None:
         self.api_key = api_key
         self.rerank: RerankMode = rerank
@@ -164,6 +172,31 @@ class XerjStandIn:
         self._stopping = threading.Event()
         self._server = _Server(port, _Handler)
         self._server.stand_in = self
+        if catalog:
+            self.build_catalog()
+
+    def build_catalog(self) -> None:
+        """Write the index ``autoindex-catalog`` as ``xerj autoindex`` would for the indices held
+        now (see `_catalog`): a dataset per index, with its fields' types, cardinality and
+        example values and its ready-to-send queries. An index without a mapping gets the one
+        autoindex would have given it. Called again, it describes the indices as they are then."""
+        with self._lock:
+            corpus = {}
+            for name, index in self.indices.items():
+                if name == CATALOG_INDEX or not index.docs:
+                    continue
+                companions = {f"{f}_vector" for f in index.semantic_fields}
+                corpus[name] = [
+                    {k: v for k, v in doc.items() if k not in companions}
+                    for doc in index.docs.values()
+                ]
+            docs, specs = catalog_documents(corpus)
+            for name, fields in specs.items():
+                if self.indices[name].mappings is None:
+                    self.indices[name].mappings = autoindex_mapping(fields)
+            self.indices[CATALOG_INDEX] = Index(CATALOG_INDEX, mappings=catalog_mapping())
+            for doc_id, source in docs.items():
+                self.indices[CATALOG_INDEX].add(doc_id, source)
 
     @property
     def url(self) -> str:

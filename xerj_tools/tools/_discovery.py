@@ -9,6 +9,9 @@ First-party tools; their definitions follow the publishers' in ``tools.json``.
   nothing an empty 200 (es_compat.rs:418-427). The policy is applied to every name listed.
 - `xerj_describe_index`: ``GET /{index}/_mapping`` (router.rs:251-252, es_compat.rs:1458-1497;
   see `xerj_tools.tools._mappings`): the fields grouped the way a query is written.
+
+Both then read XERJ autoindex's catalog where the node has one and the policy allows it
+(`xerj_tools.tools._catalog`): formats and time ranges, example values and ready queries.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from .._exceptions import EngineError
 from .._http._models import HttpRequest, Reply
 from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
+from ._catalog import describe_with_catalog, list_with_catalog
 from ._listing import RESOLVE_ALL, names_only
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
@@ -125,10 +129,10 @@ def _aliases(outcome: Any) -> dict[str, list[str]] | None:
 def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
     """The aliases (one follow-up read), then only what the policy allows, then the cap."""
     rows = [r for r in payload["indices"] if policy.allows_index(r["name"])]
-    aliases = payload.get("aliases_read")  # the cheap listing read them already
+    aliases, resolved = payload.get("aliases_read"), None  # the cheap listing read them
     if rows and aliases is None:
-        outcome, _ = yield RESOLVE_ALL
-        aliases = _aliases(outcome)
+        resolved, _ = yield RESOLVE_ALL
+        aliases = _aliases(resolved)
     out: dict[str, Any] = {"ok": True, "count": len(rows), "indices": []}
     for row in sorted(rows, key=lambda r: r["name"])[:MAX_INDICES]:
         entry = dict(row)
@@ -150,7 +154,8 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
         )
     if notes:
         out["notes"] = notes
-    return out
+    # XERJ autoindex's catalog, where the node has one: formats, files, time range (`_catalog`)
+    return (yield from list_with_catalog(out, policy, resolved))
 
 
 _after_listing_typed: After = _after_listing
@@ -316,4 +321,5 @@ DESCRIBE_INDEX = Tool(
     path="/{index}/_mapping",
     too_large=lambda _: "Describe fewer fields: pass `prefix` (an object's path) or `from`.",
     origin="first-party",
+    after=describe_with_catalog,  # the catalog's examples and ready queries (`_catalog`)
 )
