@@ -61,6 +61,7 @@ def test_fast_check_agrees_with_jsonschema(tool: str) -> None:
         {"type": "integer", "minimum": 0},
         {"enum": [1, 2]},
         {"type": "weird"},
+        {"type": None},  # no schema's: jsonschema raises, the compiled check must not answer
     ],
 )
 def test_other_keywords_fall_back_to_jsonschema(schema: dict[str, Any]) -> None:

@@ -78,8 +78,8 @@ def compile_check(schema: Any) -> Predicate | None:
     if "$schema" in schema and schema["$schema"] not in _DRAFTS:
         return None  # draft 4 counts 1.0 as no integer, say: jsonschema decides
     checks: list[Predicate] = []
-    declared = schema.get("type")
-    if declared is not None:
+    if "type" in schema:  # (a `"type": null` is no schema's: jsonschema decides)
+        declared = schema["type"]
         names = [declared] if isinstance(declared, str) else declared
         type_checks = [_type_check(n) for n in names] if isinstance(names, list) else [None]
         if any(c is None for c in type_checks):
