@@ -81,12 +81,10 @@ class CallerVerifier:
     def caller(self, name: str) -> Caller | None:
         """The caller of that name in the callers file as it is now."""
         self.callers.refresh()
-        for caller in (*self.callers.by_token.values(), *self.callers.by_subject.values()):
-            if caller.name == name:
-                return caller
-        return None
+        return self.callers.callers().get(name)
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        await self.callers.settled()  # a change being written is waited for, not read half-done
         caller = self.callers.for_token(token)
         if caller is not None:
             return AccessToken(

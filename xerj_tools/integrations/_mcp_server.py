@@ -261,9 +261,10 @@ async def _answer(
             if value_problem(arguments) is not None
             else json.dumps(arguments, ensure_ascii=False)
         )
-        run = tenants.dispatcher(caller).run(ToolCall(call.call_id, params.name, raw))
         scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
-        result = await until_hung_up(run, scope.get(HUNG_UP))
+        async with tenants.use(caller) as dispatcher:
+            run = dispatcher.run(ToolCall(call.call_id, params.name, raw))
+            result = await until_hung_up(run, scope.get(HUNG_UP))
     finally:
         limits.leave(caller)
     if result is None:  # the client closed the request: its XERJ call was cancelled
