@@ -19,9 +19,10 @@ from xerj_tools.integrations.mcp import serve_http
 class Running:
     """`configure(**options)` (what `xerj-tools mcp` runs) served on 127.0.0.1 by a loop thread."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, connections: Any = None, **options: Any) -> None:
         options.setdefault("http", "127.0.0.1:0")
         self.setup = configure(**options)
+        bounds = connections or self.setup.connections  # deadlines and bound of the connections
         assert self.setup.sock is not None
         host, port = self.setup.sock.getsockname()[:2]
         self.port = port
@@ -42,6 +43,7 @@ class Running:
                     setup.sock,
                     stop=self._stop,
                     server=setup.server,
+                    connections=bounds,
                     **setup.options,
                 )
                 await setup.server.tenants.aclose()

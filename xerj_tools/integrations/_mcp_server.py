@@ -41,6 +41,7 @@ from .._version import __version__
 from ..tools import XERJ_TOOLS, Tool
 from ._mcp_auth import CallerVerifier, OAuthSettings
 from ._mcp_callers import LOCAL, Caller, CallersFile
+from ._mcp_connections import ConnectionLimits
 from ._mcp_http import (
     HUNG_UP,
     HangUpWatch,
@@ -294,6 +295,7 @@ async def serve_http(
     *,
     stop: asyncio.Event | None = None,
     server: XerjServer | None = None,
+    connections: ConnectionLimits | None = None,
     **options: Any,
 ) -> None:
     """Serve streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM).
@@ -301,14 +303,21 @@ async def serve_http(
     `server` defaults to `build_server(dispatcher)`; `options` go to its
     `streamable_http_app` (``stateless_http``, ``auth``, ``token_verifier``, …). With `stop`,
     the caller owns the signals: uvicorn installs no handlers of its own and shuts down
-    gracefully (connections, then the sessions) once `stop` is set.
+    gracefully (connections, then the sessions) once `stop` is set. `connections` bounds how
+    long a request's head and body may take and how many connections are open
+    (`_mcp_connections`; default `ConnectionLimits()`).
     """
     import uvicorn
+
+    from ._mcp_connections import protocol_for
 
     host = sock.getsockname()[0]
     server = server or build_server(dispatcher)
     app = server.streamable_http_app(streamable_http_path=path, host=host, **options)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    limits = connections or ConnectionLimits()
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", http=protocol_for(limits), backlog=limits.backlog
+    )
     if stop is None:
         await uvicorn.Server(config).serve(sockets=[sock])
         return
