@@ -137,7 +137,9 @@ class Issuer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         # `close()` waits out one poll of `serve_forever` (0.5 s by default).
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
 
     def jwk(self) -> dict[str, Any]:
         jwk: dict[str, Any] = json.loads(

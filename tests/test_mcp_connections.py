@@ -63,7 +63,10 @@ def normal_request(port: int) -> int:
     reply = httpx2.post(
         f"http://127.0.0.1:{port}/mcp",
         content=INIT,
-        headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        },
         timeout=10,
     )
     return reply.status_code
