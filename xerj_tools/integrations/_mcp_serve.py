@@ -20,6 +20,7 @@ from .._dispatch._async import AsyncDispatcher
 from .._dispatch._options import DispatchOptions
 from .._dispatch._policy import Policy
 from .._exceptions import ConfigurationError
+from .._log_text import OneLineFormatter
 from .._version import __version__
 from ._mcp_auth import CallerVerifier, OAuthSettings
 from ._mcp_callers import CallersFile
@@ -243,7 +244,8 @@ def serve(
         where += " (stateless)" if stateless else ""
     # Logs go to stderr: on stdio, stdout carries the protocol.
     handler = logging.StreamHandler(err)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    # Every record on one line, whichever logger made it (a tool name can hold a newline).
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.WARNING)
     logger.setLevel(log_level.upper())

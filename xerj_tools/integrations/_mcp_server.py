@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - the CLI checks before importing
 from .._bounds import value_problem
 from .._dispatch._async import AsyncDispatcher
 from .._dispatch._policy import Policy
-from .._exceptions import ToolCallError
+from .._exceptions import ToolCallError, UnknownToolError
 from .._message._format import dumps, error_payload
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolCall
@@ -248,6 +248,11 @@ async def _answer(
             f"no tool named {params.name[:64]!r} is offered to this caller; the tools: {offered}"
         )
         return error_payload(ToolCallError(reason, code="unknown_tool"))
+    if params.name not in tenants.dispatcher(caller).registry.names:
+        # No tool has that name: answered here, naming the tools this caller is offered, and
+        # logged once, by the call log (the name is a client's text, shown as a bounded repr).
+        listed = [t.name for t in tenants.listing(caller)]
+        return error_payload(UnknownToolError(params.name, listed))
     refusal = limits.enter(caller)
     if refusal is not None:
         return refusal
