@@ -137,3 +137,18 @@ def test_the_default_bound_leaves_descriptors_for_the_rest() -> None:
         assert ConnectionLimits().max_connections == 768
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_max_connections_comes_from_the_command_line_and_is_checked() -> None:
+    import io
+
+    from xerj_tools._cli._main import main
+    from xerj_tools.integrations._mcp_serve import configure
+
+    setup = configure(http="127.0.0.1:0", max_connections=5)
+    assert setup.sock is not None
+    setup.sock.close()
+    assert setup.connections.max_connections == 5
+    err = io.StringIO()
+    assert main(["mcp", "--http", "127.0.0.1:0", "--max-connections", "0"], stderr=err) == 2
+    assert "--max-connections must be at least 1" in err.getvalue()
