@@ -11,6 +11,7 @@ the server's policy.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -104,7 +105,8 @@ class Tenants:
         ]
         for policy in retired:
             if (dispatcher := self._dispatchers.pop(policy, None)) is not None:
-                await dispatcher.aclose()
+                # Shielded: run from a call's end, which a client's cancel may interrupt.
+                await asyncio.shield(dispatcher.aclose())
 
     def listing(self, caller: Caller) -> list[types.Tool]:
         key = (caller.policy, caller.tools)
