@@ -135,6 +135,8 @@ def test_the_default_bound_leaves_descriptors_for_the_rest() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
         assert descriptor_bound() == 768 and descriptor_bound(100) == 100
         assert ConnectionLimits().max_connections == 768
+        assert ConnectionLimits().accept_batch() == 1024 - 768 - 64
+        assert ConnectionLimits(max_connections=100).accept_batch() == 1024 - 100 - 64
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 

@@ -18,8 +18,10 @@ for a descriptor, or make each one's request a 503. Here, on top of uvicorn's `H
   for a request head (idle keep-alive connections included); when every open connection is
   running a request, the new one is answered 503 and closed. The default is bounded by the
   process's descriptor limit, leaving a quarter of it for the connections to XERJ and the rest;
-  connections are accepted `backlog` (128) at a time, so that a burst never takes more than the
-  bound and one batch before the evictions free their descriptors.
+  connections are accepted at most `backlog` at a time (asyncio makes the protocols of a batch
+  after accepting all of it), and by default that batch fits in what the limit leaves past the
+  bound, so that a burst never runs the process out of descriptors before the evictions free
+  theirs.
 
 Nothing here looks at what a request holds: Host, Origin and authentication come after.
 """
@@ -71,9 +73,19 @@ class ConnectionLimits:
     body_seconds: float = 10.0
     body_rate: int = 16 * 1024
     max_connections: int = field(default_factory=descriptor_bound)
-    backlog: int = 128
+    backlog: int | None = None
     """The listening queue, and how many connections are accepted in one go: a burst takes at
-    most this many descriptors before the oldest waiting connections are closed."""
+    most this many descriptors before the oldest waiting connections are closed. None: what
+    the open-file limit leaves past `max_connections` and 64 more, between 16 and 2048
+    (uvicorn's own default)."""
+
+    def accept_batch(self) -> int:
+        if self.backlog is not None:
+            return self.backlog
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY or soft <= 0:
+            return 2048
+        return max(16, min(2048, soft - self.max_connections - 64))
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:

@@ -321,7 +321,11 @@ async def serve_http(
     app = server.streamable_http_app(streamable_http_path=path, host=host, **options)
     limits = connections or ConnectionLimits()
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", http=protocol_for(limits), backlog=limits.backlog
+        app,
+        log_level="warning",
+        lifespan="on",
+        http=protocol_for(limits),
+        backlog=limits.accept_batch(),
     )
     if stop is None:
         await uvicorn.Server(config).serve(sockets=[sock])
