@@ -73,7 +73,7 @@ def normal_request(port: int) -> int:
 
 
 def test_a_request_head_past_its_deadline_is_answered_408_and_closed(xerj: XerjStandIn) -> None:
-    limits = ConnectionLimits(head_seconds=0.3, body_seconds=30)
+    limits = ConnectionLimits(head_seconds=1.0, body_seconds=30)
     with Running(url=xerj.url, connections=limits) as server:
         slow = opened(server.port, head(server.port)[:25])  # the head stops mid-way
         assert answer(slow).startswith(b"HTTP/1.1 408 ")
@@ -83,7 +83,7 @@ def test_a_request_head_past_its_deadline_is_answered_408_and_closed(xerj: XerjS
 
 
 def test_a_body_dribbled_past_its_deadline_closes_the_connection(xerj: XerjStandIn) -> None:
-    limits = ConnectionLimits(head_seconds=30, body_seconds=0.3)
+    limits = ConnectionLimits(head_seconds=30, body_seconds=1.0)
     with Running(url=xerj.url, connections=limits) as server:
         slow = opened(server.port, head(server.port, len(INIT)) + INIT[:10])
         assert answer(slow) == b""
