@@ -67,16 +67,16 @@ def test_a_file_being_rewritten_is_taken_only_once_it_has_stopped_changing(files
     # The first instants of a rewrite in place: empty, then tenant A's entry alone.
     for text in ("", f'{ENTRY_A}policy = "a.toml"\n'):
         written(files, text, age=0)
-        clock.now = time.time()
+        clock.now = files.stat().st_mtime  # the moment it was written
         assert callers.for_token(TOKEN_A) is not None and callers.for_token(TOKEN_B) is not None
     written(files, FULL + "\n", age=0)  # the rewrite completes
-    clock.now = time.time() + callers.settle + 0.001
+    clock.now = files.stat().st_mtime + callers.settle + 0.001
     assert callers.for_token(TOKEN_B) is not None
     assert callers.for_token(TOKEN_A).policy == a_policy  # type: ignore[union-attr]
     assert callers.generation == 2
     # An empty file that stays empty is taken: every caller is refused (fail closed).
     written(files, "", age=0)
-    clock.now = time.time() + callers.settle + 0.001
+    clock.now = files.stat().st_mtime + callers.settle + 0.001
     assert callers.for_token(TOKEN_A) is None and len(callers) == 0
 
 
