@@ -19,9 +19,10 @@ from xerj_tools.integrations.mcp import serve_http
 class Running:
     """`configure(**options)` (what `xerj-tools mcp` runs) served on 127.0.0.1 by a loop thread."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, connections: Any = None, **options: Any) -> None:
         options.setdefault("http", "127.0.0.1:0")
         self.setup = configure(**options)
+        bounds = connections or self.setup.connections  # deadlines and bound of the connections
         assert self.setup.sock is not None
         host, port = self.setup.sock.getsockname()[:2]
         self.port = port
@@ -42,6 +43,7 @@ class Running:
                     setup.sock,
                     stop=self._stop,
                     server=setup.server,
+                    connections=bounds,
                     **setup.options,
                 )
                 await setup.server.tenants.aclose()
@@ -135,7 +137,9 @@ class Issuer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         # `close()` waits out one poll of `serve_forever` (0.5 s by default).
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
 
     def jwk(self) -> dict[str, Any]:
         jwk: dict[str, Any] = json.loads(

@@ -45,6 +45,7 @@ from ._exceptions import (
 )
 from ._http._models import HttpRequest
 from ._http._retry import RetryPolicy
+from ._log_text import OneLine as _OneLine
 from ._message._format import ERROR_CODES
 from ._message._tokens import Budget, estimate_tokens
 from ._offline._batch import merge_results, validate_batch
@@ -168,3 +169,4 @@ for _name in __all__:
 
 
 _logging.getLogger("xerj_tools").addHandler(_logging.NullHandler())
+_logging.getLogger("xerj_tools").addFilter(_OneLine())  # one record, one line (`_log_text`)

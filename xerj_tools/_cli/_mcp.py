@@ -58,6 +58,11 @@ def add_mcp_arguments(mcp: argparse.ArgumentParser) -> None:
         help="calls running at once, server-wide; more are answered rate_limited (default: no bound)",
     )  # fmt: skip
     mcp.add_argument(
+        "--max-connections", type=int, metavar="N",
+        help="HTTP connections open at once; one more evicts the one idle longest (default: "
+        "1000, at most 3/4 of the open-file limit)",
+    )  # fmt: skip
+    mcp.add_argument(
         "--pool-size", type=int, default=10, metavar="N",
         help="connections to XERJ per policy (default: 10)",
     )  # fmt: skip
@@ -91,7 +96,7 @@ def run_mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.oauth_issuer, args.oauth_resource, args.oauth_jwks, args.oauth_claim,
             tuple(args.oauth_scope),
         )  # fmt: skip
-    for name in ("max_in_flight", "pool_size"):
+    for name in ("max_in_flight", "max_connections", "pool_size"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ConfigurationError(f"--{name.replace('_', '-')} must be at least 1")
     return serve(
@@ -107,6 +112,7 @@ def run_mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         allowed_origins=args.allowed_origin,
         stateless=args.stateless,
         max_in_flight=args.max_in_flight,
+        max_connections=args.max_connections,
         pool_size=args.pool_size,
         max_message_bytes=args.max_message_bytes,
     )

@@ -16,6 +16,7 @@ The SDK publishes the protected-resource metadata (RFC 9728) and answers 401 wit
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ logger = logging.getLogger("xerj_tools")
 
 _ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA")
 _REFETCH_SECONDS = 30.0
+_LEEWAY_SECONDS = 30  # on `exp` and `nbf`: clocks of the issuer and this server disagree a little
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,18 @@ class OAuthSettings:
                 raise ConfigurationError(f"--oauth-{name} must be an http(s) URL; got {value!r}")
 
 
+def _scopes(claim: Any) -> list[str] | None:
+    """A token's scopes: ``scope`` is space-separated text (RFC 9068); some issuers send a list
+    (``scp``). Absent: none. Any other shape is not a scope claim (None)."""
+    if claim is None:
+        return []
+    if isinstance(claim, str):
+        return claim.split()
+    if isinstance(claim, list) and all(isinstance(s, str) for s in claim):
+        return list(claim)
+    return None
+
+
 def caller_of(token: AccessToken | None) -> str | None:
     """The caller name a verified token carries (set by `CallerVerifier`)."""
     if token is None or not token.claims:
@@ -81,16 +95,20 @@ class CallerVerifier:
     def caller(self, name: str) -> Caller | None:
         """The caller of that name in the callers file as it is now."""
         self.callers.refresh()
-        for caller in (*self.callers.by_token.values(), *self.callers.by_subject.values()):
-            if caller.name == name:
-                return caller
-        return None
+        return self.callers.callers().get(name)
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        await self.callers.settled()  # a change being written is waited for, not read half-done
         caller = self.callers.for_token(token)
         if caller is not None:
+            # The operator's file admits it: it holds whatever scopes OAuth tokens must carry
+            # (the SDK demands them of every token), and it is its caller's, nobody else's.
+            scopes = list(self.oauth.scopes) if self.oauth is not None else []
             return AccessToken(
-                token=token, client_id=caller.name, scopes=[], claims={"xerj_caller": caller.name}
+                token=token,
+                client_id=caller.name,
+                scopes=scopes,
+                claims={"xerj_caller": caller.name},
             )
         if self.oauth is None or token.count(".") != 2:
             return None
@@ -115,14 +133,19 @@ class CallerVerifier:
                 algorithms=list(_ALGORITHMS),
                 audience=oauth.resource,
                 issuer=oauth.issuer,
-                leeway=30,
+                leeway=_LEEWAY_SECONDS,
                 options={"require": ["exp", "iss", "aud"]},
             )
-        except jwt.PyJWTError as exc:
+            expires_at = int(claims["exp"]) + _LEEWAY_SECONDS
+        # Past the library's own errors: what a signed token of odd claims raises (an `exp` of
+        # Infinity, which Python's JSON reads) is a refusal too, never a 500.
+        except (jwt.PyJWTError, ValueError, TypeError, OverflowError) as exc:
             logger.info("an OAuth token was refused: %s", type(exc).__name__)
             return None
-        scopes = claims.get("scope", claims.get("scp", []))
-        scopes = scopes.split() if isinstance(scopes, str) else [str(s) for s in scopes or []]
+        scopes = _scopes(claims.get("scope", claims.get("scp")))
+        if scopes is None:
+            logger.warning("an OAuth token was refused: its scope claim is neither text nor a list")
+            return None
         if not set(oauth.scopes) <= set(scopes):
             logger.info("an OAuth token lacks a required scope")
             return None
@@ -133,13 +156,21 @@ class CallerVerifier:
                 "an OAuth token was verified, but its %s is no caller's oauth_subject", oauth.claim
             )
             return None
+        client_id = claims.get("client_id", claims.get("azp"))
+        sub = claims.get("sub")
         return AccessToken(
             token=token,
-            client_id=str(claims.get("client_id") or claims.get("azp") or caller.name),
+            client_id=client_id if isinstance(client_id, str) and client_id else caller.name,
             scopes=scopes,
-            expires_at=int(claims["exp"]),
+            # The SDK refuses a token once `expires_at` has passed: the leeway given to the
+            # signature check above applies there too.
+            expires_at=expires_at,
             resource=oauth.resource,
-            subject=str(claims.get("sub")) if claims.get("sub") is not None else None,
+            # A session belongs to the (client_id, iss, subject) that opened it: the subject
+            # names the caller too, so two callers whose tokens share `sub` and `client_id`
+            # (one user or machine client in two tenants, matched by another claim) never
+            # share a session.
+            subject=json.dumps([caller.name, sub if isinstance(sub, str) else None]),
             claims={"iss": claims.get("iss"), "xerj_caller": caller.name},
         )
 

@@ -17,20 +17,36 @@ A callers file (TOML or JSON) names each caller, how it proves who it is, and wh
     name = "tenant-b"
     oauth_subject = "agent-b"       # an OAuth access token whose claim (`sub`) is this value
 
-The file is read again when it changes (its size or modification time), so tokens rotate and
-callers come and go without a restart; a file that no longer loads keeps the last good one in
-force and is logged. Only hashes are stored: a token is 32 random bytes, so one SHA-256 is as
-good as a slow hash against guessing, and lookup by hash leaks nothing useful by its timing.
+The file is read again when it or a policy file it names changes (size or modification time),
+so tokens rotate, policies narrow and callers come and go without a restart. A version is taken
+only whole:
+
+- it must have stopped changing: a changed file is read once its newest modification is
+  `SETTLE_SECONDS` old (or it was seen unchanged that long), so a file being rewritten in place
+  (``cat > callers.toml``, an editor that truncates, a tool writing line by line) is not read
+  half-written: an empty file or a file cut between two callers would lock callers out, a file cut
+  inside an entry could drop its restrictions;
+- it must parse and validate, policies included;
+- it must not widen a caller it still names on its own: an entry that named a ``policy`` (or a
+  ``tools`` list) and no longer does would move that caller to the server's ``--policy`` (or to
+  every tool), which is what a file cut before that line looks like. Such a version is refused;
+  the caller moves only at a restart, or when its entry names the wider policy file outright.
+
+A version that is refused is logged at ERROR and the last good one stays in force. Only hashes
+are stored: a token is 32 random bytes, so one SHA-256 is as good as a slow hash against
+guessing, and lookup by hash leaks nothing useful by its timing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
 import os
 import secrets
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +55,7 @@ from .._dispatch._policy import Policy
 from .._exceptions import ConfigurationError
 from ._policy_file import _read_toml, load_policy_file
 
-__all__ = ["Caller", "CallersFile", "hash_token", "new_token"]
+__all__ = ["SETTLE_SECONDS", "Caller", "CallersFile", "hash_token", "new_token"]
 
 logger = logging.getLogger("xerj_tools")
 
@@ -48,6 +64,24 @@ _CALLER_KEYS = {
     "calls_per_minute",
 }  # fmt: skip
 _LIMIT_KEYS = ("max_concurrent", "calls_per_minute")
+
+SETTLE_SECONDS = 0.1
+"""How long a changed callers or policy file must have stopped changing before it is read: far
+above the gap between two writes of one rewrite (microseconds for an editor or ``cat``), below
+what a person notices. A request that finds a change younger than this waits for it to settle,
+at most `_MAX_WAIT` s; a file still changing then serves that request with the version in force."""
+_MAX_WAIT = 2 * SETTLE_SECONDS
+
+Stamp = dict[Path, tuple[int, int] | None]  # each watched file: (mtime in ns, size), None if absent
+PolicyLoader = Callable[[Path], Policy]
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def new_token() -> str:
@@ -87,7 +121,9 @@ def _limit(where: str, key: str, value: Any) -> int | None:
     raise ConfigurationError(f"{where}: {key} must be a positive integer; got {json.dumps(value)}")
 
 
-def _caller(entry: Any, index: int, base: Path, defaults: Mapping[str, Any]) -> Caller:
+def _caller(
+    entry: Any, index: int, base: Path, defaults: Mapping[str, Any], load: PolicyLoader
+) -> Caller:
     where = f"caller {index + 1}"
     if not isinstance(entry, Mapping):
         raise ConfigurationError(f"{where}: each [[caller]] is a table")
@@ -125,7 +161,7 @@ def _caller(entry: Any, index: int, base: Path, defaults: Mapping[str, Any]) -> 
         if not isinstance(policy_path, str) or not policy_path:
             raise ConfigurationError(f"{where}: policy must be a file name")
         policy_path = base / policy_path
-        policy = load_policy_file(policy_path)
+        policy = load(policy_path)
     limits = {k: _limit(where, k, entry.get(k, defaults.get(k))) for k in _LIMIT_KEYS}
     return Caller(
         name.strip(),
@@ -137,9 +173,10 @@ def _caller(entry: Any, index: int, base: Path, defaults: Mapping[str, Any]) -> 
 
 
 def parse_callers(
-    data: Any, base: Path
+    data: Any, base: Path, load: PolicyLoader = load_policy_file
 ) -> tuple[dict[str, Caller], dict[str, Caller], dict[str, int | None]]:
-    """(callers by token hash, callers by OAuth subject, the file's default limits)."""
+    """(callers by token hash, callers by OAuth subject, the file's default limits); `load`
+    reads each policy file an entry names."""
     if not isinstance(data, Mapping):
         raise ConfigurationError("the top level must be a table")
     unknown = sorted(set(data) - {"caller", *_LIMIT_KEYS})
@@ -155,7 +192,7 @@ def parse_callers(
     by_subject: dict[str, Caller] = {}
     names: set[str] = set()
     for index, entry in enumerate(entries):
-        caller = _caller(entry, index, base, defaults)
+        caller = _caller(entry, index, base, defaults, load)
         if caller.name in names:
             raise ConfigurationError(f"caller {caller.name!r} is named twice")
         names.add(caller.name)
@@ -183,13 +220,46 @@ def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
+def _narrowing_lost(before: Mapping[str, Caller], after: Mapping[str, Caller]) -> str | None:
+    """Why `after` would widen a caller that `before` also names, or None."""
+    for name, new in after.items():
+        old = before.get(name)
+        if old is None:
+            continue
+        if old.policy_path is not None and new.policy_path is None:
+            return (
+                f"caller {name!r} names no policy any more (it had {old.policy_path.name}), "
+                "which would put it on the server's --policy; to mean that, name that policy "
+                "file in its entry, or restart the server"
+            )
+        if old.tools is not None and new.tools is None:
+            return (
+                f"caller {name!r} lists no tools any more (it had {len(old.tools)}), which "
+                "would offer it every tool; list them, or restart the server"
+            )
+    return None
+
+
 class CallersFile:
     """The callers file, read at start (errors raise `ConfigurationError`) and again whenever
-    it changes; a later version that does not load is logged and the last good one kept."""
+    it or a policy file it names changes; a later version is taken only when it has stopped
+    changing, loads whole and widens no caller it still names (else it is logged and the last
+    good one kept). `generation` counts the versions taken.
 
-    def __init__(self, path: str | Path) -> None:
+    `settle` and `clock` (wall-clock seconds, as file times are) are for tests."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        settle: float = SETTLE_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.path = Path(path)
-        self._stamp: tuple[int, int] | None = None
+        self.settle, self._clock = settle, clock
+        self._stamp: Stamp = {}
+        self._pending: tuple[Stamp, float] | None = None  # a changed stamp, first seen when
+        self.generation = 0
         self.by_token: dict[str, Caller] = {}
         self.by_subject: dict[str, Caller] = {}
         self._load(strict=True)
@@ -211,33 +281,71 @@ class CallersFile:
         except ValueError as exc:
             raise ConfigurationError(f"not valid {suffix[1:].upper()}: {exc}") from None
 
-    def _stat(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return st.st_mtime_ns, st.st_size
+    def callers(self) -> dict[str, Caller]:
+        """Every caller of the version in force, by name."""
+        return {c.name: c for c in (*self.by_token.values(), *self.by_subject.values())}
+
+    def _now(self) -> Stamp:
+        return {path: _stat(path) for path in self._stamp or {self.path: None}}
 
     def _load(self, *, strict: bool) -> None:
-        stamp = self._stat()
+        # Each file is stat'ed before it is read: a change after that read is seen next time.
+        stamp: Stamp = {self.path: _stat(self.path)}
+
+        def load(path: Path) -> Policy:
+            stamp[path] = _stat(path)
+            return load_policy_file(path)
+
         try:
-            by_token, by_subject, _ = parse_callers(self._read(), self.path.parent)
+            by_token, by_subject, _ = parse_callers(self._read(), self.path.parent, load)
+            if not strict:
+                after = {c.name: c for c in (*by_token.values(), *by_subject.values())}
+                if (widening := _narrowing_lost(self.callers(), after)) is not None:
+                    raise ConfigurationError(widening)
         except ConfigurationError as exc:
             if strict:
                 raise ConfigurationError(f"callers file {self.path}: {exc}") from None
             logger.error(
                 "callers file %s not reloaded, the last good one stays: %s", self.path, exc
             )
+            # Watched still: the policy files of the version in force, and those just tried.
+            for path in self._stamp:
+                stamp.setdefault(path, _stat(path))
         else:
             self.by_token, self.by_subject = by_token, by_subject
+            self.generation += 1
             if not strict:
                 logger.warning("callers file %s reloaded: %d callers", self.path, len(self))
-        self._stamp = stamp
+        self._stamp, self._pending = stamp, None
+
+    def _wait(self, stamp: Stamp) -> float:
+        """Seconds until the changed files of `stamp` count as settled (0: now)."""
+        now = self._clock()
+        if self._pending is None or self._pending[0] != stamp:
+            self._pending = (stamp, now)
+        newest = max((s[0] for s in stamp.values() if s is not None), default=0) / 1e9
+        # Settled when the newest write is `settle` old, or when the files were seen unchanged
+        # for that long (a file time ahead of this clock, as on a network share, still settles).
+        return max(0.0, min(self.settle - (now - newest), self.settle - (now - self._pending[1])))
 
     def refresh(self) -> None:
-        """Read the file again if it changed since it was last read."""
-        if self._stat() != self._stamp:
+        """Read the files again if they changed since they were last read and have settled."""
+        stamp = self._now()
+        if stamp != self._stamp and self._wait(stamp) == 0:
             self._load(strict=False)
+
+    async def settled(self) -> None:
+        """`refresh`, after waiting for a change still being written to settle (at most
+        `_MAX_WAIT` s; past it, the version in force serves this request)."""
+        deadline = time.monotonic() + _MAX_WAIT
+        while (stamp := self._now()) != self._stamp:
+            wait = self._wait(stamp)
+            if wait == 0:
+                self._load(strict=False)
+                return
+            if time.monotonic() + wait > deadline:
+                return
+            await asyncio.sleep(wait)
 
     def for_token(self, token: str) -> Caller | None:
         self.refresh()
@@ -248,4 +356,4 @@ class CallersFile:
         return self.by_subject.get(subject)
 
     def __len__(self) -> int:
-        return len({c.name for c in (*self.by_token.values(), *self.by_subject.values())})
+        return len(self.callers())

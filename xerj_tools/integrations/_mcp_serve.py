@@ -20,9 +20,11 @@ from .._dispatch._async import AsyncDispatcher
 from .._dispatch._options import DispatchOptions
 from .._dispatch._policy import Policy
 from .._exceptions import ConfigurationError
+from .._log_text import OneLineFormatter
 from .._version import __version__
 from ._mcp_auth import CallerVerifier, OAuthSettings
 from ._mcp_callers import CallersFile
+from ._mcp_connections import ConnectionLimits, descriptor_bound
 from ._mcp_http import bind, is_loopback, parse_bind
 from ._mcp_limits import CallLimits
 from ._mcp_server import XerjServer, build_server, list_tools, serve_http, serve_stdio
@@ -97,8 +99,8 @@ def _auth_options(verifier: CallerVerifier, oauth: OAuthSettings | None) -> dict
 
 @dataclass
 class Setup:
-    """What `configure` made: the server, its default dispatcher, the HTTP app's options and
-    the bound socket (None over stdio)."""
+    """What `configure` made: the server, its default dispatcher, the HTTP app's options, the
+    bound socket (None over stdio) and the bounds on its connections."""
 
     server: XerjServer
     dispatcher: AsyncDispatcher
@@ -106,6 +108,7 @@ class Setup:
     options: dict[str, Any]
     sock: socket.socket | None
     callers: CallersFile | None
+    connections: ConnectionLimits
 
 
 def configure(
@@ -121,6 +124,7 @@ def configure(
     allowed_origins: Sequence[str] = (),
     stateless: bool = False,
     max_in_flight: int | None = None,
+    max_connections: int | None = None,
     pool_size: int = 10,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> Setup:
@@ -174,7 +178,8 @@ def configure(
         if sock is not None:
             sock.close()
         raise
-    return Setup(server, dispatcher, policy, options, sock, callers)
+    connections = ConnectionLimits(max_connections=descriptor_bound(max_connections))
+    return Setup(server, dispatcher, policy, options, sock, callers, connections)
 
 
 def warnings(host: str | None, *, allow_remote: bool, callers: CallersFile | None) -> str:
@@ -239,7 +244,8 @@ def serve(
         where += " (stateless)" if stateless else ""
     # Logs go to stderr: on stdio, stdout carries the protocol.
     handler = logging.StreamHandler(err)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    # Every record on one line, whichever logger made it (a tool name can hold a newline).
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.WARNING)
     logger.setLevel(log_level.upper())
@@ -260,7 +266,14 @@ def serve(
         stop = signals.event()
         async with dispatcher:  # the sessions end inside; the XERJ connections close on exit
             if sock is not None:
-                await serve_http(dispatcher, sock, stop=stop, server=server, **setup.options)
+                await serve_http(
+                    dispatcher,
+                    sock,
+                    stop=stop,
+                    server=server,
+                    connections=setup.connections,
+                    **setup.options,
+                )
             else:
                 serving = asyncio.ensure_future(
                     serve_stdio(dispatcher, max_message_bytes, server=server)

@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - the CLI checks before importing
 from .._bounds import value_problem
 from .._dispatch._async import AsyncDispatcher
 from .._dispatch._policy import Policy
-from .._exceptions import ToolCallError
+from .._exceptions import ToolCallError, UnknownToolError
 from .._message._format import dumps, error_payload
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolCall
@@ -41,6 +41,7 @@ from .._version import __version__
 from ..tools import XERJ_TOOLS, Tool
 from ._mcp_auth import CallerVerifier, OAuthSettings
 from ._mcp_callers import LOCAL, Caller, CallersFile
+from ._mcp_connections import ConnectionLimits
 from ._mcp_http import (
     HUNG_UP,
     HangUpWatch,
@@ -247,6 +248,11 @@ async def _answer(
             f"no tool named {params.name[:64]!r} is offered to this caller; the tools: {offered}"
         )
         return error_payload(ToolCallError(reason, code="unknown_tool"))
+    if params.name not in tenants.dispatcher(caller).registry.names:
+        # No tool has that name: answered here, naming the tools this caller is offered, and
+        # logged once, by the call log (the name is a client's text, shown as a bounded repr).
+        listed = [t.name for t in tenants.listing(caller)]
+        return error_payload(UnknownToolError(params.name, listed))
     refusal = limits.enter(caller)
     if refusal is not None:
         return refusal
@@ -261,9 +267,10 @@ async def _answer(
             if value_problem(arguments) is not None
             else json.dumps(arguments, ensure_ascii=False)
         )
-        run = tenants.dispatcher(caller).run(ToolCall(call.call_id, params.name, raw))
         scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
-        result = await until_hung_up(run, scope.get(HUNG_UP))
+        async with tenants.use(caller) as dispatcher:
+            run = dispatcher.run(ToolCall(call.call_id, params.name, raw))
+            result = await until_hung_up(run, scope.get(HUNG_UP))
     finally:
         limits.leave(caller)
     if result is None:  # the client closed the request: its XERJ call was cancelled
@@ -293,6 +300,7 @@ async def serve_http(
     *,
     stop: asyncio.Event | None = None,
     server: XerjServer | None = None,
+    connections: ConnectionLimits | None = None,
     **options: Any,
 ) -> None:
     """Serve streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM).
@@ -300,14 +308,25 @@ async def serve_http(
     `server` defaults to `build_server(dispatcher)`; `options` go to its
     `streamable_http_app` (``stateless_http``, ``auth``, ``token_verifier``, …). With `stop`,
     the caller owns the signals: uvicorn installs no handlers of its own and shuts down
-    gracefully (connections, then the sessions) once `stop` is set.
+    gracefully (connections, then the sessions) once `stop` is set. `connections` bounds how
+    long a request's head and body may take and how many connections are open
+    (`_mcp_connections`; default `ConnectionLimits()`).
     """
     import uvicorn
+
+    from ._mcp_connections import protocol_for
 
     host = sock.getsockname()[0]
     server = server or build_server(dispatcher)
     app = server.streamable_http_app(streamable_http_path=path, host=host, **options)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    limits = connections or ConnectionLimits()
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        http=protocol_for(limits),
+        backlog=limits.accept_batch(),
+    )
     if stop is None:
         await uvicorn.Server(config).serve(sockets=[sock])
         return

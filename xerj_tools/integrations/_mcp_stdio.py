@@ -3,8 +3,8 @@
 The SDK's stdio transport reads a whole line before looking at it, so one 256 MB line took the
 server past 1.3 GB. Here stdin is read in chunks; once a line passes `max_bytes` the rest of it
 is skipped as it arrives (never stored), and the client gets a JSON-RPC error for it (the id is
-read from the line's first bytes when it is there: a request whose answer never comes would
-leave the client waiting). Memory stays within about `max_bytes` plus one chunk.
+read from the line's first bytes when it is there, as the request's own member: a request whose
+answer never comes would leave the client waiting). Memory stays within about `max_bytes` plus one chunk.
 """
 
 from __future__ import annotations
@@ -24,7 +24,65 @@ __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "bounded_stdio_server"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # the SDK's cap on an HTTP request body
 _CHUNK = 64 * 1024
-_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+# The tokens of a JSON text's start: a string (closed), a punctuation mark, a bare word or number.
+_TOKEN = re.compile(rb'\s*("(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+)')
+_ID_NUMBER = re.compile(rb"-?\d{1,18}")
+
+
+def request_id(head: bytes) -> str | int | None:
+    """The ``id`` member of the JSON object `head` begins, if it is within `head` and is a
+    string (at most 200 characters) or an integer of at most 18 digits; else None.
+
+    Only the object's own members count: an ``"id"`` inside ``params`` is another object's. A
+    string id must be valid JSON (a bad or cut escape is no id), and the scan stops where the
+    head is cut or stops being JSON."""
+    depth, position, expect_key, key = 0, 0, False, None
+    while (match := _TOKEN.match(head, position)) is not None:
+        token, position = match.group(1), match.end()
+        if token in (b"{", b"["):
+            depth += 1
+            expect_key = token == b"{" and depth == 1
+            if depth == 1 and token == b"[":
+                return None  # a batch, not a request
+            continue
+        if token in (b"}", b"]"):
+            depth -= 1
+            continue
+        if depth != 1:
+            continue
+        if token == b",":
+            expect_key, key = True, None
+        elif token == b":":
+            expect_key = False
+        elif expect_key:
+            key = token
+        elif key is not None and _is_id_key(key):
+            return _id_value(token)
+    return None
+
+
+def _is_id_key(token: bytes) -> bool:
+    if token == b'"id"':
+        return True
+    if b"\\" not in token:  # only an escaped spelling (\u0069d) can still be "id"
+        return False
+    try:
+        return bool(json.loads(token) == "id")
+    except ValueError:
+        return False
+
+
+def _id_value(token: bytes) -> str | int | None:
+    if _ID_NUMBER.fullmatch(token):
+        return int(token)
+    if token.startswith(b'"'):
+        try:
+            value = json.loads(token)
+        except ValueError:  # a bad escape (\q), a cut \u escape
+            return None
+        if isinstance(value, str) and len(value) <= 200:
+            return value
+    return None
 
 
 class _Lines:
@@ -68,14 +126,10 @@ class _Lines:
             self.buffer += chunk
 
     async def _refuse(self, head: bytes) -> None:
-        match = _ID.search(head)
-        ident: Any = None
-        if match is not None:
-            ident = json.loads(match.group(1))
         await self.reply(
             {
                 "jsonrpc": "2.0",
-                "id": ident,
+                "id": request_id(head),
                 "error": {
                     "code": -32600,
                     "message": f"message longer than {self.max_bytes} bytes "
