@@ -24,6 +24,7 @@ from urllib.parse import unquote
 from .._http._models import HttpRequest, Outcome
 from ..tools._listing import read_listing
 from ..tools._mappings import field_hint, learned, mapping_request, named_fields, vector_paths
+from ._resolution import offered
 
 if TYPE_CHECKING:
     from ..tools import Tool
@@ -98,15 +99,11 @@ def after_answer(
     if error is not None and error.get("code") == "index_not_found":
         if tool is not None and tool.index_arguments(prepared.arguments):
             # The model guessed an index name: tell it which ones exist (those it may search).
-            # An alias only when every index behind it is allowed (`_index_guard`).
+            # An alias only when every index behind it is allowed (`_index_guard.offered`).
+            if "indices" in error:
+                return payload  # offered already, where the name was resolved
             listing = yield from read_listing(core.listing, node)
-            allowed = core.policy.allows_index
-            aliases = listing.aliases if listing is not None else {}
-            names = [
-                n
-                for n in (listing.names if listing is not None else [])
-                if allowed(n) and all(allowed(t) for t in aliases.get(n, ()))
-            ][:50]
+            names = offered(listing, core.policy)[:50]
             if names:
                 error["indices"] = names
                 error["hint"] = "Use one of the indices listed in `indices`, or a pattern."

@@ -46,12 +46,13 @@ from .._schema._fused import checked_arguments
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolCall, ToolMessage
 from ..tools import Handler, Received, Tool, reading_tool, served_advice, served_hints, tool_table
+from ..tools._discovery import LIST_INDICES, pattern_refusal
 from ..tools._listing import LISTING_TTL, IndexListing
 from ..tools._mappings import MAPPING_TTL, MappingCache
 from ..tools._paths import dot_segment
+from . import _index_guard as guard
 from ._after import Flow, after_answer, with_known_vectors
 from ._body_indices import may_name_indices
-from ._index_guard import checked_answer, resolved_request
 from ._policy import Policy, PolicyDenied
 
 __all__ = ["DispatchCore", "ToolResult"]
@@ -106,6 +107,7 @@ class Prepared:
     tool: Tool | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
     page_from: int | None = None  # where a hit list that can page started (its `paging`)
+    body_indices: guard.BodyNames = ()  # the indices the query names in its body, where (`_body_indices`)
 
     @property
     def key(self) -> str:
@@ -202,11 +204,12 @@ class DispatchCore:
             return error
         arguments, repairs = checked
         tool = self.tools[call.name]
-        applied = self.policy._apply(
-            tool, arguments, read_body=may_name_indices(call.arguments, arguments)
-        )
+        read_body = bool(tool.queries) and may_name_indices(call.arguments, arguments)
+        applied = self.policy._apply(tool, arguments, read_body=read_body)
         if isinstance(applied, PolicyDenied):
             return applied
+        if tool.name == LIST_INDICES.name and (said := pattern_refusal(arguments, self.policy)):
+            return PolicyDenied(said, details={"refused": "index"})  # exists or not, alike
         arguments, notes = applied
         if notes and not (recheck := spec.validate(arguments)).ok:
             return PolicyDenied(
@@ -237,20 +240,19 @@ class DispatchCore:
         if tool.paging is not None and tool.paging in spec.parameters.get("properties", {}):
             value = (request.body or {}).get(tool.paging, 0)
             page_from = value if isinstance(value, int) else 0
-        return Prepared(request, repairs, tool, arguments, page_from)
+        named = guard.body_indices(tool, arguments) if read_body else ()
+        return Prepared(request, repairs, tool, arguments, page_from, named)
 
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
-        request = prepared.request
-        indexed = prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
-        if indexed and prepared.tool is not None:
-            # A pattern XERJ cannot glob is resolved here; a known alias of a denied index refused.
-            ready = yield from resolved_request(
-                self.listing, self.policy, prepared.tool, prepared.arguments, request, node
+        request, concrete = prepared.request, None
+        if prepared.tool is not None:  # index names resolved, held to the policy, sent concrete
+            ready = yield from guard.concrete_request(
+                self.listing, self.policy, prepared, request, node
             )
             if isinstance(ready, ToolCallError):
                 return error_payload(ready)
-            request = ready
+            concrete, request = ready, ready.request
         request = with_known_vectors(self, prepared, request, node)  # a cached mapping only
         note: dict[str, Any] | None = None
         provider = rerank_provider(request)
@@ -261,6 +263,12 @@ class DispatchCore:
             rerank_fallback(None)
             request = request.without_rerank()
         outcome, attempts = yield request
+        if concrete is not None and prepared.tool is not None:  # a closed index reached: again
+            sent = yield from guard.resend_without_closed(prepared.tool, concrete, request, outcome)
+            if isinstance(sent, dict):
+                return sent
+            concrete, request, outcome, more = sent
+            attempts += more
         if isinstance(outcome, Reply) and (refusal := rerank_refusal(request, outcome)) is not None:
             if refusal.lasting:  # the node's configuration; a transient fault is not remembered
                 scope = provider if refusal.provider_specific else EVERY_PROVIDER
@@ -276,10 +284,8 @@ class DispatchCore:
         payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
         if payload.get("ok") and (follow := getattr(prepared.tool, "follow_up", None)):
             payload = yield from follow(prepared.arguments, payload, self.policy.allows_index)
-        if indexed and prepared.tool is not None:
-            payload = yield from checked_answer(
-                self.listing, self.policy, prepared.tool, prepared.arguments, payload, node
-            )
+        if concrete is not None:
+            payload = guard.checked_answer(self.policy, payload, concrete.authorised)
         return (yield from after_answer(self, prepared, request, outcome, payload, node))
 
     def payload_for(
