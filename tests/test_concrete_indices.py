@@ -247,9 +247,7 @@ def test_a_denied_name_and_an_absent_one_are_listed_alike(
     present = runner.payload("xerj_list_indices", {"pattern": "logs-b"})
     absent = runner.payload("xerj_list_indices", {"pattern": "logs-nosuch"})
     assert present["error"]["code"] == absent["error"]["code"] == "policy_denied"
-    assert present["error"]["reason"].replace("logs-b", "X") == absent["error"]["reason"].replace(
-        "logs-nosuch", "X"
-    )
+    assert present == absent and "logs-b" not in json.dumps(present)
     assert _sent(node) == []
 
 

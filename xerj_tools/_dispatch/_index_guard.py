@@ -131,10 +131,13 @@ def concrete_request(
     assert tool is not None
     expressions = _expressions(tool, arguments)
     wanted = [e for v in expressions.values() for e in ([v] if isinstance(v, str) else v)]
+    cached = cache.get(cluster)
+    if not body and len(wanted) == 1 and cached is not None and wanted[0] in cached.index_set:
+        return Concrete(request, arguments)  # the usual call: one index the listing knows
     if not body and not any(needs_listing(e) for e in wanted):
         return Concrete(request, arguments)
     single = _single(tool)
-    got: Listing | Outcome | None = cache.get(cluster)
+    got: Listing | Outcome | None = cached
     fresh = got is None
     if fresh:
         got = yield from fetch_listing(cache, cluster)

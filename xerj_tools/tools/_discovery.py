@@ -141,9 +141,11 @@ def pattern_refusal(arguments: Mapping[str, Any], policy: IndexPolicy) -> str | 
     before anything is sent, so that a denied name that exists and one that does not are
     answered alike."""
     pattern = arguments.get("pattern")
-    for part in pattern.split(",") if isinstance(pattern, str) else ():
+    parts = pattern.split(",") if isinstance(pattern, str) else []
+    for place, part in enumerate(parts, 1):
         if part and "*" not in part and part != "_all" and not policy.allows_index(part):
-            return f"index {part!r} is not among the indices this agent may list"
+            which = f"name {place} of `pattern`" if len(parts) > 1 else "`pattern`"
+            return f"{which} is not among the indices this agent may list; list without it"
     return None
 
 
