@@ -257,3 +257,12 @@ def test_an_exclusion_in_a_listing_pattern_is_refused_with_the_rule(
     payload = runner.payload("xerj_list_indices", {"pattern": "logs-*,-logs-b"})
     assert payload["error"]["code"] == "invalid_arguments"
     assert "XERJ has no `-` exclusion" in payload["error"]["reason"] and _sent(node) == []
+
+
+def test_an_alias_given_as_a_listing_pattern_is_told_why_it_is_not_found(
+    runner: Runner, node: XerjStandIn
+) -> None:
+    node.add_alias("pair", "logs-a", "logs-b")
+    payload = runner.payload("xerj_list_indices", {"pattern": "pair"})  # XERJ: 404 for it
+    assert payload["error"]["code"] == "index_not_found"
+    assert "an alias or data stream is not one" in payload["error"]["hint"]

@@ -363,3 +363,47 @@ def test_a_policy_that_denies_nothing_still_reads_every_index_of_an_alias(
     runner = make_runner(url=server.url, policy=Policy(deny_indices=()))
     assert runner.payload("xerj_search", {"index": "mem", "query": {"match_all": {}}})["ok"]
     assert _lines(server) == ["GET /_resolve/index/*", "POST /.xerj-memory-b/_search"]
+
+
+# The resolution itself, pure (`_resolution.resolve`): no socket, a listing given.
+
+STREAMS = Listing(
+    ("logs-a", "logs-b", ".ds-app-000001", ".ds-app-000002", ".secret"),
+    {"app": (".ds-app-000001", ".ds-app-000002"), "both": ("logs-a", ".secret"),
+     "fake": (".ds-app-000001",)},
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("expression", "sent"),
+    [
+        ("logs-a", "logs-a"),
+        ("app", ".ds-app-000001,.ds-app-000002"),  # a data stream, every backing index
+        ("logs-*,-logs-b", "logs-a"),  # the exclusion applied here
+        ("logs-a,logs-b,-logs-*", None),  # nothing left: index_not_found
+        ("logs-*", "logs-*"),  # XERJ globs it over index names itself
+    ],
+)
+def test_what_each_kind_of_name_is_sent_as(expression: str, sent: str | None) -> None:
+    resolved = resolve({"index": expression}, (), STREAMS, Policy(), False)
+    if sent is None:
+        assert resolved.error is not None and resolved.error.code == "index_not_found"
+    else:
+        assert resolved.error is None and resolved.values == {"index": sent}
+
+
+@pytest.mark.parametrize("expression", ["both", "fake", "logs-a,both"])
+def test_an_alias_with_a_denied_index_behind_it_is_refused_whole(expression: str) -> None:
+    # `fake` is no data stream (its index is another stream's): `.ds-*` is judged by its name
+    resolved = resolve({"index": expression}, (), STREAMS, Policy(), False)
+    assert resolved.error is not None and resolved.error.code == "policy_denied"
+    assert ".secret" not in resolved.error.reason and ".ds-" not in resolved.error.reason
+
+
+def test_a_listing_that_names_no_alias_cannot_clear_an_unknown_name() -> None:
+    table = Listing(("docs",), knows_aliases=False)  # from `_cat/indices`
+    assert resolve({"index": "docs"}, (), table, Policy(), False).error is None
+    unknown = resolve({"index": "mem"}, (), table, Policy(), False).error
+    assert unknown is not None and unknown.code == "policy_denied"
+    # a policy that denies nothing sends it as written
+    assert resolve({"index": "mem"}, (), table, Policy(deny_indices=()), False).values == {"index": "mem"}

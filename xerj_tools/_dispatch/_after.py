@@ -107,6 +107,12 @@ def after_answer(
             if names:
                 error["indices"] = names
                 error["hint"] = "Use one of the indices listed in `indices`, or a pattern."
+        elif tool is not None and tool.name == "xerj_list_indices":
+            # `_cat/indices/{pattern}` compares index names only (es_compat.rs:424-429)
+            error["hint"] = (
+                "`pattern` takes index names and patterns only: an alias or data stream is not "
+                "one (it is listed beside its indices, or as a data stream); list without it"
+            )
         return payload
     if tool is None:
         return payload
