@@ -171,8 +171,18 @@ def token_counter() -> tuple[Callable[[str], int], str]:
         return estimate_tokens, "the estimate (tiktoken's encodings are not available offline here)"
 
 
+# XERJ's `_resolve/index/*` answer (es_compat.rs:15816-15863) naming the index these cases search
+LISTING = json.dumps({"indices": [{"name": "postmortems", "attributes": ["open"]}], "aliases": [],
+                      "data_streams": []}).encode()
+
+
 def dispatch_canned(tool: str, arguments: dict[str, Any], body: bytes, **options: Any) -> str:
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(200, content=body))
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/_resolve/index/*":  # the listing the names are resolved against
+            return httpx2.Response(200, content=LISTING)
+        return httpx2.Response(200, content=body)
+
+    transport = httpx2.MockTransport(answer)
     with httpx2.Client(transport=transport) as client, \
             Dispatcher(url="http://xerj.test", client=client, **options) as dispatcher:
         call = {"id": "c1", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}

@@ -3,19 +3,29 @@ read, then a script writes whatever bytes it likes (dribbled, compressed, never 
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from canned import listing
+
 Script = Callable[[socket.socket, "RawServer"], None]
+LISTING_LINE = b"GET /_resolve/index/* HTTP/1.1"
 
 
 class RawServer:
-    """Serves every request with `script(conn, server)`; `stopping` tells scripts to give up."""
+    """Serves every request with `script(conn, server)`; `stopping` tells scripts to give up.
 
-    def __init__(self, script: Script) -> None:
+    The index listing a dispatcher reads to resolve names (``GET /_resolve/index/*``) is
+    answered as XERJ answers it, naming the indices of `canned.INDICES`, and logged in
+    `listings`, not `requests`; `listing=None` hands it to the script like any request."""
+
+    def __init__(self, script: Script, listing: dict[str, Any] | None = listing()) -> None:  # noqa: B008
         self.script = script
+        self.listing = listing
+        self.listings: list[bytes] = []
         self.requests: list[bytes] = []
         self.stopping = threading.Event()
         self.disconnects = 0
@@ -67,6 +77,14 @@ class RawServer:
                         length = int(value)
                 while len(rest) < length:
                     rest += conn.recv(65536)
+                if self.listing is not None and head.split(b"\r\n", 1)[0] == LISTING_LINE:
+                    self.listings.append(head)
+                    body = json.dumps(self.listing).encode()
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                        + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+                    )
+                    return
                 self.requests.append(head)
                 self.script(conn, self)
             except OSError:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from canned import listing
+
 from xerj_tools import AsyncDispatcher, arun_agent
 
 SEARCH_ANSWER = json.dumps({
@@ -25,16 +27,21 @@ SEARCH_ANSWER = json.dumps({
 }).encode()  # fmt: skip
 
 
+LISTING = json.dumps(listing()).encode()
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: a connection serves request after request
 
     def _answer(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        # the index listing a dispatcher resolves names against, else one search hit
+        body = LISTING if self.path == "/_resolve/index/*" else SEARCH_ANSWER
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(SEARCH_ANSWER)))
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(SEARCH_ANSWER)
+        self.wfile.write(body)
 
     do_GET = do_POST = _answer
 

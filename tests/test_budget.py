@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from canned import canned
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -85,7 +86,7 @@ def cases() -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
 
 def dispatch_canned(tool: str, arguments: dict[str, Any], body: dict[str, Any], **options: Any) -> ToolResult:
     """Dispatch against a canned XERJ answer (httpx2.MockTransport: no socket)."""
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=body))
+    transport = httpx2.MockTransport(canned(body))
     with httpx2.Client(transport=transport) as client, Dispatcher(url="http://xerj.test", client=client, **options) as d:
         return d.run(chat_call(tool, arguments))
 

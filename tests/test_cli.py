@@ -247,7 +247,8 @@ def test_call_dispatches_to_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
         code, out, _ = run("call", "xerj_search", '{"index": "missing", "query": {}}')
         error = json.loads(out)["error"]
         assert code == 1 and error["code"] == "index_not_found" and error["indices"] == ["docs", "tickets"]
-        assert [r.path for r in xerj.requests] == ["/tickets/_search", "/missing/_search", "/_resolve/index/*"]
+        # an unknown name: the listing is read (`xerj.listings`) and no search is sent
+        assert [r.path for r in xerj.requests] == ["/tickets/_search"] and len(xerj.listings) == 2
 
 
 def test_help_has_an_example_for_each_subcommand(capsys: pytest.CaptureFixture[str]) -> None:

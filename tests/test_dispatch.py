@@ -118,7 +118,8 @@ def test_api_key_is_sent_and_checked(make_runner: Any) -> None:
         good = make_runner(url=xerj.url, api_key="s3cret-key").run(chat_call("xerj_search", SEARCH))
         assert good.ok and xerj.requests[0].headers["authorization"] == "ApiKey s3cret-key"
         bad = make_runner(url=xerj.url, api_key="wrong").run(chat_call("xerj_search", SEARCH))
-        assert bad.code == "unauthorized" and bad.attempts == 1
+        # the index listing read first is refused: that is the answer, and nothing else is sent
+        assert bad.code == "unauthorized" and bad.attempts == 0
         bearer = make_runner(url=xerj.url, authorization="Bearer s3cret-key").run(chat_call("xerj_search", SEARCH))
         assert bearer.ok
 
@@ -151,7 +152,7 @@ def test_user_supplied_client_is_used_and_left_open(xerj: XerjStandIn) -> None:
     client = httpx2.Client(event_hooks={"request": [lambda request: seen.append(request.url.path)]})
     with Dispatcher(url=xerj.url, client=client) as d:
         d.dispatch(chat_call("xerj_search", SEARCH))
-    assert seen == ["/docs/_search"] and not client.is_closed
+    assert seen == ["/_resolve/index/*", "/docs/_search"] and not client.is_closed
     client.close()
 
 
@@ -249,21 +250,22 @@ def test_a_missing_index_is_answered_with_the_indices_the_model_may_use(make_run
     runner.payload("xerj_memory_store", {"namespace": "agent", "text": "a memory lives in a dot-index"})
     result = runner.run(chat_call("xerj_search", {"index": "doc", "query": {}}))
     error = result.payload["error"]
-    assert result.code == "index_not_found" and result.attempts == 1
+    assert result.code == "index_not_found" and result.attempts == 0  # resolved: nothing sent
     assert error["indices"] == ["docs", "tickets"]  # no .xerj-memory-agent: the policy denies it
     assert "indices" in error["hint"]
-    assert [r.path for r in xerj.requests][-2:] == ["/doc/_search", "/_resolve/index/*"]
+    assert all(r.path != "/doc/_search" for r in xerj.requests) and xerj.listings
     narrow = make_runner(url=xerj.url, policy=Policy(allow_indices=("do*",)))  # "doc" may be tried
     assert narrow.payload("xerj_search", {"index": "doc", "query": {}})["error"]["indices"] == ["docs"]
 
 
-def test_a_failed_listing_leaves_the_plain_message(runner: Any, xerj: XerjStandIn) -> None:
+def test_a_failed_listing_is_the_answer_and_nothing_is_sent(runner: Any, xerj: XerjStandIn) -> None:
     from xerj_tools.testing import Fault
 
+    # the names cannot be resolved: the node's own failure is told, and the search is not sent
     xerj.fail_next(Fault(status=500, match="_resolve"), Fault(status=500, match="_cat"))
     error = runner.payload("xerj_search", {"index": "doc", "query": {}})["error"]
-    assert error["code"] == "index_not_found" and "indices" not in error
-    assert error["hint"].startswith("Check the index name")
+    assert error["code"] == "server_error" and "indices" not in error
+    assert all(r.path != "/doc/_search" for r in xerj.requests)
 
 
 def test_a_declared_tool_that_fails_to_read_is_answered_not_raised(tmp_path: Any, xerj: XerjStandIn) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from canned import listing
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tool_examples import example_arguments
@@ -123,6 +124,8 @@ def test_any_engine_reply_gives_a_strict_message_within_the_budget(tool: str) ->
     answer: list[tuple[int, bytes, str]] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/_resolve/index/*":  # the listing the names are resolved against
+            return httpx2.Response(200, json=listing())
         status, body, coding = answer[0]
         headers = {"Content-Type": "application/json", "Retry-After": "0"}
         if coding:

@@ -23,8 +23,14 @@ def strict(content: str) -> Any:
     return json.loads(content, parse_constant=refuse)
 
 
+# XERJ's `_resolve/index/*` (es_compat.rs:15816-15863) for the indices these tests name
+LISTING = {"indices": [{"name": n, "attributes": ["open"]} for n in ("docs", "idx")],
+           "aliases": [], "data_streams": []}
+
+
 class Engine:
-    """A dispatcher whose engine answers every request with `status` and `body`."""
+    """A dispatcher whose engine answers every request with `status` and `body` (and the index
+    listing with `LISTING`)."""
 
     def __init__(self, budget: int = 12_000) -> None:
         self.status, self.body, self.headers = 200, b"{}", {}
@@ -34,6 +40,8 @@ class Engine:
         self.budget = budget
 
     def _answer(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/_resolve/index/*":  # the listing names are resolved against
+            return httpx2.Response(200, json=LISTING)
         self.sent.append(request)
         return httpx2.Response(self.status, content=self.body, headers=self.headers)
 

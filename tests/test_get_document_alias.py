@@ -4,8 +4,8 @@ The server here answers as XERJ does, each rule read in its source at e6e8e6a: a
 reads the alias's *first* index only (`Engine::get_index`, engine.rs:956-967), answering with
 `_index` as requested (es_compat.rs:1972-2008); ``GET /_resolve/index/{name}`` lists a concrete
 index under `indices` and an alias under `aliases` with its indices in the engine's order
-(es_compat.rs:15816-15863). The stand-in has no aliases, so this one is served here, over a real
-socket."""
+(es_compat.rs:15816-15863). Served here, over a real socket. The dispatcher resolves the alias
+from the listing first and sends the GET to its first index, the one XERJ would read."""
 
 from __future__ import annotations
 
@@ -48,13 +48,15 @@ class FakeXerj(BaseHTTPRequestHandler):
         parts = [unquote(p) for p in self.path.strip("/").split("/")]
         if parts[:2] == ["_resolve", "index"] and len(parts) == 3:
             name = parts[2]
+
+            def hit(n: str) -> bool:  # es_compat.rs:15823-15850: `*` globs, else exact
+                return name == "*" or n == name
+
             self.send(
                 200,
                 {
-                    "indices": [{"name": name, "attributes": ["open"]}] if name in INDICES else [],
-                    "aliases": [{"name": name, "indices": ALIASES[name]}]
-                    if name in ALIASES
-                    else [],
+                    "indices": [{"name": n, "attributes": ["open"]} for n in INDICES if hit(n)],
+                    "aliases": [{"name": a, "indices": b} for a, b in ALIASES.items() if hit(a)],
                     "data_streams": [],
                 },
             )
@@ -119,13 +121,16 @@ def test_a_document_in_a_later_index_of_an_alias_is_found(make_runner: Any, fake
     assert payload["found"] is True and payload["_index"] == "logs-2"
     assert payload["_source"] == {"msg": "in the second"}
     assert "behind alias 'logs'" in payload["notes"][0]
-    assert fake.paths == ["/logs/_doc/b", "/_resolve/index/logs", "/logs-2/_doc/b"]
+    assert fake.paths == [
+        "/_resolve/index/*", "/logs-1/_doc/b", "/_resolve/index/logs", "/logs-2/_doc/b"
+    ]
 
 
 def test_a_document_in_the_first_index_takes_one_request(make_runner: Any, fake: Any) -> None:
     payload = get(make_runner, fake, {"index": "logs", "id": "a"})
     assert payload["found"] is True and payload["_source"] == {"msg": "in the first"}
-    assert fake.paths == ["/logs/_doc/a"]
+    assert payload["_index"] == "logs-1"  # the concrete index, not XERJ's label (the alias)
+    assert fake.paths == ["/_resolve/index/*", "/logs-1/_doc/a"]
 
 
 def test_a_document_in_no_index_of_the_alias_says_so(make_runner: Any, fake: Any) -> None:
@@ -134,7 +139,9 @@ def test_a_document_in_no_index_of_the_alias_says_so(make_runner: Any, fake: Any
     assert payload["notes"] == [
         "no document with id 'zz' in any index behind alias 'logs' (2 of 2 asked)"
     ]
-    assert fake.paths == ["/logs/_doc/zz", "/_resolve/index/logs", "/logs-2/_doc/zz"]
+    assert fake.paths == [
+        "/_resolve/index/*", "/logs-1/_doc/zz", "/_resolve/index/logs", "/logs-2/_doc/zz"
+    ]
 
 
 def test_a_plain_index_miss_is_still_a_plain_miss(make_runner: Any, fake: Any) -> None:
@@ -142,14 +149,15 @@ def test_a_plain_index_miss_is_still_a_plain_miss(make_runner: Any, fake: Any) -
     assert payload["found"] is False and payload["notes"] == [
         "no document with id 'zz' in index 'logs-1'"
     ]
-    assert fake.paths == ["/logs-1/_doc/zz", "/_resolve/index/logs-1"]
+    assert fake.paths == ["/_resolve/index/*", "/logs-1/_doc/zz", "/_resolve/index/logs-1"]
 
 
-def test_an_index_the_policy_denies_is_not_asked(make_runner: Any, fake: Any) -> None:
+def test_an_alias_with_an_index_the_policy_denies_is_refused_whole(
+    make_runner: Any, fake: Any
+) -> None:
     payload = get(make_runner, fake, {"index": "mixed", "id": "s"})  # the default policy denies .*
-    assert payload["found"] is False
-    assert "1 of its indices are not allowed here and were not asked" in payload["notes"]
-    assert "/.secret/_doc/s" not in fake.paths and "/logs-2/_doc/s" in fake.paths
+    assert payload["error"]["code"] == "policy_denied" and ".secret" not in json.dumps(payload)
+    assert fake.paths == ["/_resolve/index/*"]
 
 
 def test_an_allowed_later_index_answers(make_runner: Any, fake: Any) -> None:
@@ -161,7 +169,7 @@ def test_an_integer_id_is_its_decimal_string(make_runner: Any, fake: Any) -> Non
     payload = get(make_runner, fake, '{"index": "docs", "id": 42}')
     assert payload["found"] is True and payload["_id"] == "42"
     assert payload["repairs"] == ['$.id: 42 → "42"']
-    assert fake.paths == ["/docs/_doc/42"]
+    assert fake.paths == ["/_resolve/index/*", "/docs/_doc/42"]
 
 
 @pytest.mark.parametrize("value", ["true", "4.2", "[42]"])

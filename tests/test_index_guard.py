@@ -1,7 +1,7 @@
-"""Index expressions held against the cluster's listing (`xerj_tools._dispatch._index_guard`): patterns XERJ
-cannot glob are resolved here (issue 19.2), and aliases of denied indices are refused, with every
-hit's `_index` held to the policy (issue 25 item 14, N14). Over the stand-in, and over a raw
-server on 127.0.0.1 for what the stand-in lacks (aliases)."""
+"""Index expressions resolved against the cluster's listing (`xerj_tools._dispatch._index_guard`):
+patterns XERJ cannot glob are resolved here, aliases of denied indices are refused before
+anything is sent, and every hit's `_index` is held to the policy as a second line. Over the
+stand-in, and over a raw server on 127.0.0.1 answering as XERJ does."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from xerj_tools import Policy
-from xerj_tools._dispatch._index_guard import MAX_RESOLVED, resolve_expression, unglobbable
+from xerj_tools._dispatch._resolution import MAX_RESOLVED, resolve, unglobbable
 from xerj_tools.testing import Fault, XerjStandIn
 from xerj_tools.tools._listing import Listing
 
@@ -33,7 +33,7 @@ def logs(xerj: XerjStandIn) -> XerjStandIn:
 
 
 def _paths(xerj: XerjStandIn) -> list[str]:
-    return [r.path for r in xerj.requests]
+    return [r.path for r in (*xerj.listings, *xerj.requests)]  # the listing reads first
 
 
 # 19.2: XERJ globs only `*`, `prefix*` and `*suffix` (es_compat.rs:16552-16563 `glob_match_simple`)
@@ -121,29 +121,27 @@ def test_without_a_listing_the_pattern_is_refused_with_the_rule(
 
 def test_each_resolved_name_is_held_to_the_policy() -> None:
     listing = Listing(("logs-a-2026", "logs-c-2026", ".logs-x-2026"))
-    resolved = resolve_expression(
-        "logs-*-2026,*x*", listing, Policy(deny_indices=(".*", "logs-c-*"))
-    )
-    assert resolved == (
-        "logs-a-2026",
-        [
-            "'logs-*-2026' was resolved here to logs-a-2026 (XERJ globs only `*`, `prefix*` and `*suffix`)",
-            "no index this agent may search matches '*x*' (XERJ globs only `*`, `prefix*` and `*suffix`)",
-        ],
-    )
+    policy = Policy(deny_indices=(".*", "logs-c-*"))
+    resolved = resolve({"index": "logs-*-2026,*x*"}, (), listing, policy, False)
+    assert resolved.error is None and resolved.values == {"index": "logs-a-2026"}
+    assert resolved.notes == [
+        "'logs-*-2026' was resolved here to logs-a-2026 (XERJ globs only `*`, `prefix*` and `*suffix`)",
+        "no index this agent may search matches '*x*' (XERJ globs only `*`, `prefix*` and `*suffix`)",
+    ]
 
 
 def test_too_many_names_ask_for_a_narrower_pattern() -> None:
     listing = Listing(tuple(f"logs-{i}-x" for i in range(MAX_RESOLVED + 1)))
-    said = resolve_expression("logs-*-x", listing, Policy())
-    assert isinstance(said, str) and f"matches {MAX_RESOLVED + 1} indices" in said
+    said = resolve({"index": "logs-*-x"}, (), listing, Policy(), False).error
+    assert said is not None and f"stands for {MAX_RESOLVED + 1} indices" in said.reason
 
 
-# N14: aliases. XERJ resolves an alias to its first backing index (engine.rs:956-967) and lists
-# each alias with its indices in `GET /_resolve/index/*` (es_compat.rs:15839-15855).
+# Aliases. XERJ reads an alias through its first backing index (engine.rs:956-967), labels
+# each hit with the name as requested (es_compat.rs:7512, 10149-10150; a document: 1999), and
+# lists each alias with its indices in `GET /_resolve/index/*` (es_compat.rs:15839-15855).
 
 MEMHIT = {
-    "_index": ".xerj-memory-b",
+    "_index": "mem",  # XERJ's label: the alias, as requested
     "_id": "m1",
     "_score": 1.0,
     "_source": {"text": "tenant b's private memory"},
@@ -200,7 +198,7 @@ def serve() -> Iterator[Callable[[dict[str, tuple[int, Any]]], RawServer]]:
     servers: list[RawServer] = []
 
     def start(routes: dict[str, tuple[int, Any]]) -> RawServer:
-        server = RawServer(_engine(routes)).__enter__()
+        server = RawServer(_engine(routes), listing=None).__enter__()
         servers.append(server)
         return server
 
@@ -279,13 +277,13 @@ def test_a_document_through_an_alias_of_a_denied_index_is_refused(
     make_runner: Any, serve: Any
 ) -> None:
     doc = {
-        "_index": ".xerj-memory-b",
+        "_index": "mem",  # as requested (es_compat.rs:1999)
         "_id": "m1",
         "_version": 1,
         "found": True,
         "_source": MEMHIT["_source"],
     }
-    server = serve({"/mem/_doc/": (200, doc)})
+    server = serve({"/_resolve/index/": (200, RESOLVE), "/mem/_doc/": (200, doc)})
     result = make_runner(url=server.url).run(
         {
             "id": "c",
@@ -301,6 +299,7 @@ def test_a_document_through_an_alias_of_a_denied_index_is_refused(
         and SECRET not in result.content
         and ".xerj-memory" not in result.content
     )
+    assert _lines(server) == ["GET /_resolve/index/*"]  # the GET was never sent
 
 
 def test_an_alias_of_allowed_indices_is_searched(make_runner: Any, serve: Any) -> None:
@@ -309,19 +308,22 @@ def test_an_alias_of_allowed_indices_is_searched(make_runner: Any, serve: Any) -
         "xerj_search", {"index": "all-docs", "query": {"match_all": {}}}
     )
     assert payload["ok"] is True and payload["total"] == 7 and payload["hits"][0]["_id"] == "d1"
-    assert _lines(server) == ["POST /all-docs/_search", "GET /_resolve/index/*"]
+    # the alias's index is named: XERJ's labels are then the index's own
+    assert _lines(server) == ["GET /_resolve/index/*", "POST /docs/_search"]
+    assert payload["notes"] == ["'all-docs' is an alias of docs; that index was read in its place"]
 
 
 def test_hits_from_a_denied_index_are_left_out_with_the_counts(
     make_runner: Any, serve: Any
 ) -> None:
-    # A node without `_resolve` names no alias (`_cat/indices` lists indices only): the hits' own
-    # `_index` is what remains, and the total and aggregations that counted them go too.
+    # A second line: a node answering with hits of an index it was not asked for (the request
+    # named `docs` only). They go, and the total and aggregations that counted them too.
+    leaked = {**MEMHIT, "_index": ".xerj-memory-b"}
     server = serve(
-        {"_search": (200, _search(DOCHIT, MEMHIT, aggs=True)), "/_cat/indices": (200, "")}
+        {"/_resolve/index/": (200, RESOLVE), "_search": (200, _search(DOCHIT, leaked, aggs=True))}
     )
     payload = make_runner(url=server.url).payload(
-        "xerj_search", {"index": "docs,mem", "query": {"match_all": {}}}
+        "xerj_search", {"index": "docs", "query": {"match_all": {}}}
     )
     assert payload["ok"] is True and [h["_id"] for h in payload["hits"]] == ["d1"]
     assert "total" not in payload and "aggregations" not in payload
@@ -333,21 +335,75 @@ def test_hits_from_a_denied_index_are_left_out_with_the_counts(
     assert SECRET not in text and ".xerj-memory" not in text
 
 
-def test_a_search_on_a_plain_index_costs_no_listing(make_runner: Any, serve: Any) -> None:
-    server = serve({"_search": (200, _search(DOCHIT))})
-    assert make_runner(url=server.url).payload(
-        "xerj_search", {"index": "docs", "query": {"match_all": {}}}
-    )["ok"]
-    assert _lines(server) == ["POST /docs/_search"]
+def test_a_plain_index_costs_one_listing_while_it_is_cached(make_runner: Any, serve: Any) -> None:
+    server = serve({"/_resolve/index/": (200, RESOLVE), "_search": (200, _search(DOCHIT))})
+    runner = make_runner(url=server.url)
+    for _ in range(3):
+        assert runner.payload("xerj_search", {"index": "docs", "query": {"match_all": {}}})["ok"]
+    assert _lines(server) == ["GET /_resolve/index/*"] + ["POST /docs/_search"] * 3
 
 
-def test_a_policy_that_denies_nothing_judges_no_alias(make_runner: Any, serve: Any) -> None:
+def test_without_a_listing_a_plain_name_is_refused_under_a_policy(
+    make_runner: Any, serve: Any
+) -> None:
+    # Neither `_resolve` nor `_cat/indices` answers: an alias cannot be told from an index.
+    server = serve({"_search": (200, _search(MEMHIT))})
+    payload = make_runner(url=server.url).payload(
+        "xerj_search", {"index": "mem", "query": {"match_all": {}}}
+    )
+    assert payload["error"]["code"] == "policy_denied" and SECRET not in json.dumps(payload)
+    assert "could not be checked" in payload["error"]["reason"]
+    assert all("_search" not in line for line in _lines(server))
+
+
+def test_a_policy_that_denies_nothing_still_reads_every_index_of_an_alias(
+    make_runner: Any, serve: Any
+) -> None:
     server = serve({"/_resolve/index/": (200, RESOLVE), "_search": (200, _search(MEMHIT))})
     runner = make_runner(url=server.url, policy=Policy(deny_indices=()))
-    assert (
-        runner.payload("xerj_search", {"index": "mem", "query": {"match_all": {}}})["hits"][0][
-            "_id"
-        ]
-        == "m1"
-    )
-    assert _lines(server) == ["POST /mem/_search"]
+    assert runner.payload("xerj_search", {"index": "mem", "query": {"match_all": {}}})["ok"]
+    assert _lines(server) == ["GET /_resolve/index/*", "POST /.xerj-memory-b/_search"]
+
+
+# The resolution itself, pure (`_resolution.resolve`): no socket, a listing given.
+
+STREAMS = Listing(
+    ("logs-a", "logs-b", ".ds-app-000001", ".ds-app-000002", ".secret"),
+    {"app": (".ds-app-000001", ".ds-app-000002"), "both": ("logs-a", ".secret"),
+     "fake": (".ds-app-000001",)},
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("expression", "sent"),
+    [
+        ("logs-a", "logs-a"),
+        ("app", ".ds-app-000001,.ds-app-000002"),  # a data stream, every backing index
+        ("logs-*,-logs-b", "logs-a"),  # the exclusion applied here
+        ("logs-a,logs-b,-logs-*", None),  # nothing left: index_not_found
+        ("logs-*", "logs-*"),  # XERJ globs it over index names itself
+    ],
+)
+def test_what_each_kind_of_name_is_sent_as(expression: str, sent: str | None) -> None:
+    resolved = resolve({"index": expression}, (), STREAMS, Policy(), False)
+    if sent is None:
+        assert resolved.error is not None and resolved.error.code == "index_not_found"
+    else:
+        assert resolved.error is None and resolved.values == {"index": sent}
+
+
+@pytest.mark.parametrize("expression", ["both", "fake", "logs-a,both"])
+def test_an_alias_with_a_denied_index_behind_it_is_refused_whole(expression: str) -> None:
+    # `fake` is no data stream (its index is another stream's): `.ds-*` is judged by its name
+    resolved = resolve({"index": expression}, (), STREAMS, Policy(), False)
+    assert resolved.error is not None and resolved.error.code == "policy_denied"
+    assert ".secret" not in resolved.error.reason and ".ds-" not in resolved.error.reason
+
+
+def test_a_listing_that_names_no_alias_cannot_clear_an_unknown_name() -> None:
+    table = Listing(("docs",), knows_aliases=False)  # from `_cat/indices`
+    assert resolve({"index": "docs"}, (), table, Policy(), False).error is None
+    unknown = resolve({"index": "mem"}, (), table, Policy(), False).error
+    assert unknown is not None and unknown.code == "policy_denied"
+    # a policy that denies nothing sends it as written
+    assert resolve({"index": "mem"}, (), table, Policy(deny_indices=()), False).values == {"index": "mem"}

@@ -17,7 +17,8 @@ MISSING = {"index": "doc", "query": {}}
 
 
 def listing_paths(xerj: XerjStandIn) -> list[str]:
-    return [r.path for r in xerj.requests if not r.path.endswith("/_search")]
+    # `_resolve` reads are logged in `xerj.listings`, the `_cat` fallback in `xerj.requests`
+    return [r.path for r in (*xerj.listings, *xerj.requests) if not r.path.endswith("/_search")]
 
 
 def test_the_stand_in_cat_indices_is_text_whatever_the_query_string_says(xerj: XerjStandIn) -> None:
@@ -59,7 +60,8 @@ def test_the_text_table_is_the_fallback_for_a_node_without_resolve(make_runner: 
     xerj.fail_next(Fault(status=404, body=b"", match="_resolve"))
     runner = make_runner(url=xerj.url)
     error = runner.payload("xerj_search", MISSING)["error"]
-    assert error["indices"] == ["docs", "tickets"]
+    # the table names no alias: an unknown name cannot be told from one, so the call is refused
+    assert error["code"] == "policy_denied" and error["indices"] == ["docs", "tickets"]
     assert listing_paths(xerj) == ["/_resolve/index/*", "/_cat/indices"]
     assert xerj.requests[-1].query == {}  # nothing XERJ would ignore is sent
 
@@ -67,22 +69,27 @@ def test_the_text_table_is_the_fallback_for_a_node_without_resolve(make_runner: 
 def test_the_listing_is_reused_for_a_while_and_then_asked_again(make_runner: Any, xerj: XerjStandIn) -> None:
     now = [1000.0]
     runner = make_runner(url=xerj.url, clock=lambda: now[0])
-    for _ in range(3):  # a model that keeps guessing costs one listing
-        assert runner.payload("xerj_search", MISSING)["error"]["indices"] == ["docs", "tickets"]
+    for _ in range(3):  # a known name reuses the listing
+        assert runner.payload("xerj_search", {"index": "docs", "query": {}})["ok"]
     assert listing_paths(xerj) == ["/_resolve/index/*"]
     xerj.add_documents("docs-new", {"a": {"title": "fresh"}})
     now[0] += 31.0  # LISTING_TTL is 30 s
     assert runner.payload("xerj_search", MISSING)["error"]["indices"] == ["docs", "docs-new", "tickets"]
     assert listing_paths(xerj) == ["/_resolve/index/*"] * 2
+    # a name the cached listing does not know has it read again (a new alias is seen at once),
+    # and no search is sent for it
+    assert runner.payload("xerj_search", MISSING)["error"]["code"] == "index_not_found"
+    assert listing_paths(xerj) == ["/_resolve/index/*"] * 3 and all(r.path != "/doc/_search" for r in xerj.requests)
 
 
 def test_a_listing_is_never_retried(make_runner: Any, xerj: XerjStandIn, sleeps: Any) -> None:
     xerj.fail_next(Fault(status=503, match="_resolve"), Fault(status=503, match="_cat"))
     runner = make_runner(url=xerj.url)
     result = runner.run(chat_call("xerj_search", MISSING))
-    assert result.code == "index_not_found" and "indices" not in result.payload["error"]
+    # without a listing a name cannot be checked: the node's answer to it is told, nothing sent
+    assert result.code == "server_error" and "indices" not in result.payload["error"]
     assert listing_paths(xerj) == ["/_resolve/index/*", "/_cat/indices"] and sleeps.waits == []
-    assert result.attempts == 1
+    assert result.attempts == 0
 
 
 def test_listing_parsers_read_only_what_they_expect() -> None:

@@ -14,6 +14,7 @@ from urllib.parse import unquote
 
 import httpx2
 import pytest
+from canned import listing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -228,6 +229,8 @@ def test_caps_hold_for_integers_written_as_floats(tool: str, caps: str) -> None:
     sent: list[httpx2.Request] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/_resolve/index/*":  # the listing the names are resolved against
+            return httpx2.Response(200, json=listing())
         sent.append(request)
         return httpx2.Response(200, json=SEARCH_REPLY)  # what comes back does not matter here
 

@@ -121,6 +121,7 @@ def test_pydantic_ai_s_own_test_model_runs_the_toolset(xerj: XerjStandIn) -> Non
 
     from xerj_tools.integrations.pydantic_ai import XerjToolset
 
+    xerj.add_documents("a", {"a": {"t": "x"}})  # TestModel writes "a" for each string
     with Dispatcher(url=xerj.url) as dispatcher:
         agent = Agent(TestModel(call_tools=["xerj_get_document"]), toolsets=[XerjToolset(dispatcher)])
         result = asyncio.run(agent.run("Fetch a document."))

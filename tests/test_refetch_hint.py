@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from canned import canned as canned_answer
 from test_budget import doc_hit, search_response
 
 from xerj_tools import (
@@ -34,7 +35,7 @@ def without(*names: str) -> ToolRegistry:
 
 
 def canned(tool: str, arguments: Any, body: Any, status: int = 200, **options: Any) -> ToolResult:
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(status, json=body))
+    transport = httpx2.MockTransport(canned_answer(body, status))
     with httpx2.Client(transport=transport) as client, \
             Dispatcher(url="http://xerj.test", client=client, **options) as dispatcher:  # fmt: skip
         return dispatcher.run(chat_call(tool, arguments))

@@ -246,8 +246,11 @@ def test_connection_refused_is_retried_then_reported(make_runner: Any, sleeps: S
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     runner = make_runner(url=f"http://127.0.0.1:{port}")
-    result = runner.run(_call(SEARCH))
+    result = runner.run(_call({**SEARCH, "index": "doc*"}))  # a pattern: no listing read first
     assert result.code == "unreachable" and result.attempts == 4 and len(sleeps.waits) == 3
+    # a plain name: the index listing, read first, is not retried; its failure is the answer
+    cold = runner.run(_call(SEARCH))
+    assert cold.code == "unreachable" and cold.attempts == 0
     assert result.payload["error"]["retryable"] is True
 
 

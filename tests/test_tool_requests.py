@@ -149,11 +149,10 @@ CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any]]] = [
 def test_exact_request_on_the_wire(runner: Runner, xerj: XerjStandIn, tool: str, arguments: dict[str, Any],
                                    method: str, path: str, body: dict[str, Any]) -> None:
     payload = runner.payload(tool, arguments)
-    # An answer of counts alone (size 0) is followed by the cluster's listing, which judges the
-    # names it came from as aliases (`_index_guard.checked_answer`); an empty kNN answer by a read
-    # of the mapping, for a field hint (`_after`); nothing else is sent.
-    own = [r for r in xerj.requests if r.path != "/_resolve/index/*"
-           and not (tool != "xerj_describe_index" and r.path.endswith("/_mapping"))]
+    # The cluster's listing is read first to resolve the names (`xerj.listings`); an empty kNN
+    # answer is followed by a read of the mapping, for a field hint (`_after`); nothing else.
+    own = [r for r in xerj.requests
+           if not (tool != "xerj_describe_index" and r.path.endswith("/_mapping"))]
     assert len(own) == 1
     sent = own[0]
     assert (sent.method, sent.path, sent.body) == (method, path, body)

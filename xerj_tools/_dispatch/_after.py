@@ -25,6 +25,7 @@ from .._http._models import HttpRequest, Outcome
 from ..tools._catalog import served_queries
 from ..tools._listing import read_listing
 from ..tools._mappings import field_hint, learned, mapping_request, named_fields, vector_paths
+from ._resolution import offered
 
 if TYPE_CHECKING:
     from ..tools import Tool
@@ -100,18 +101,20 @@ def after_answer(
     if error is not None and error.get("code") == "index_not_found":
         if tool is not None and tool.index_arguments(prepared.arguments):
             # The model guessed an index name: tell it which ones exist (those it may search).
-            # An alias only when every index behind it is allowed (`_index_guard`).
+            # An alias only when every index behind it is allowed (`_index_guard.offered`).
+            if "indices" in error:
+                return payload  # offered already, where the name was resolved
             listing = yield from read_listing(core.listing, node)
-            allowed = prepared.policy.allows_index
-            aliases = listing.aliases if listing is not None else {}
-            names = [
-                n
-                for n in (listing.names if listing is not None else [])
-                if allowed(n) and all(allowed(t) for t in aliases.get(n, ()))
-            ][:50]
+            names = offered(listing, prepared.policy)[:50]
             if names:
                 error["indices"] = names
                 error["hint"] = "Use one of the indices listed in `indices`, or a pattern."
+        elif tool is not None and tool.name == "xerj_list_indices":
+            # `_cat/indices/{pattern}` compares index names only (es_compat.rs:424-429)
+            error["hint"] = (
+                "`pattern` takes index names and patterns only: an alias or data stream is not "
+                "one (it is listed beside its indices, or as a data stream); list without it"
+            )
         return payload
     if tool is None:
         return payload

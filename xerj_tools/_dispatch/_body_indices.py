@@ -31,7 +31,7 @@ from typing import Any
 
 from .._problems import json_path
 
-__all__ = ["WRAPPER", "may_name_indices", "named_indices"]
+__all__ = ["WRAPPER", "may_name_indices", "named_indices", "named_places", "renamed"]
 
 WRAPPER = object()
 """Stands for the index of a ``wrapper`` query: unknown, so never allowed."""
@@ -111,20 +111,46 @@ def may_name_indices(raw: object, arguments: Mapping[str, Any]) -> bool:
     return text.count('"index"') > ("index" in arguments)
 
 
-def _path(entry: _Entry, *below: str | int) -> str:
+def _keys(entry: _Entry, *below: str | int) -> tuple[str | int, ...]:
     parts: list[str | int] = list(reversed(below))
     node: _Entry | None = entry
     while node is not None:
         parts.append(node[2])
         node = node[1]
-    return json_path(reversed(parts))
+    return tuple(reversed(parts))
 
 
 _Entry = tuple[Any, "_Entry | None", "str | int"]  # (value, its parent's entry, key in parent)
 
 
 def named_indices(arguments: Mapping[str, Any], skip: frozenset[str]) -> Iterator[tuple[str, Any]]:
-    """(JSON path, what is named there) for each index the arguments name inside a query.
+    """(JSON path, what is named there) for each index the arguments name inside a query (see
+    `named_places`)."""
+    for keys, named in named_places(arguments, skip):
+        yield json_path(keys), named
+
+
+def renamed(
+    arguments: Mapping[str, Any], names: Mapping[tuple[str | int, ...], str]
+) -> dict[str, Any]:
+    """`arguments` with the index named at each key path of `names` (from `named_places`)
+    replaced; only the containers on those paths are copied."""
+    out = dict(arguments)
+    for keys, name in names.items():
+        node: Any = out
+        for key in keys[:-1]:
+            child = node[key]
+            child = dict(child) if isinstance(child, Mapping) else list(child)
+            node[key] = child
+            node = child
+        node[keys[-1]] = name
+    return out
+
+
+def named_places(
+    arguments: Mapping[str, Any], skip: frozenset[str]
+) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """(key path, what is named there) for each index the arguments name inside a query.
 
     Walks every argument but those in `skip` (the URL's own `index`, a memory's stored
     `metadata`), without recursion; arguments are already bounded in depth. The value named
@@ -143,7 +169,7 @@ def named_indices(arguments: Mapping[str, Any], skip: frozenset[str]) -> Iterato
             for key, value in node.items():
                 if key in _CLAUSES:
                     for below, named in _named_here(key, value):
-                        yield _path(entry, key, *below), named
+                        yield _keys(entry, key, *below), named
                 if type(value) not in _LEAVES:
                     stack.append((value, entry, key))
         elif type(node) is list:

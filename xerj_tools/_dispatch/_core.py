@@ -46,12 +46,13 @@ from .._schema._fused import checked_arguments
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolCall, ToolMessage
 from ..tools import Handler, Received, Tool, reading_tool, served_advice, served_hints, tool_table
+from ..tools._discovery import LIST_INDICES, pattern_refusal
 from ..tools._listing import LISTING_TTL, IndexListing
 from ..tools._mappings import MAPPING_TTL, MappingCache
 from ..tools._paths import dot_segment
+from . import _index_guard as guard
 from ._after import Flow, after_answer, with_known_vectors
 from ._body_indices import may_name_indices
-from ._index_guard import checked_answer, resolved_request
 from ._policy import Policy, PolicyDenied
 
 __all__ = ["DispatchCore", "ToolResult"]
@@ -108,6 +109,7 @@ class Prepared:
     tool: Tool | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
     page_from: int | None = None  # where a hit list that can page started (its `paging`)
+    body_indices: guard.BodyNames = ()  # the indices the query names in its body, where (`_body_indices`)
     # the policy it was checked under (the dispatcher's or its own), which guards its answer too
     policy: Policy = field(default_factory=Policy, repr=False)
 
@@ -208,11 +210,12 @@ class DispatchCore:
             return error
         arguments, repairs = checked
         tool = self.tools[call.name]
-        applied = policy._apply(
-            tool, arguments, read_body=may_name_indices(call.arguments, arguments)
-        )
+        read_body = bool(tool.queries) and may_name_indices(call.arguments, arguments)
+        applied = policy._apply(tool, arguments, read_body=read_body)
         if isinstance(applied, PolicyDenied):
             return applied
+        if tool.name == LIST_INDICES.name and (said := pattern_refusal(arguments, policy)):
+            return PolicyDenied(said, details={"refused": "index"})  # exists or not, alike
         arguments, notes = applied
         if notes and not (recheck := spec.validate(arguments)).ok:
             return PolicyDenied(
@@ -243,20 +246,19 @@ class DispatchCore:
         if tool.paging is not None and tool.paging in spec.parameters.get("properties", {}):
             value = (request.body or {}).get(tool.paging, 0)
             page_from = value if isinstance(value, int) else 0
-        return Prepared(request, repairs, tool, arguments, page_from, policy)
+        named = guard.body_indices(tool, arguments) if read_body else ()
+        return Prepared(request, repairs, tool, arguments, page_from, named, policy)
 
     def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
-        request, policy = prepared.request, prepared.policy
-        indexed = prepared.tool is not None and prepared.tool.index_arguments(prepared.arguments)
-        if indexed and prepared.tool is not None:
-            # A pattern XERJ cannot glob is resolved here; a known alias of a denied index refused.
-            ready = yield from resolved_request(
-                self.listing, policy, prepared.tool, prepared.arguments, request, node
+        request, concrete, policy = prepared.request, None, prepared.policy
+        if prepared.tool is not None:  # index names resolved, held to the policy, sent concrete
+            ready = yield from guard.concrete_request(
+                self.listing, policy, prepared, request, node
             )
             if isinstance(ready, ToolCallError):
                 return error_payload(ready)
-            request = ready
+            concrete, request = ready, ready.request
         request = with_known_vectors(self, prepared, request, node)  # a cached mapping only
         note: dict[str, Any] | None = None
         provider = rerank_provider(request)
@@ -267,6 +269,12 @@ class DispatchCore:
             rerank_fallback(None)
             request = request.without_rerank()
         outcome, attempts = yield request
+        if concrete is not None and prepared.tool is not None:  # a closed index reached: again
+            sent = yield from guard.resend_without_closed(prepared.tool, concrete, request, outcome)
+            if isinstance(sent, dict):
+                return sent
+            concrete, request, outcome, more = sent
+            attempts += more
         if isinstance(outcome, Reply) and (refusal := rerank_refusal(request, outcome)) is not None:
             if refusal.lasting:  # the node's configuration; a transient fault is not remembered
                 scope = provider if refusal.provider_specific else EVERY_PROVIDER
@@ -282,10 +290,8 @@ class DispatchCore:
         payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
         if payload.get("ok") and (follow := getattr(prepared.tool, "follow_up", None)):
             payload = yield from follow(prepared.arguments, payload, policy.allows_index)
-        if indexed and prepared.tool is not None:
-            payload = yield from checked_answer(
-                self.listing, policy, prepared.tool, prepared.arguments, payload, node
-            )
+        if concrete is not None:
+            payload = guard.checked_answer(policy, payload, concrete.authorised)
         return (yield from after_answer(self, prepared, request, outcome, payload, node))
 
     def payload_for(

@@ -1,38 +1,68 @@
-"""Index expressions held against the cluster's listing: patterns XERJ cannot glob, resolved here;
-aliases judged by the indices behind them; hits from indices the policy denies, left out.
+"""Index expressions resolved against the cluster's listing, then held to the policy, then sent
+as the concrete indices they stand for.
 
-XERJ (1.0.0-rc.4, engine/crates/xerj-api/src at e6e8e6a) globs an index pattern with
-`glob_match_simple` (es_compat.rs:16552-16563): ``*`` alone, one trailing ``*`` (a prefix) or one
-leading ``*`` (a suffix). Anything else with a ``*`` in it (``logs-*-2026``, ``d*s``,
-``*logs*``) is compared literally, and a selector with a ``*`` skips the names it cannot find
-(es_compat.rs:5627-5642, 7366-7387), so the search answers 200 with no hits for indices that exist.
-Such a part is resolved here against the listing's index names (XERJ expands a pattern over its
-indices only, not aliases: es_compat.rs:5627-5631, engine.rs:1036-1048), each name held to the
-policy, and the names are sent instead.
+What XERJ (1.0.0-rc.4, engine/crates/xerj-api/src at e6e8e6a) does with the names of a search:
 
-A search or a document lookup on an alias reads the alias's first backing index (engine.rs:956-967
-`get_index`), and a hit carries that index's name in `_index`. The policy judges the names a model
-writes, so an alias of a denied index (``mem`` -> ``.xerj-memory-b``) would pass it: an alias
-is judged by the indices ``_resolve`` lists behind it (es_compat.rs:15839-15855), and every hit's
-`_index` (a document's) is held to the policy before the model reads it. XERJ also lists aliases
-at ``GET /_cat/aliases`` (router.rs:229, es_compat.rs:17265-17288: text ``<alias> <index> - - - -``)
-and ``GET /_alias`` (router.rs:428-432); ``_resolve`` is read because the listing asks it anyway,
-and it names indices and aliases in one JSON answer.
+- It keeps the selector's names (es_compat.rs:5620-5652). Only ``_all``, ``*`` and the parts
+  `glob_match_simple` can glob (``*``, ``prefix*``, ``*suffix``: es_compat.rs:16552-16563) are
+  expanded, and over index names only, never aliases (engine.rs:1036-1048). Anything else with a
+  ``*`` is compared literally, and a selector with a wildcard skips a name it cannot find
+  (es_compat.rs:7366-7387).
+- Each name is read with `get_index` (es_compat.rs:7378-7379), which takes an alias's *first*
+  backing index only (engine.rs:956-967), and every hit is labelled with the name as requested,
+  the alias and not the index (es_compat.rs:7512, 10149-10150). ``GET /{alias}/_doc/{id}`` answers
+  ``_index`` = the alias too (es_compat.rs:1999). A data stream is such an alias over
+  ``.ds-<name>-000001``, ``-000002``… oldest first (engine.rs:1165-1184, 1199-1210), so a search on
+  it reads the oldest backing index only.
+- There is no ``-`` exclusion: ``-logs-b`` is a literal name, missing, and skipped when the
+  selector has a wildcard (es_compat.rs:5620-5652, 7366-7387; the only ``strip_prefix('-')`` is
+  `filter_path`'s, 11489).
+- A closed index is listed as open (es_compat.rs:460, 15835); a search naming it is a 400
+  ``index_closed_exception``, one reaching it through a wildcard drops it (es_compat.rs:5700-5730).
+
+So the names a model writes are not what XERJ reads, and an alias named inside an allowed
+pattern can stand for an index the policy denies. As Elasticsearch's security layer authorises
+the concrete indices a request resolves to, every index expression of a call (the path's and the
+indices a query names in its body, `_body_indices`) is resolved here against the listing
+(`tools._listing`), each concrete index held to the policy, and the request names those:
+
+- a plain index goes as it is;
+- an alias (a data stream) goes as the indices behind it, all of them (a document GET and a
+  lookup in a query: its first, the one XERJ reads), with a note naming them; an alias with any
+  index behind it that the policy denies is refused whole, without naming that index;
+- the ``.ds-<name>-NNNNNN`` backing indices of a data stream are allowed through the stream
+  when the stream's name is allowed (the default ``.*`` denial would refuse them by name);
+- a ``-name`` exclusion is applied here against the listing (its wildcard parts expanded here
+  too) and the remaining indices are sent, with a note;
+- a pattern XERJ cannot glob is resolved to the allowed indices it matches, with a note; one it
+  can glob is sent as written (XERJ expands it over index names only, and the policy refused it
+  already if it could reach a denied index: `Policy._index_refusal`);
+- a name the listing does not know makes it read the listing again before anything is sent (no
+  window in which a new alias passes); still unknown, it is ``index_not_found`` and nothing is
+  sent, or, in an expression with a wildcard, skipped as XERJ skips it;
+- an index reached through a pattern or an alias that turns out to be closed is left out and the
+  search sent again (`skip_closed`), as XERJ's wildcard leaves it out; one named outright keeps
+  XERJ's ``index_closed``.
+
+Without a listing (neither ``_resolve`` nor ``_cat/indices`` answered), or with one from
+``_cat/indices`` (which names no alias) and a name that is no index, a policy that can deny
+anything refuses the call: an alias cannot be told from an index. A policy that denies nothing
+sends the names as written.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Generator, Iterable, Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._exceptions import ArgumentsError, EngineError, ToolCallError
-from .._http._models import HttpRequest, Outcome
-from .._message._format import error_payload
-from .._problems import Problem
-from ..tools._listing import IndexListing, Listing, read_listing
+from .._http._models import Failure, HttpRequest, Outcome, Reply
+from .._message._format import engine_error, error_payload
+from ..tools._listing import RESOLVE_ALL, IndexListing, Listing, fetch_listing
+from ._body_indices import named_places, renamed
 from ._policy import Policy, PolicyDenied
+from ._resolution import BodyNames, guards, needs_listing, resolve
 
 if TYPE_CHECKING:
     from ..tools import Tool
@@ -40,98 +70,177 @@ if TYPE_CHECKING:
 Steps = Generator[HttpRequest, tuple[Outcome, int], Any]
 
 __all__ = [
-    "MAX_RESOLVED",
-    "alias_refusal",
+    "BodyNames",
+    "Concrete",
+    "body_indices",
     "checked_answer",
-    "guards",
-    "resolved_request",
-    "plain_names",
-    "resolve_expression",
-    "unglobbable",
+    "concrete_request",
+    "resend_without_closed",
     "withhold_denied",
 ]
 
-MAX_RESOLVED = 100
-"""The most index names one pattern is resolved to; past it the model is asked for a narrower one."""
 
-RULE = "XERJ globs only `*`, `prefix*` and `*suffix`"
+@dataclass(frozen=True)
+class Concrete:
+    """A call's request with its index names made concrete, and what sending it needs."""
 
-
-def unglobbable(part: str) -> bool:
-    """Whether XERJ would compare index pattern `part` literally although it holds a ``*``."""
-    if "*" not in part or part == "*":
-        return False
-    if part.endswith("*"):
-        return "*" in part[:-1]
-    if part.startswith("*"):
-        return "*" in part[1:]
-    return True
+    request: HttpRequest
+    arguments: Mapping[str, Any] = field(repr=False)
+    # per argument: the names the model did not write itself (from a pattern or an alias)
+    reached: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # every concrete index authorised through an alias (a data stream's backing indices)
+    authorised: frozenset[str] = frozenset()
 
 
-def _matches(pattern: str, name: str) -> bool:
-    return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), name, re.DOTALL) is not None
+def _expressions(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, str | list[str]]:
+    out: dict[str, str | list[str]] = {}
+    for key in tool.index_arguments(arguments):
+        value = arguments.get(key)
+        if isinstance(value, str):
+            out[key] = value
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            out[key] = list(value)
+    return out
 
 
-def resolve_expression(
-    expression: str, listing: Listing | None, policy: Policy
-) -> tuple[str | None, list[str]] | str:
-    """`expression` with each part XERJ cannot glob replaced by the allowed indices it matches.
-
-    Returns ``(expression, notes)`` (expression None when nothing at all is left to search), or
-    the reason it cannot be resolved, for the model."""
-    parts, notes = [], []
-    for part in expression.split(","):
-        if not unglobbable(part) or part.startswith("-"):
-            parts.append(part)
-            continue
-        if ":" in part:
-            return f"{part!r}: {RULE}, and the indices of a remote cluster cannot be listed here"
-        if listing is None:
-            return (
-                f"{part!r}: {RULE}, and the index list could not be read to resolve it here; "
-                "name the indices, or use a prefix* or *suffix pattern"
-            )
-        found = [n for n in listing.indices if _matches(part, n) and policy.allows_index(n)]
-        if len(found) > MAX_RESOLVED:
-            return (
-                f"{part!r} matches {len(found)} indices, more than the {MAX_RESOLVED} one request "
-                f"names; {RULE}: use a narrower pattern, or a prefix* or *suffix one"
-            )
-        if found:
-            notes.append(f"{part!r} was resolved here to {', '.join(found)} ({RULE})")
-        else:
-            notes.append(f"no index this agent may search matches {part!r} ({RULE})")
-        parts += [n for n in found if n not in parts]
-    searched = [p for p in parts if not p.startswith("-")]
-    return (",".join(parts) if searched else None), notes
+def _single(tool: Tool) -> bool:
+    """A tool whose index names one index XERJ reads by `get_index` (a document GET)."""
+    return tool.path is not None and "/_doc/" in tool.path
 
 
-def plain_names(expression: str) -> list[str]:
-    """The parts of an index expression that name one index or alias (no pattern, exclusion,
-    remote cluster or ``_all``)."""
-    return [
-        p
-        for p in expression.split(",")
-        if p and "*" not in p and ":" not in p and not p.startswith("-") and p != "_all"
-    ]
+class PreparedCall(Protocol):
+    """What this module reads of a prepared call (`_core.Prepared` is one)."""
+
+    @property
+    def tool(self) -> Tool | None: ...
+    @property
+    def arguments(self) -> Mapping[str, Any]: ...
+    @property
+    def body_indices(self) -> BodyNames: ...
 
 
-def alias_refusal(names: Iterable[str], listing: Listing, policy: Policy) -> str | None:
-    """Why one of `names` may not be searched: it is an alias with an index behind it that the
-    policy denies. The denied index is not named (the policy keeps it from the model)."""
-    for name in names:
-        targets = listing.aliases.get(name, ())
-        if any(not policy.allows_index(t) for t in targets):
-            return (
-                f"index {name!r} is an alias of an index this agent may not search; "
-                "name an allowed index"
-            )
+def concrete_request(
+    cache: IndexListing, policy: Policy, prepared: PreparedCall, request: HttpRequest, cluster: str
+) -> Steps:
+    """Return the `Concrete` request to send, or the `ToolCallError` to answer instead.
+
+    The listing is read only when an expression holds more than patterns XERJ globs itself
+    (a plain name, an exclusion, a pattern it cannot glob) or the query names an index; a
+    cached one is used unless it does not know a name, which makes it read again."""
+    tool, arguments, body = prepared.tool, prepared.arguments, prepared.body_indices
+    assert tool is not None
+    expressions = _expressions(tool, arguments)
+    wanted = [e for v in expressions.values() for e in ([v] if isinstance(v, str) else v)]
+    cached = cache.get(cluster)
+    if not body and len(wanted) == 1 and cached is not None and wanted[0] in cached.index_set:
+        return Concrete(request, arguments)  # the usual call: one index the listing knows
+    if not body and not any(needs_listing(e) for e in wanted):
+        return Concrete(request, arguments)
+    single = _single(tool)
+    got: Listing | Outcome | None = cached
+    fresh = got is None
+    if fresh:
+        got = yield from fetch_listing(cache, cluster)
+    listing = got if isinstance(got, Listing) else None
+    resolution = resolve(expressions, body, listing, policy, single)
+    if resolution.unknown and not fresh:
+        got = yield from fetch_listing(cache, cluster, fresh=True)
+        listing = got if isinstance(got, Listing) else None
+        resolution = resolve(expressions, body, listing, policy, single)
+    error = resolution.error
+    unserved = isinstance(got, Failure) or (isinstance(got, Reply) and _not_served(got))
+    if error is not None and listing is None and unserved and not isinstance(error, ArgumentsError):
+        # the node did not serve the listing (down, refusing the key): that is the answer
+        assert isinstance(got, (Reply, Failure))
+        return engine_error(got, RESOLVE_ALL)
+    if error is not None:
+        return error
+    changed = {**arguments, **resolution.values}
+    if resolution.renames:
+        changed = renamed(changed, resolution.renames)
+    notes = (*request.notes, *resolution.notes)
+    authorised = frozenset(resolution.authorised)
+    if changed == dict(arguments):
+        return Concrete(replace(request, notes=notes), arguments, resolution.reached, authorised)
+    try:
+        rebuilt = tool.build(changed)
+    except ToolCallError as exc:
+        return exc
+    sent = replace(rebuilt, notes=notes, template=request.template)
+    return Concrete(sent, changed, resolution.reached, authorised)
+
+
+def _not_served(reply: Reply) -> bool:
+    """An answer that says the node serves nothing now: the key refused, or a server error."""
+    return reply.status in (401, 403, 429) or reply.status >= 500
+
+
+def _closed_name(outcome: Outcome) -> str | None:
+    """The index of a 400 ``index_closed_exception`` (es_compat.rs:27460-27477), or None."""
+    if not isinstance(outcome, Reply) or outcome.status != 400:
+        return None
+    error = outcome.data.get("error") if isinstance(outcome.data, dict) else None
+    if isinstance(error, dict) and error.get("type") == "index_closed_exception":
+        index = error.get("index")
+        return index if isinstance(index, str) else None
     return None
 
 
-def withhold_denied(payload: dict[str, Any], policy: Policy) -> dict[str, Any]:
-    """Leave out the hits whose `_index` the policy denies. With them go the total and the
-    aggregations, which counted their documents; a note says so, without a count."""
+def body_indices(tool: Tool, arguments: Mapping[str, Any]) -> BodyNames:
+    """Where the query names an index in its body, and the name (each a string: the policy
+    refused anything else)."""
+    named = named_places(arguments, tool.plain_arguments())
+    return tuple((keys, name) for keys, name in named if isinstance(name, str))
+
+
+def resend_without_closed(
+    tool: Tool, concrete: Concrete, request: HttpRequest, outcome: Outcome
+) -> Generator[
+    HttpRequest, tuple[Outcome, int], tuple[Concrete, HttpRequest, Outcome, int] | dict[str, Any]
+]:
+    """While XERJ refuses the search for a closed index the model reached through a pattern or
+    an alias (`skip_closed`): send it again without that index. Returns the last concrete
+    request, what was sent, its outcome and the attempts it took; or the error payload when
+    every such index is closed."""
+    attempts = 0
+    while (skipped := skip_closed(tool, concrete, outcome)) is not None:
+        if isinstance(skipped, str):
+            return error_payload(EngineError(skipped, code="index_closed"), attempts=attempts)
+        concrete = skipped
+        request = replace(request, path=skipped.request.path, notes=skipped.request.notes)
+        outcome, more = yield request
+        attempts += more
+    return concrete, request, outcome, attempts
+
+
+def skip_closed(tool: Tool, concrete: Concrete, outcome: Outcome) -> Concrete | str | None:
+    """When XERJ refused the search because an index the model did not name itself (reached
+    through a pattern or an alias) is closed: the same call without it, as XERJ's own wildcard
+    leaves a closed index out (es_compat.rs:5700-5730); why nothing is left when every one is
+    closed; else None."""
+    name = _closed_name(outcome)
+    key = next((k for k, names in concrete.reached.items() if name in names), None)
+    if name is None or key is None:
+        return None
+    value = concrete.arguments[key]
+    kept = [n for n in (value.split(",") if isinstance(value, str) else value) if n != name]
+    reached = {**concrete.reached, key: tuple(n for n in concrete.reached[key] if n != name)}
+    if not kept:
+        return "every index it stands for is closed; nothing is left to search"
+    changed = {**concrete.arguments, key: ",".join(kept) if isinstance(value, str) else kept}
+    rebuilt = tool.build(changed)
+    note = f"{name!r} is closed and was left out, as XERJ's own wildcard leaves out a closed index"
+    request = replace(concrete.request, path=rebuilt.path, notes=(*concrete.request.notes, note))
+    return replace(concrete, request=request, arguments=changed, reached=reached)
+
+
+def withhold_denied(
+    payload: dict[str, Any], policy: Policy, authorised: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Leave out the hits whose `_index` the policy denies (and was not authorised through a
+    data stream). With them go the total and the aggregations, which counted their documents; a
+    note says so, without a count. The request named only allowed indices, so this is a second
+    line: it holds should a node answer with an index it was not asked for."""
     hits = payload.get("hits")
     if not isinstance(hits, list):
         return payload
@@ -139,6 +248,7 @@ def withhold_denied(payload: dict[str, Any], policy: Policy) -> dict[str, Any]:
         h
         for h in hits
         if not (isinstance(h, dict) and isinstance(h.get("_index"), str))
+        or h["_index"] in authorised
         or policy.allows_index(h["_index"])
     ]
     if len(kept) == len(hits):
@@ -153,95 +263,20 @@ def withhold_denied(payload: dict[str, Any], policy: Policy) -> dict[str, Any]:
     return out
 
 
-def guards(policy: Policy) -> bool:
-    """Whether the policy could deny an index at all (else no alias needs judging)."""
-    return bool(policy.deny_indices) or tuple(policy.allow_indices) != ("*",)
-
-
-def _expressions(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, str]:
-    return {
-        key: value
-        for key in tool.index_arguments(arguments)
-        if isinstance(value := arguments.get(key), str)
-    }
-
-
-def resolved_request(
-    cache: IndexListing,
-    policy: Policy,
-    tool: Tool,
-    arguments: Mapping[str, Any],
-    request: HttpRequest,
-    cluster: str,
-) -> Steps:
-    """Return the request to send (its index patterns resolved where XERJ cannot glob them), or
-    the `ToolCallError` to answer instead. A listing already at hand refuses a denied alias now."""
-    expressions = _expressions(tool, arguments)
-    names = [n for e in expressions.values() for n in plain_names(e)]
-    known = cache.get(cluster) if guards(policy) and names else None
-    if known is not None and (reason := alias_refusal(names, known, policy)) is not None:
-        return PolicyDenied(reason, details={"refused": "index"})
-    if not any(unglobbable(p) for e in expressions.values() for p in e.split(",")):
-        return request
-    listing = yield from read_listing(cache, cluster)
-    changed, notes = dict(arguments), list[str]()
-    for key, expression in expressions.items():
-        outcome = resolve_expression(expression, listing, policy)
-        if isinstance(outcome, str):
-            return ArgumentsError(outcome, problems=(Problem(f"$.{key}", outcome),))
-        resolved, said = outcome
-        notes += said
-        if resolved is None:
-            allowed = [n for n in (listing.names if listing else []) if policy.allows_index(n)]
-            return EngineError(
-                "; ".join(said) + "; nothing was sent",
-                code="index_not_found",
-                hint="Use one of the indices listed in `indices`, or a prefix* or *suffix pattern.",
-                details={"indices": allowed[:50]} if allowed else {},
-            )
-        changed[key] = resolved
-    try:
-        rebuilt = tool.build(changed)
-    except ToolCallError as exc:
-        return exc
-    return replace(rebuilt, notes=(*request.notes, *notes))
-
-
 def checked_answer(
-    cache: IndexListing,
-    policy: Policy,
-    tool: Tool,
-    arguments: Mapping[str, Any],
-    payload: dict[str, Any],
-    cluster: str,
-) -> Steps:
-    """`payload` as the model may read it: a document from a denied index, or any answer through an
-    alias of one, is refused whole; hits from a denied index are left out (`withhold_denied`).
-
-    A name is taken for an index, not an alias, when a hit came back from it; any other name of
-    the call is looked up in the listing (cached; asked for only then, and only when the answer
-    holds anything at all: a hit, a count above 0, aggregations)."""
+    policy: Policy, payload: dict[str, Any], authorised: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """`payload` as the model may read it: a document from a denied index is refused whole; hits
+    from a denied index are left out (`withhold_denied`)."""
     if payload.get("ok") is not True or not guards(policy):
         return payload
     index = payload.get("_index")
-    if payload.get("found") is True and isinstance(index, str) and not policy.allows_index(index):
-        said = (
-            "the document is in an index this agent may not read (the name given is an alias of it)"
-        )
+    if (
+        payload.get("found") is True
+        and isinstance(index, str)
+        and index not in authorised
+        and not policy.allows_index(index)
+    ):
+        said = "the document is in an index this agent may not read"
         return error_payload(PolicyDenied(said, details={"refused": "index"}))
-    hits = payload.get("hits")
-    if not isinstance(hits, list):
-        return payload
-    total = payload.get("total")
-    if not hits and not payload.get("aggregations") and not (isinstance(total, int) and total > 0):
-        return payload  # nothing came from any index: no name needs judging
-    seen = {h.get("_index") for h in hits if isinstance(h, dict)}
-    names = [n for e in _expressions(tool, arguments).values() for n in plain_names(e)]
-    if unverified := [n for n in names if n not in seen]:
-        listing = yield from read_listing(cache, cluster)
-        if listing is not None and (reason := alias_refusal(unverified, listing, policy)):
-            whole = PolicyDenied(
-                f"{reason}; nothing of its answer is shown", details={"refused": "index"}
-            )
-            return error_payload(whole)
-    return withhold_denied(payload, policy)
+    return withhold_denied(payload, policy, authorised)

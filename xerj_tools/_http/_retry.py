@@ -126,7 +126,9 @@ def retry_after_seconds(reply: Reply, now: Callable[[], float] = time.time) -> f
 def should_retry(request: HttpRequest, outcome: Outcome, policy: RetryPolicy) -> bool:
     """Whether `outcome` of `request` is worth another attempt under `policy`."""
     if request.kind == "listing":
-        return False  # the index list only decorates an error message; not worth a wait
+        # The index listing a call's names are resolved against before it is sent: a node that
+        # was not reached is tried again (another one, when there are several); nothing else is.
+        return isinstance(outcome, Failure) and outcome.kind == "unreachable"
     if isinstance(outcome, Failure):
         if outcome.kind in ("too_large", "protocol", "cancelled", "deadline", "tls"):
             return False

@@ -3,12 +3,12 @@ at e6e8e6a; `xerj_get_document`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._engine import Index
 from ._memory import MEMORY_PREFIX, Memory, memory_index
-from ._searcher import index_not_found
+from ._selector import get_index, index_not_found
 
 __all__ = ["get_document"]
 
@@ -18,10 +18,13 @@ def get_document(
     memories: Mapping[str, Mapping[str, Memory]],
     index: str,
     doc_id: str,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[int, Any]:
-    # The index by its exact name, memory namespaces' `.xerj-memory-<ns>` included; no pattern
-    # (engine.rs:956-972 `get_index`); missing: the decorated 404 (es_compat.rs:1983-1986).
-    found = indices.get(index)
+    # The index by its exact name, or an alias's first backing index, memory namespaces'
+    # `.xerj-memory-<ns>` included; no pattern (engine.rs:956-972 `get_index`); missing: the
+    # decorated 404 (es_compat.rs:1983-1986). `_index` is the name as requested, an alias's
+    # own (es_compat.rs:1999 `EsGetResponse::found(&index, …)`).
+    found = get_index(indices, aliases or {}, index)
     if (
         found is None
         and index.startswith(MEMORY_PREFIX)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._engine import Index
@@ -67,14 +67,25 @@ def _glob_match_simple(pattern: str, name: str) -> bool:
     return pattern == name
 
 
-def resolve_index(listed: Mapping[str, Any], expr: str) -> dict[str, Any]:
+def resolve_index(
+    listed: Mapping[str, Any], expr: str, aliases: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
     """``GET /_resolve/index/{name}`` (router.rs:353, es_compat.rs:15816-15863): a pattern with
     a ``*`` is globbed, anything else matched exactly (a comma list matches nothing); always 200.
-    The stand-in has no aliases."""
+    Every index is ``["open"]``, a closed one too (15835). An alias is listed when its own name
+    matches, with its backing indices in order (15839-15855); a data stream is one of them, and
+    ``data_streams`` is always empty (15860)."""
     wildcard = "*" in expr
-    names = [n for n in listed if (_glob_match_simple(expr, n) if wildcard else n == expr)]
+
+    def hit(name: str) -> bool:
+        return _glob_match_simple(expr, name) if wildcard else name == expr
+
     return {
-        "indices": [{"name": n, "attributes": ["open"]} for n in names],
-        "aliases": [],
+        "indices": [{"name": n, "attributes": ["open"]} for n in listed if hit(n)],
+        "aliases": [
+            {"name": a, "indices": list(behind)}
+            for a, behind in (aliases or {}).items()
+            if hit(a) and behind
+        ],
         "data_streams": [],
     }

@@ -5,12 +5,12 @@ Both follow XERJ 1.0.0-rc.4 (engine/crates/xerj-api/src at e6e8e6a); see ``CONTR
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._engine import Index
 from ._listing import cat_indices
-from ._searcher import index_not_found
+from ._selector import get_index, index_not_found
 
 __all__ = ["cat_indices_pattern", "derived_properties", "get_mapping"]
 
@@ -69,19 +69,26 @@ def derived_properties(index: Index) -> dict[str, Any]:
     return out
 
 
-def get_mapping(indices: Mapping[str, Index], spec: str) -> tuple[int, Any]:
+def get_mapping(
+    indices: Mapping[str, Index], spec: str, aliases: Mapping[str, Sequence[str]] | None = None
+) -> tuple[int, Any]:
     """es_compat.rs:1458-1497: 404 when the selector selects nothing; each selected index that
     exists answers its stored mapping, else its derived one; a missing exact name is skipped
-    (so ``GET /missing/_mapping`` is 200 ``{}``)."""
+    (so ``GET /missing/_mapping`` is 200 ``{}``). An alias is kept by its name (patterns expand
+    over indices only, es_compat.rs:14131-14162), read through `get_index` (its first backing
+    index, engine.rs:956-967), and no mapping is stored under the alias's name
+    (es_compat.rs:1472-1478), so it answers the derived one: ``semantic_text`` as ``text``, no
+    ``dims`` (es_compat.rs:12232-12266)."""
     targets = _selected(sorted(indices), spec)
     if not targets:
         return 404, index_not_found(spec)
     out: dict[str, Any] = {}
     for name in targets:
-        index = indices.get(name)
+        index = get_index(indices, aliases or {}, name)
         if index is None:
             continue
-        mappings = index.mappings or {"properties": derived_properties(index)}
+        stored = index.mappings if index.name == name else None
+        mappings = stored or {"properties": derived_properties(index)}
         out[name] = {"mappings": mappings}
     return 200, out
 

@@ -26,6 +26,9 @@ class RecordedRequest:
         return [unquote(s) for s in self.path.strip("/").split("/")]
 
 
+LISTING_PATH = "/_resolve/index/*"
+
+
 @dataclass(frozen=True)
 class Fault:
     """What to do instead of (or around) a normal answer, for one request.
@@ -35,7 +38,10 @@ class Fault:
     - `drop="before"`: close the connection without an answer and without handling the request;
       `drop="after"`: handle the request (a memory is stored), then close without an answer.
     - `truncate`: send the headers and only this many bytes of the body, then close.
-    - `match`: apply only to requests whose path contains this text.
+    - `match`: apply only to requests whose path contains this text. Without it, a fault
+      applies to the next request but the index listing the dispatcher reads to resolve index
+      names (``GET /_resolve/index/*``, `LISTING_PATH`); fault that one with
+      ``match="_resolve"``.
     """
 
     status: int | None = None

@@ -5,7 +5,7 @@ Citations are XERJ paths at commit e6e8e6a (``engine/crates/…``); ``CONTRACT.m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._aggs import run_aggs, too_many_buckets
@@ -23,6 +23,7 @@ from ._engine import (
 from ._knn import knn, knn_k, multi_knn, top_level_knn
 from ._ordering import hits_total, sort_specs, sort_value, sorted_hits
 from ._rerank import RerankMode, prepare, rerank
+from ._selector import _NotFound, select
 from ._source import source_filter, unfiltered_ids
 from ._wire import (
     BodyError,
@@ -32,7 +33,7 @@ from ._wire import (
     serde_struct,
 )
 
-__all__ = ["RerankMode", "closed_index", "index_not_found", "search", "search_request"]
+__all__ = ["RerankMode", "search", "search_request"]
 
 # The typed fields of `EsSearchBody` (es_compat.rs:2133-2232) that serde can refuse; every
 # other key is an `Option<Value>`. `size` and `from` are `usize` with defaults, so `null`, a
@@ -58,6 +59,7 @@ def search_request(
     *,
     rerank_mode: RerankMode,
     closed: frozenset[str] = frozenset(),
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> Result:
     """``POST /{index}/_search`` from the raw body, through XERJ's `EsSearchJson` extractor.
 
@@ -76,77 +78,9 @@ def search_request(
             serde_struct("EsSearchBody", body, raw, fields=_BODY_FIELDS)
     except BodyError as exc:
         return exc.status, exc.body()
-    return search(indices, expr, body or {}, rerank_mode=rerank_mode, closed=closed)
-
-
-def _glob(pattern: str, name: str) -> bool:
-    """`glob_match_simple` (es_compat.rs:16552-16563): `*`, `prefix*`, `*suffix`, or literal."""
-    if pattern == "*":
-        return True
-    if pattern.endswith("*"):
-        return name.startswith(pattern[:-1])
-    if pattern.startswith("*"):
-        return name.endswith(pattern[1:])
-    return pattern == name
-
-
-def _resolve(indices: Mapping[str, Index], expr: str, closed: frozenset[str]) -> list[Index]:
-    """The indices a selector names (es_compat.rs:5620-5652, 7366-7387).
-
-    A closed index named outright is a 400 `index_closed_exception`; one a wildcard reached is
-    dropped (es_compat.rs:5700-5730, the body 27460-27477). This comes before any 404.
-
-    Every index is listed for `*`/`_all`, memory namespaces' ``.xerj-memory-*`` included
-    (engine.rs:1036-1048). A selector with a wildcard anywhere skips a missing name (the
-    `allow_no_indices` default); otherwise a missing name is a decorated 404 (error.rs:181-232).
-    """
-    parts = [p.strip() for p in expr.split(",")]
-    tolerant = any(p in ("_all", "*") or "*" in p for p in parts)
-    names: list[str] = []
-    for part in parts:
-        if part in ("_all", "*") or "*" in part:
-            found = [n for n in sorted(indices) if _glob("*" if part == "_all" else part, n)]
-        else:
-            found = [part]
-        names += [n for n in found if n not in names]
-    for name in [n for n in names if n in closed]:
-        if name in parts:
-            raise _NotFound(closed_index(name)[1])
-        names.remove(name)
-    chosen: list[Index] = []
-    for name in names:
-        if name in indices:
-            chosen.append(indices[name])
-        elif not tolerant:
-            raise _NotFound(index_not_found(name))
-    return chosen
-
-
-def index_not_found(name: str) -> dict[str, Any]:
-    """The 404 body for a missing index, decorated as ES does (api error.rs:181-232)."""
-    error = {
-        "type": "index_not_found_exception",
-        "reason": f"no such index [{name}]",
-        "resource.type": "index_or_alias",
-        "resource.id": name,
-        "index_uuid": "_na_",
-        "index": name,
-    }
-    return {"error": {"root_cause": [dict(error)], **error}, "status": 404}
-
-
-def closed_index(name: str) -> Result:
-    """`closed_index_error` (es_compat.rs:27460-27477): 400, reason `closed`, the index named."""
-    error = {"type": "index_closed_exception", "reason": "closed"}
-    return 400, {"error": {"root_cause": [dict(error)], **error, "index": name}, "status": 400}
-
-
-class _NotFound(Exception):
-    """The selector names an index it may not search: missing (404) or closed (400)."""
-
-    def __init__(self, body: dict[str, Any]) -> None:
-        super().__init__("not found")
-        self.status, self.body = int(body["status"]), body
+    return search(
+        indices, expr, body or {}, rerank_mode=rerank_mode, closed=closed, aliases=aliases
+    )
 
 
 def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
@@ -262,10 +196,11 @@ def search(
     *,
     rerank_mode: RerankMode,
     closed: frozenset[str] = frozenset(),
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> Result:
     """A parsed `_search` body against `indices` (none of `closed`) → (status, body)."""
     try:
-        return _search(indices, expr, body, rerank_mode, closed)
+        return _search(indices, expr, body, rerank_mode, closed, aliases or {})
     except QueryError as exc:
         return exc.status, exc.body()
     except _NotFound as exc:
@@ -278,6 +213,7 @@ def _search(
     body: Mapping[str, Any],
     rerank_mode: RerankMode,
     closed: frozenset[str],
+    aliases: Mapping[str, Sequence[str]],
 ) -> Result:
     size = body.get("size", 10)
     start = body.get("from", 0)
@@ -302,7 +238,7 @@ def _search(
         question = prepare(rerank_block, body, size, start)
     depth = max(50, start + size)
     ranked: list[tuple[float, str, Index]] = []
-    chosen = _resolve(indices, expr, closed)
+    chosen = select(indices, expr, closed, aliases)
     for index in chosen:
         if pure_knn:
             found = multi_knn(index, clauses)

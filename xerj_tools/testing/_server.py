@@ -27,8 +27,10 @@ from ._memory import (
     memory_recall,
     memory_store,
 )
-from ._requests import Fault, RecordedRequest
-from ._searcher import RerankMode, closed_index, search_request
+from ._requests import LISTING_PATH, Fault, RecordedRequest
+from ._routes import route_of
+from ._searcher import RerankMode, search_request
+from ._selector import closed_index
 from ._wire import BodyError, optional_json, too_deep
 
 __all__ = ["Fault", "RecordedRequest", "XerjStandIn"]
@@ -136,8 +138,9 @@ class XerjStandIn:
     status codes and error bodies (both rerank generations, the API-key check), over a small
     built-in corpus (indices ``docs`` and ``tickets``) and an in-memory memory store. With
     ``catalog=True`` it also holds the ``autoindex-catalog`` that ``xerj autoindex`` would have
-    written for that corpus (`build_catalog`). Every
-    request is logged in `requests`; `fail_next` queues faults.
+    written for that corpus (`build_catalog`). Every request is logged in `requests`, but the
+    index listing ``GET /_resolve/index/*``, which a dispatcher reads to resolve index names
+    before most calls: those are in `listings`. `fail_next` queues faults.
 
         with XerjStandIn(api_key="secret") as xerj:
             dispatcher = Dispatcher(url=xerj.url, api_key="secret")
@@ -163,7 +166,11 @@ class XerjStandIn:
         self.indices: dict[str, Index] = new_engine_indices()
         self.memories: dict[str, dict[str, Memory]] = {}
         self.closed: set[str] = set()
+        # alias -> its indices in order; a data stream is one (engine.rs:889-894, 1165-1210)
+        self.aliases: dict[str, list[str]] = {}
+        self._streams: dict[str, int] = {}  # data stream -> its generation
         self.requests: list[RecordedRequest] = []
+        self.listings: list[RecordedRequest] = []  # the `GET /_resolve/index/*` reads
         self.connections = 0
         self.max_in_flight = 0
         self._in_flight = 0
@@ -227,6 +234,7 @@ class XerjStandIn:
         """Forget logged requests, queued faults and the connection count."""
         with self._lock:
             self.requests.clear()
+            self.listings.clear()
             self._faults.clear()
             self.connections = 0
             self.max_in_flight = 0
@@ -259,10 +267,49 @@ class XerjStandIn:
         with self._lock:
             self.closed.discard(index)
 
+    def add_alias(self, alias: str, *indices: str) -> None:
+        """Point `alias` at `indices` as well, after those it has (`Engine::add_alias`,
+        engine.rs:889-894). A search or a document GET on it reads its first index only and
+        labels what it finds with the alias's name; see CONTRACT.md."""
+        with self._lock:
+            behind = self.aliases.setdefault(alias, [])
+            behind += [i for i in indices if i not in behind]
+
+    def remove_alias(self, alias: str, index: str) -> None:
+        """`Engine::remove_alias` (engine.rs:897-903); an alias left with no index goes."""
+        with self._lock:
+            behind = [i for i in self.aliases.get(alias, []) if i != index]
+            if behind:
+                self.aliases[alias] = behind
+            else:
+                self.aliases.pop(alias, None)
+
+    def create_data_stream(self, name: str) -> str:
+        """A data stream: index ``.ds-<name>-000001`` and the alias `name` over it
+        (`create_data_stream`, engine.rs:1165-1184). Returns the backing index's name."""
+        with self._lock:
+            backing = f".ds-{name}-000001"
+            self.indices.setdefault(backing, Index(backing))
+            self.aliases[name] = [backing]
+            self._streams[name] = 1
+            return backing
+
+    def rollover(self, name: str) -> str:
+        """The stream's next backing index, appended to its alias: reads through the stream
+        still reach the first (`rollover_data_stream`, engine.rs:1186-1210)."""
+        with self._lock:
+            self._streams[name] += 1
+            backing = f".ds-{name}-{self._streams[name]:06d}"
+            self.indices.setdefault(backing, Index(backing))
+            self.aliases[name].append(backing)
+            return backing
+
     def _take_fault(self, record: RecordedRequest) -> Fault | None:
         with self._lock:
             for i, fault in enumerate(self._faults):
-                if fault.match is None or fault.match in record.path:
+                if (fault.match is None and record.path != LISTING_PATH) or (
+                    fault.match is not None and fault.match in record.path
+                ):
                     del self._faults[i]
                     return fault
         return None
@@ -278,7 +325,10 @@ class XerjStandIn:
 
     def _record(self, record: RecordedRequest) -> None:
         with self._lock:
-            self.requests.append(record)
+            if record.method == "GET" and record.path == LISTING_PATH:
+                self.listings.append(record)
+            else:
+                self.requests.append(record)
 
     def _authorized(self, record: RecordedRequest) -> bool:
         if not self.api_key:
@@ -300,7 +350,7 @@ class XerjStandIn:
             error = {"type": "security_exception", "reason": reason}
             return 401, {"error": {"root_cause": [dict(error)], **error}, "status": 401}, {}
         trailing = record.path != "/" and record.path.endswith("/")
-        route = None if trailing else _route(segments)
+        route = None if trailing else route_of(segments)
         if route is None:
             return 404, b"", {"Content-Type": ""}  # no fallback: axum's empty 404
         name, allowed = route
@@ -328,8 +378,9 @@ class XerjStandIn:
             expr = segments[0] if len(segments) == 2 else "*"  # es_compat.rs:5238-5244
             closed = frozenset(self.closed)
             return search_request(
-                indices, expr, raw, content_type, rerank_mode=self.rerank, closed=closed
-            )
+                indices, expr, raw, content_type, rerank_mode=self.rerank, closed=closed,
+                aliases=self.aliases,
+            )  # fmt: skip
         if name in ("memory", "recall"):
             try:
                 body = optional_json(raw, content_type)
@@ -347,7 +398,7 @@ class XerjStandIn:
         if name == "doc" and segments[0] in self.closed:
             return closed_index(segments[0])  # checked first (es_compat.rs:1977-1981)
         if name == "doc":
-            return get_document(self.indices, self.memories, segments[0], segments[2])
+            return get_document(self.indices, self.memories, segments[0], segments[2], self.aliases)
         if name == "cat":  # always text, whatever the query string says: see _listing.py
             return 200, cat_indices(listed_indices(self.indices, self.memories))
         if name == "cat_pattern":
@@ -356,9 +407,11 @@ class XerjStandIn:
             indices = dict(self.indices)
             for ns, store in self.memories.items():
                 indices[MEMORY_PREFIX + ns] = memory_index(ns, store)
-            return get_mapping(indices, segments[0] if len(segments) == 2 else "_all")
+            spec = segments[0] if len(segments) == 2 else "_all"
+            return get_mapping(indices, spec, self.aliases)
         if name == "resolve":
-            return 200, resolve_index(listed_indices(self.indices, self.memories), segments[2])
+            listed = listed_indices(self.indices, self.memories)
+            return 200, resolve_index(listed, segments[2], self.aliases)
         return 200, {  # `GET /`: responses.rs EsInfoResponse (fixed ES version)
             "name": "stand-in",
             "cluster_name": "xerj",
@@ -369,29 +422,3 @@ class XerjStandIn:
 
 
 _TEXT = "text/plain; charset=utf-8"
-
-
-def _route(segments: list[str]) -> tuple[str, tuple[str, ...]] | None:
-    """The route a path matches and the methods it takes (router.rs), or None for no route."""
-    n = len(segments)
-    if segments == [""]:
-        return "info", ("GET",)  # router.rs:210
-    if segments == ["_cat", "indices"]:
-        return "cat", ("GET",)  # router.rs:216
-    if n == 3 and segments[:2] == ["_cat", "indices"]:
-        return "cat_pattern", ("GET",)  # router.rs:217-220
-    if segments == ["_mapping"] or (n == 2 and segments[1] == "_mapping" and segments[0] != ""):
-        return "mapping", ("GET",)  # router.rs:248, 250-253; the stand-in serves the GET only
-    if n == 3 and segments[:2] == ["_resolve", "index"]:
-        return "resolve", ("GET",)  # router.rs:353
-    if n == 2 and segments[0] == "_memory":
-        return "memory", ("POST", "GET", "DELETE")  # router.rs:689-694
-    if n == 3 and segments[0] == "_memory" and segments[2] == "_recall":
-        return "recall", ("POST",)  # router.rs:695
-    if n == 3 and segments[0] == "_memory":
-        return "forget", ("DELETE",)  # router.rs:696
-    if n == 3 and segments[1] == "_doc" and segments[0] != "":
-        return "doc", ("GET",)  # router.rs:286-292; the stand-in serves the GET only
-    if n <= 2 and segments[-1] == "_search" and segments[0] != "":
-        return "search", ("GET", "POST")  # router.rs:301-308
-    return None

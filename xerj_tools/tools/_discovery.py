@@ -6,9 +6,20 @@ First-party tools; their definitions follow the publishers' in ``tools.json``.
   <size> <size> <size>`` (es_compat.rs:459-468), then ``GET /_resolve/index/*`` for the aliases
   (router.rs:353, es_compat.rs:15816-15863: ``aliases: [{name, indices}]``, from memory). A
   concrete name that is no index is 404 ``index_not_found_exception``, a pattern matching
-  nothing an empty 200 (es_compat.rs:418-427). The policy is applied to every name listed.
+  nothing an empty 200 (es_compat.rs:418-427); only index names are compared, never aliases
+  (es_compat.rs:424-429), and a ``-name`` is a literal name. The policy is applied to every name
+  listed; a concrete name of `pattern` the policy denies is refused before anything is sent
+  (`pattern_refusal`), whether or not it exists, so the answer tells nothing of it. An alias is
+  shown beside its indices only when its name and every index behind it are allowed; a data
+  stream (an alias over ``.ds-<name>-NNNNNN``, engine.rs:1165-1184) is listed by its own name
+  when that name is allowed, its backing indices with it (`_index_guard.allowed_behind`).
 - `xerj_describe_index`: ``GET /{index}/_mapping`` (router.rs:251-252, es_compat.rs:1458-1497;
-  see `xerj_tools.tools._mappings`): the fields grouped the way a query is written.
+  see `xerj_tools.tools._mappings`): the fields grouped the way a query is written. `index` may be
+  a pattern or a comma list, as ``get_mapping`` expands it (`resolve_index_selector`,
+  es_compat.rs:14131-14162: ``_all``, ``*``, ``prefix*``/``*suffix`` over index names, exact
+  names kept); the dispatcher resolves an alias or data stream to its indices first, since
+  XERJ answers an alias with a mapping derived from its first index's schema (no stored
+  ``semantic_text``, no ``dims``: es_compat.rs:1466-1485, 12232-12266).
 
 Both then read XERJ autoindex's catalog where the node has one and the policy allows it
 (`xerj_tools.tools._catalog`): formats and time ranges, example values and ready queries.
@@ -25,7 +36,7 @@ from .._http._models import HttpRequest, Reply
 from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
 from ._catalog import describe_with_catalog, list_with_catalog
-from ._listing import RESOLVE_ALL, names_only
+from ._listing import RESOLVE_ALL, is_stream, names_only
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
 from ._tool import IndexPolicy, Received, Tool
@@ -74,7 +85,14 @@ def _list_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     if (problem := index_problem(pattern, "$.pattern")) is not None:
         yield problem
         return
-    for part in pattern.split(","):
+    for i, part in enumerate(pattern.split(",")):
+        if part.startswith("-") and i > 0:
+            yield Problem(
+                "$.pattern",
+                f"{part!r}: XERJ has no `-` exclusion here (it reads {part!r} as an index name); "
+                "list with the pattern alone and leave the names out yourself",
+            )
+            return
         if not globbable(part):
             prefix = part.split("*")[0]
             yield Problem(
@@ -89,7 +107,8 @@ def list_indices(args: Mapping[str, Any]) -> HttpRequest:
     pattern = args.get("pattern") or "*"
     if args.get("counts") is False:  # names and aliases only: the cheap listing (`_listing`)
         return replace(RESOLVE_ALL, reading={"names_only": pattern})
-    return HttpRequest("GET", f"/_cat/indices/{segment(pattern, keep=',*', path='$.pattern')}")
+    path = f"/_cat/indices/{segment(pattern, keep=',*', path='$.pattern')}"
+    return HttpRequest("GET", path, reading={"pattern": pattern})
 
 
 def _read_listing(received: Received) -> dict[str, Any]:
@@ -110,7 +129,7 @@ def _read_listing(received: Received) -> dict[str, Any]:
         # XERJ answers an empty body when nothing matches (es_compat.rs:471-476): text that
         # holds no row is something in between (a proxy's page), not an empty listing
         raise invalid(reply, "the text table of `_cat/indices`")
-    return {"ok": True, "indices": rows}
+    return {"ok": True, "indices": rows, "_pattern": received.request.reading.get("pattern", "*")}
 
 
 def _aliases(outcome: Any) -> dict[str, list[str]] | None:
@@ -126,19 +145,84 @@ def _aliases(outcome: Any) -> dict[str, list[str]] | None:
     return out
 
 
+def pattern_refusal(arguments: Mapping[str, Any], policy: IndexPolicy) -> str | None:
+    """Why `pattern` may not be listed: a concrete name in it that the policy denies. Decided
+    before anything is sent, so that a denied name that exists and one that does not are
+    answered alike."""
+    pattern = arguments.get("pattern")
+    parts = pattern.split(",") if isinstance(pattern, str) else []
+    for place, part in enumerate(parts, 1):
+        if part and "*" not in part and part != "_all" and not policy.allows_index(part):
+            which = f"name {place} of `pattern`" if len(parts) > 1 else "`pattern`"
+            return f"{which} is not among the indices this agent may list; list without it"
+    return None
+
+
+def _streams(outcome: Any) -> dict[str, list[str]]:
+    """Data streams in a ``_resolve`` answer: aliases whose every index is ``.ds-<alias>-N``."""
+    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
+    out: dict[str, list[str]] = {}
+    for alias in data.get("aliases") or () if isinstance(data, dict) else ():
+        if not isinstance(alias, dict) or not isinstance(name := alias.get("name"), str):
+            continue
+        behind = alias.get("indices")
+        if isinstance(behind, list) and is_stream(name, behind):
+            out[name] = list(behind)
+    return out
+
+
+def _alias_targets(outcome: Any) -> dict[str, list[str]]:
+    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
+    out: dict[str, list[str]] = {}
+    for alias in data.get("aliases") or () if isinstance(data, dict) else ():
+        if isinstance(alias, dict) and isinstance(name := alias.get("name"), str):
+            behind = alias.get("indices")
+            out[name] = (
+                [b if isinstance(b, str) else "" for b in behind or ()]
+                if isinstance(behind, list)
+                else [""]
+            )
+    return out
+
+
 def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
-    """The aliases (one follow-up read), then only what the policy allows, then the cap."""
+    """The aliases and data streams (one follow-up read), then only what the policy allows,
+    then the cap."""
+    pattern = str(payload.pop("_pattern", "*"))
+    # the cheap listing's own `_resolve` answer (`counts: false`), or one more read
+    outcome = payload.pop("_resolved", None)
+    counted = outcome is None
+    if outcome is None:
+        outcome, _ = yield RESOLVE_ALL
+    docs = {r["name"]: r.get("docs") for r in payload["indices"]}
     rows = [r for r in payload["indices"] if policy.allows_index(r["name"])]
-    aliases, resolved = payload.get("aliases_read"), None  # the cheap listing read them
-    if rows and aliases is None:
-        resolved, _ = yield RESOLVE_ALL
-        aliases = _aliases(resolved)
+    aliases = _aliases(outcome)
+    targets = _alias_targets(outcome)
+    parts = [p for p in pattern.split(",") if p]
+    streams = {
+        name: behind
+        for name, behind in _streams(outcome).items()
+        if policy.allows_index(name) and any(_match(p, name) for p in parts)
+    }
+    for name, behind in streams.items():
+        row: dict[str, Any] = {"name": name, "data_stream": True, "indices": behind}
+        if counted:
+            counts = [docs.get(b) for b in behind]
+            row["docs"] = sum(c for c in counts if c is not None) if docs else None
+        rows.append(row)
+
+    def shown(alias: str) -> bool:
+        behind = targets.get(alias, [""])
+        return (
+            policy.allows_index(alias)
+            and alias not in streams
+            and all(policy.allows_index(t) for t in behind)
+        )
+
     out: dict[str, Any] = {"ok": True, "count": len(rows), "indices": []}
     for row in sorted(rows, key=lambda r: r["name"])[:MAX_INDICES]:
         entry = dict(row)
-        if aliases and (
-            names := [a for a in aliases.get(row["name"], ()) if policy.allows_index(a)]
-        ):
+        if aliases and (names := [a for a in aliases.get(row["name"], ()) if shown(a)]):
             entry["aliases"] = sorted(names)
         out["indices"].append(entry)
     notes = []
@@ -148,14 +232,14 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
             f"the first {MAX_INDICES} of {len(rows)} by name; pass `pattern` (e.g. 'logs-*') to see others"
         )
     notes += [f"no index is named {name!r}" for name in payload.get("missing", ())]
-    if rows and aliases is None:
+    if aliases is None:
         notes.append(
             "the aliases could not be read (GET /_resolve/index/* failed); names and counts are complete"
         )
     if notes:
         out["notes"] = notes
     # XERJ autoindex's catalog, where the node has one: formats, files, time range (`_catalog`)
-    return (yield from list_with_catalog(out, policy, resolved))
+    return (yield from list_with_catalog(out, policy, outcome))
 
 
 _after_listing_typed: After = _after_listing
@@ -183,11 +267,6 @@ def _describe_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
     index = args.get("index")
     if (problem := index_problem(index)) is not None:
         yield problem
-    elif isinstance(index, str) and (index == "_all" or any(c in index for c in ",*")):
-        yield Problem(
-            "$.index",
-            "must name one index (or alias): no pattern, list or _all; xerj_list_indices lists them",
-        )
     start = args.get("from")
     if isinstance(start, (int, float)) and not isinstance(start, bool) and start < 0:
         yield Problem("$.from", f"must be 0 or more, got {start}")
@@ -197,7 +276,7 @@ def _describe_problems(args: Mapping[str, Any]) -> Iterator[Problem]:
 
 
 def describe_index(args: Mapping[str, Any]) -> HttpRequest:
-    index = segment(args["index"], path="$.index")
+    index = segment(args["index"], keep=",*", path="$.index")
     reading = {"prefix": args.get("prefix") or "", "from": int(args.get("from") or 0)}
     return HttpRequest("GET", f"/{index}/_mapping", reading=reading)
 

@@ -14,16 +14,25 @@ XERJ (1.0.0-rc.4, engine/crates/xerj-api/src) serves two listings:
 
 Either listing is kept for `LISTING_TTL` seconds per cluster, so a model that keeps guessing
 names costs one listing, not one per typo. It is never retried, and when both requests fail the
-message goes without it. Two more readers use it: an index pattern XERJ cannot glob is resolved
-against its index names, and an alias is judged by the indices behind it (only ``_resolve``
-names them; ``_cat/indices`` lists no alias). See `xerj_tools._dispatch._index_guard`.
+message goes without it. The dispatcher resolves every index expression of a call against it
+before sending (`xerj_tools._dispatch._index_guard`): a name it does not know makes it read the
+listing again at once (`read_listing(..., fresh=True)`), so an alias made after it was cached is
+seen before anything is sent. Only ``_resolve`` names aliases; a listing read from
+``_cat/indices`` says so (`Listing.knows_aliases` False).
+
+XERJ keeps a data stream as an alias of the stream's name over its backing indices
+``.ds-<name>-000001``, ``-000002``… oldest first, a rollover appending the next
+(xerj-engine engine.rs:1165-1184, 1199-1210); ``_resolve`` never fills ``data_streams``
+(es_compat.rs:15860). `Listing.streams` recognises them by that shape.
 """
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .._http._models import HttpRequest, Outcome, Reply
@@ -36,6 +45,8 @@ __all__ = [
     "IndexListing",
     "Listing",
     "list_indices",
+    "fetch_listing",
+    "is_stream",
     "names_only",
     "read_listing",
 ]
@@ -57,17 +68,43 @@ def _names(values: Any) -> list[str]:
     ]
 
 
+_BACKING = re.compile(r"\.ds-(.+)-\d{6,}")
+
+
 @dataclass(frozen=True)
 class Listing:
-    """A cluster's indices, and its aliases with the indices behind each (``_resolve`` only)."""
+    """A cluster's indices, and its aliases with the indices behind each (``_resolve`` only:
+    `knows_aliases` is False for a listing read from ``_cat/indices``)."""
 
     indices: tuple[str, ...]
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    knows_aliases: bool = True
 
     @property
     def names(self) -> list[str]:
         """Index and alias names, sorted: what an `index_not_found` offers."""
         return sorted({*self.indices, *self.aliases})
+
+    @cached_property
+    def index_set(self) -> frozenset[str]:
+        """`indices`, for lookups."""
+        return frozenset(self.indices)
+
+    def stream(self, alias: str) -> bool:
+        """Whether alias `alias` is a data stream (`is_stream`)."""
+        return is_stream(alias, self.aliases.get(alias, ()))
+
+
+def is_stream(alias: str, behind: Sequence[Any]) -> bool:
+    """Whether alias `alias` over `behind` is a data stream: every index behind it is named
+    ``.ds-<alias>-NNNNNN`` (engine.rs:1171, 1194), which only a stream's creation and rollover
+    make."""
+    return bool(behind) and all(
+        isinstance(name, str)
+        and (m := _BACKING.fullmatch(name)) is not None
+        and m.group(1) == alias
+        for name in behind
+    )
 
 
 def listing_from_resolve(outcome: Outcome) -> Listing | None:
@@ -96,11 +133,8 @@ def names_only(reply: Reply, pattern: str, matches: Callable[[str, str], bool]) 
         raise invalid(reply, "the JSON of `_resolve/index`")
     parts = [p.strip() for p in pattern.split(",") if p.strip()] or ["*"]
     rows = [{"name": n} for n in listing.indices if any(matches(p, n) for p in parts)]
-    aliases: dict[str, list[str]] = {}
-    for alias, backing in listing.aliases.items():
-        for index in backing:
-            aliases.setdefault(index, []).append(alias)
-    out: dict[str, Any] = {"ok": True, "indices": rows, "aliases_read": aliases}
+    # the answer itself goes on to the listing's after-step, which reads aliases and streams in it
+    out: dict[str, Any] = {"ok": True, "indices": rows, "_pattern": pattern, "_resolved": reply}
     exact = [p for p in parts if p != "_all" and "*" not in p and p not in listing.indices]
     if exact:
         out["missing"] = exact
@@ -155,22 +189,33 @@ class IndexListing:
                 self._entries[cluster] = (self._clock(), listing)
 
 
-def read_listing(
-    cache: IndexListing, cluster: str
-) -> Generator[HttpRequest, tuple[Outcome, int], Listing | None]:
-    """Yield the listing requests still needed; return the listing, or None when none was read."""
-    listing = cache.get(cluster)
+def fetch_listing(
+    cache: IndexListing, cluster: str, *, fresh: bool = False
+) -> Generator[HttpRequest, tuple[Outcome, int], Listing | Outcome]:
+    """Yield the listing requests still needed; return the listing, or the ``_resolve``
+    outcome when none could be read. `fresh`: read it again even when one is cached."""
+    listing = None if fresh else cache.get(cluster)
     if listing is not None:
         return listing
-    outcome, _ = yield RESOLVE_ALL
-    listing = listing_from_resolve(outcome)
+    first, _ = yield RESOLVE_ALL
+    listing = listing_from_resolve(first)
     if listing is None:
         outcome, _ = yield CAT_INDICES
         names = names_from_cat(outcome)
-        listing = Listing(tuple(names)) if names is not None else None
-    if listing is not None:
-        cache.put(cluster, listing)
+        if names is None:
+            return first
+        listing = Listing(tuple(names), knows_aliases=False)
+    cache.put(cluster, listing)
     return listing
+
+
+def read_listing(
+    cache: IndexListing, cluster: str, *, fresh: bool = False
+) -> Generator[HttpRequest, tuple[Outcome, int], Listing | None]:
+    """Yield the listing requests still needed; return the listing, or None when none was read.
+    `fresh`: read it again even when one is cached."""
+    got = yield from fetch_listing(cache, cluster, fresh=fresh)
+    return got if isinstance(got, Listing) else None
 
 
 def list_indices(

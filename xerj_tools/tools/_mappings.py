@@ -9,8 +9,13 @@ without is answered from its dynamic schema, one ``type`` per top-level field
 (`schema_to_es_properties`, es_compat.rs:12247-12266), where an array of floats is a ``double``
 (xerj-engine index.rs:18298-18316): there an embedding is known by its length alone
 (`_source_view.LONG_ARRAY`). An exact name that is no index answers 200 ``{}``
-(es_compat.rs:1469-1473: the name is kept, then skipped), an alias the mapping of its first
-backing index under the alias's name (xerj-engine engine.rs:956-967).
+(es_compat.rs:1469-1473: the name is kept, then skipped). An alias answers under its own name a
+mapping derived from its first backing index's schema (`get_index`, engine.rs:956-967; no
+mapping is stored under an alias's name, es_compat.rs:1472-1478), so ``semantic_text`` reads
+``text`` and ``dims`` is lost (12232-12266): the dispatcher names the concrete indices instead
+(`_dispatch._index_guard`). A stored mapping is not complete: fields documents add later are
+searchable but never listed (es_compat.rs:689-693, 1472-1485; index.rs:10469-10485), so a name
+it lacks is "not listed", not "missing".
 
 The dispatcher fetches a mapping only when it needs one: `xerj_describe_index` reads it (and
 the answer is kept), and a search that came back empty or refused asks for it once to say
@@ -209,7 +214,9 @@ def field_hint(
     for clause, name in named_fields(query):
         known = fields.get(name)
         if not _known(name, fields):
-            wrong.append(f"no field {name!r}")
+            # XERJ answers a stored mapping as written, without the fields documents added
+            # since (es_compat.rs:1472-1485; index.rs:10469-10485): it may still exist
+            wrong.append(f"the mapping does not list {name!r}")
         elif clause == "knn" and known is not None and known["type"] != "dense_vector":
             wrong.append(f"{name!r} is {known['type']}, not dense_vector")
         elif clause == "semantic" and known is not None and known["type"] != "semantic_text":
@@ -224,7 +231,12 @@ def field_hint(
     describe = served is None or "xerj_describe_index" in served
     more = f" and {len(fields) - limit} more" if len(fields) > limit else ""
     more += " (xerj_describe_index lists them)" if more and describe else ""
-    text = f"{'; '.join(dict.fromkeys(wrong))}. The index has: {', '.join(listed)}{more}."
+    text = f"{'; '.join(dict.fromkeys(wrong))}. The mapping lists: {', '.join(listed)}{more}."
+    if any(w.startswith("the mapping does not list") for w in wrong):
+        text += (
+            " A field documents added after the index was created with a mapping is searchable"
+            " but not listed: check the name, or ask with an `exists` query."
+        )
     if any("dense_vector" in w for w in wrong):
         text += f" Vector fields: {', '.join(vectors) or 'none'}."
     if any("semantic_text" in w for w in wrong):
