@@ -253,9 +253,7 @@ class DispatchCore:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
         request, concrete, policy = prepared.request, None, prepared.policy
         if prepared.tool is not None:  # index names resolved, held to the policy, sent concrete
-            ready = yield from guard.concrete_request(
-                self.listing, policy, prepared, request, node
-            )
+            ready = yield from guard.concrete_request(self.listing, policy, prepared, request, node)
             if isinstance(ready, ToolCallError):
                 return error_payload(ready)
             concrete, request = ready, ready.request
