@@ -105,7 +105,8 @@ def test_listing_without_counts_reads_memory_only(runner: Runner, xerj: XerjStan
     assert payload["ok"] is True and [r["name"] for r in payload["indices"]] == ["docs", "tickets"]
     assert all("docs" not in r for r in payload["indices"])
     assert payload["notes"] == ["no index is named 'nope'"]
-    assert [r.path for r in xerj.requests] == ["/_resolve/index/*"]
+    # (the stand-in logs `_resolve/index/*` reads apart, in `listings`)
+    assert [r.path for r in xerj.requests] == [] and len(xerj.listings) == 1
     counted = runner.payload("xerj_list_indices", {"pattern": "tickets"})
     assert counted["indices"] == [{"name": "tickets", "docs": 6}]
-    assert xerj.requests[1].path == "/_cat/indices/tickets"
+    assert [r.path for r in xerj.requests] == ["/_cat/indices/tickets"]

@@ -36,7 +36,7 @@ def test_a_call_joins_the_execute_tool_span_made_for_it(attributes: dict[str, An
     exporter, spans = run_inside("execute_tool xerj_search", attributes, chat_call("xerj_search", SEARCH, "c1"), xerj)
     assert [s.instrumentation_scope.name for s in spans] == ["a-framework"]
     assert spans[0].attributes["xerj_tools.attempts"] == 1
-    assert [c.name for c in children(exporter, spans[0])] == ["POST /{index}/_search"]
+    assert [c.name for c in children(exporter, spans[0])] == ["GET /_resolve/index/*", "POST /{index}/_search"]  # the listing read first (names are resolved)
 
 
 def test_a_refused_call_marks_the_joined_span_failed(xerj: XerjStandIn) -> None:
@@ -78,4 +78,4 @@ def test_over_mcp_a_call_joins_the_sdks_tools_call_span(xerj: XerjStandIn) -> No
         spans = tool_spans(exporter)
     assert [s.name for s in spans] == ["tools/call xerj_search", "tools/call xerj_search"]
     assert [s.attributes.get("xerj_tools.attempts") for s in spans] == [1, 0]
-    assert [c.name for c in children(exporter, spans[0])] == ["POST /{index}/_search"]
+    assert [c.name for c in children(exporter, spans[0])] == ["GET /_resolve/index/*", "POST /{index}/_search"]  # the listing read first (names are resolved)

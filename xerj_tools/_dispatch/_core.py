@@ -60,7 +60,6 @@ __all__ = ["DispatchCore", "ToolResult"]
 logger = logging.getLogger("xerj_tools")
 
 FALLBACK = "search repeated without rerank: engine order and engine scores"
-# A refusal this node gave earlier (`RerankMemory`): the search went out once, without rerank.
 REMEMBERED = "sent without rerank, which this node refused earlier: engine order and engine scores"
 
 
@@ -110,8 +109,7 @@ class Prepared:
     arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
     page_from: int | None = None  # where a hit list that can page started (its `paging`)
     body_indices: guard.BodyNames = ()  # the indices the query names in its body, where (`_body_indices`)
-    # the policy it was checked under (the dispatcher's or its own), which guards its answer too
-    policy: Policy = field(default_factory=Policy, repr=False)
+    policy: Policy = field(default_factory=Policy, repr=False)  # checked under; guards the answer
 
     @property
     def key(self) -> str:
@@ -180,8 +178,7 @@ class DispatchCore:
         self.budget = checked_budget(budget)
         self.budgets = {tool: checked_budget(value) for tool, value in (budgets or {}).items()}
         self.max_buckets = max_buckets
-        # Guardrails are on unless the operator says otherwise: no dot-indices (XERJ's memory
-        # indices among them), no oversized arguments.
+        # Guardrails on unless the operator says otherwise: no dot-indices, no oversized arguments.
         self.policy = policy if policy is not None else Policy()
         self.clock = clock
 
@@ -229,8 +226,7 @@ class DispatchCore:
         except Exception as exc:
             return _raised(call.name, "handler", exc)
         if (segment := dot_segment(request.path)) is not None:
-            # Whatever handler built it: httpx2 would resolve the segment away and send the
-            # request elsewhere (see `dot_segment`), so it is refused before it reaches httpx2.
+            # Whatever handler built it: httpx2 would resolve it away (`dot_segment`): refused.
             return ArgumentsError(
                 f"an argument became the path segment {segment!r}, which HTTP reads as a "
                 "relative path; nothing was sent. Use a real name"

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import socket
 import threading
-import uuid
 from collections import deque
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from ._catalog import CATALOG_INDEX, autoindex_mapping, catalog_documents, catalog_mapping
 from ._documents import get_document
 from ._engine import Index, new_engine_indices
+from ._handler import RequestHandler, StandInServer
 from ._listing import cat_indices, listed_indices, resolve_index
-from ._loopback import LoopbackServer
 from ._mapping import cat_indices_pattern, get_mapping
 from ._memory import (
     MEMORY_PREFIX,
@@ -31,104 +26,9 @@ from ._requests import LISTING_PATH, Fault, RecordedRequest
 from ._routes import route_of
 from ._searcher import RerankMode, search_request
 from ._selector import closed_index
-from ._wire import BodyError, optional_json, too_deep
+from ._wire import BodyError, optional_json
 
 __all__ = ["Fault", "RecordedRequest", "XerjStandIn"]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # TCP_NODELAY: the headers and the body go out in separate writes, and with Nagle's
-    # algorithm the second waits for the client's delayed ACK (~40 ms on every response).
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-        pass
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        stand_in = self.server.stand_in
-        stand_in._enter()
-        try:
-            self._serve(stand_in)
-        finally:
-            stand_in._leave()
-
-    def _serve(self, stand_in: XerjStandIn) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        parts = urlsplit(self.path)
-        try:
-            body = _MALFORMED if too_deep(raw) is not None else json.loads(raw) if raw else None
-        except ValueError:
-            body = _MALFORMED
-        record = RecordedRequest(
-            self.command,
-            parts.path,
-            dict(parse_qsl(parts.query)),
-            {k.lower(): v for k, v in self.headers.items()},
-            body,
-        )
-        fault = stand_in._take_fault(record)
-        stand_in._record(record)
-        if fault is not None and fault.delay and stand_in._stopping.wait(fault.delay):
-            return
-        if fault is not None and fault.drop == "before":
-            self.close_connection = True
-            return
-        status, payload, headers = stand_in._answer(record, raw)
-        if fault is not None and fault.drop == "after":
-            self.close_connection = True
-            return
-        content_type = headers.pop("Content-Type", "application/json")
-        if fault is not None and fault.status is not None:
-            status, headers, content_type = fault.status, dict(fault.headers), fault.content_type
-            payload = fault.body if fault.body is not None else b""
-        data = (
-            payload
-            if isinstance(payload, bytes)
-            else (payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
-        )
-        self.send_response(status)
-        if content_type:
-            self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("X-Elastic-Product", "Elasticsearch")  # router.rs:721-733
-        self.send_header("Warning", '299 Elasticsearch-8.13.0 ""')
-        self.send_header("X-Request-Id", str(uuid.uuid4()))  # router.rs:812-820
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if fault is not None and fault.truncate is not None:
-            self.wfile.write(data[: fault.truncate])
-            self.wfile.flush()
-            self.close_connection = True
-            self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        self.wfile.write(data)
-
-
-_MALFORMED = object()
-
-
-class _Server(LoopbackServer):
-    stand_in: XerjStandIn
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self.stand_in.connections += 1  # one accepted TCP connection
-        super().process_request(request, client_address)
 
 
 class XerjStandIn:
@@ -171,13 +71,13 @@ class XerjStandIn:
         self._streams: dict[str, int] = {}  # data stream -> its generation
         self.requests: list[RecordedRequest] = []
         self.listings: list[RecordedRequest] = []  # the `GET /_resolve/index/*` reads
-        self.connections = 0
+        self.connections = 0  # accepted TCP connections (`_handler.StandInServer`)
         self.max_in_flight = 0
         self._in_flight = 0
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = _Server(port, _Handler)
+        self._server = StandInServer(port, RequestHandler)
         self._server.stand_in = self
         if catalog:
             self.build_catalog()

@@ -32,11 +32,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import EngineError
-from .._http._models import HttpRequest, Reply
+from .._http._models import HttpRequest
 from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
 from ._catalog import describe_with_catalog, list_with_catalog
-from ._listing import RESOLVE_ALL, is_stream, names_only
+from ._listing import RESOLVE_ALL, alias_targets, aliases_by_index, names_only, streams_in
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
 from ._tool import IndexPolicy, Received, Tool
@@ -132,19 +132,6 @@ def _read_listing(received: Received) -> dict[str, Any]:
     return {"ok": True, "indices": rows, "_pattern": received.request.reading.get("pattern", "*")}
 
 
-def _aliases(outcome: Any) -> dict[str, list[str]] | None:
-    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
-    if not isinstance(data, dict) or not isinstance(data.get("aliases"), list):
-        return None
-    out: dict[str, list[str]] = {}
-    for alias in data["aliases"]:
-        if isinstance(alias, dict) and isinstance(name := alias.get("name"), str):
-            for index in alias.get("indices") or ():
-                if isinstance(index, str):
-                    out.setdefault(index, []).append(name)
-    return out
-
-
 def pattern_refusal(arguments: Mapping[str, Any], policy: IndexPolicy) -> str | None:
     """Why `pattern` may not be listed: a concrete name in it that the policy denies. Decided
     before anything is sent, so that a denied name that exists and one that does not are
@@ -158,33 +145,6 @@ def pattern_refusal(arguments: Mapping[str, Any], policy: IndexPolicy) -> str | 
     return None
 
 
-def _streams(outcome: Any) -> dict[str, list[str]]:
-    """Data streams in a ``_resolve`` answer: aliases whose every index is ``.ds-<alias>-N``."""
-    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
-    out: dict[str, list[str]] = {}
-    for alias in data.get("aliases") or () if isinstance(data, dict) else ():
-        if not isinstance(alias, dict) or not isinstance(name := alias.get("name"), str):
-            continue
-        behind = alias.get("indices")
-        if isinstance(behind, list) and is_stream(name, behind):
-            out[name] = list(behind)
-    return out
-
-
-def _alias_targets(outcome: Any) -> dict[str, list[str]]:
-    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
-    out: dict[str, list[str]] = {}
-    for alias in data.get("aliases") or () if isinstance(data, dict) else ():
-        if isinstance(alias, dict) and isinstance(name := alias.get("name"), str):
-            behind = alias.get("indices")
-            out[name] = (
-                [b if isinstance(b, str) else "" for b in behind or ()]
-                if isinstance(behind, list)
-                else [""]
-            )
-    return out
-
-
 def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
     """The aliases and data streams (one follow-up read), then only what the policy allows,
     then the cap."""
@@ -196,12 +156,12 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
         outcome, _ = yield RESOLVE_ALL
     docs = {r["name"]: r.get("docs") for r in payload["indices"]}
     rows = [r for r in payload["indices"] if policy.allows_index(r["name"])]
-    aliases = _aliases(outcome)
-    targets = _alias_targets(outcome)
+    aliases = aliases_by_index(outcome)
+    targets = alias_targets(outcome)
     parts = [p for p in pattern.split(",") if p]
     streams = {
         name: behind
-        for name, behind in _streams(outcome).items()
+        for name, behind in streams_in(outcome).items()
         if policy.allows_index(name) and any(_match(p, name) for p in parts)
     }
     for name, behind in streams.items():

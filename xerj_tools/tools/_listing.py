@@ -45,10 +45,13 @@ __all__ = [
     "IndexListing",
     "Listing",
     "list_indices",
+    "alias_targets",
+    "aliases_by_index",
     "fetch_listing",
     "is_stream",
     "names_only",
     "read_listing",
+    "streams_in",
 ]
 
 LISTING_TTL = 30.0
@@ -224,3 +227,45 @@ def list_indices(
     """Yield the listing requests still needed; return the names (empty when none could be read)."""
     listing = yield from read_listing(cache, cluster)
     return listing.names if listing is not None else []
+
+
+def aliases_by_index(outcome: Any) -> dict[str, list[str]] | None:
+    """Each index's aliases in a ``_resolve/index`` answer, or None when it is not one."""
+    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
+    if not isinstance(data, dict) or not isinstance(data.get("aliases"), list):
+        return None
+    out: dict[str, list[str]] = {}
+    for alias in data["aliases"]:
+        if isinstance(alias, dict) and isinstance(name := alias.get("name"), str):
+            for index in alias.get("indices") or ():
+                if isinstance(index, str):
+                    out.setdefault(index, []).append(name)
+    return out
+
+
+def streams_in(outcome: Any) -> dict[str, list[str]]:
+    """Data streams in a ``_resolve`` answer: aliases whose every index is ``.ds-<alias>-N``."""
+    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
+    out: dict[str, list[str]] = {}
+    for alias in data.get("aliases") or () if isinstance(data, dict) else ():
+        if not isinstance(alias, dict) or not isinstance(name := alias.get("name"), str):
+            continue
+        behind = alias.get("indices")
+        if isinstance(behind, list) and is_stream(name, behind):
+            out[name] = list(behind)
+    return out
+
+
+def alias_targets(outcome: Any) -> dict[str, list[str]]:
+    """Each alias's indices in a ``_resolve/index`` answer (`[""]` where they are unreadable)."""
+    data = outcome.data if isinstance(outcome, Reply) and outcome.status == 200 else None
+    out: dict[str, list[str]] = {}
+    for alias in data.get("aliases") or () if isinstance(data, dict) else ():
+        if isinstance(alias, dict) and isinstance(name := alias.get("name"), str):
+            behind = alias.get("indices")
+            out[name] = (
+                [b if isinstance(b, str) else "" for b in behind or ()]
+                if isinstance(behind, list)
+                else [""]
+            )
+    return out
