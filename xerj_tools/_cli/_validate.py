@@ -271,6 +271,8 @@ def _size(size: int) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "less than 1 s"
     seconds = round(seconds)
     if seconds < 60:
         return f"{seconds} s"
