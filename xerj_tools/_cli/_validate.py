@@ -120,17 +120,40 @@ def _validate_in(
     return _finish(summary, writer, err, progress)
 
 
-def _utf8(stdin: TextIO, closing: contextlib.ExitStack) -> TextIO:
-    """stdin read as a file is: UTF-8, strictly (the process's own stdin may decode with the
-    locale's codec, or turn bytes that are not UTF-8 into surrogates)."""
-    import io
-
+def _utf8(stdin: TextIO, closing: contextlib.ExitStack) -> Any:
+    """stdin read as a file is: UTF-8, strictly, lines ended as text mode ends them (the
+    process's own stdin may decode with the locale's codec, or turn bytes that are not UTF-8
+    into surrogates). Each line is decoded alone, so a line that is not UTF-8 stops the reading
+    right there whatever the pipe's timing (a text stream decodes what the pipe happened to
+    hand over at once, and refuses the good lines around the bad one with it)."""
     buffer = getattr(stdin, "buffer", None)
-    if buffer is None:
-        return stdin  # already text (a caller's stream)
-    text = io.TextIOWrapper(buffer, encoding="utf-8", errors="strict")
-    closing.callback(text.detach)  # (stdin itself stays open)
-    return text
+    return stdin if buffer is None else _Utf8Lines(buffer)  # (a caller's stream: text already)
+
+
+class _Utf8Lines:
+    """The lines of a binary stream as text mode reads them (`__iter__`), and the rest
+    (`read`), decoded as strict UTF-8 one line at a time."""
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer = buffer
+
+    def __iter__(self) -> Any:
+        from .._offline._lines import _split
+
+        for raw in iter(self.buffer.readline, b""):
+            for part in _split(raw):
+                yield _newline(part.decode("utf-8"))
+
+    def read(self) -> str:
+        text: str = self.buffer.read().decode("utf-8")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _newline(line: str) -> str:
+    """A line's ending as text mode writes it: ``\\n`` for ``\\r\\n`` and ``\\r``."""
+    if line.endswith("\r\n"):
+        return line[:-2] + "\n"
+    return line[:-1] + "\n" if line.endswith("\r") else line
 
 
 def _seekable(path: str, closing: contextlib.ExitStack) -> Any:
@@ -248,6 +271,8 @@ def _size(size: int) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "less than 1 s"
     seconds = round(seconds)
     if seconds < 60:
         return f"{seconds} s"
