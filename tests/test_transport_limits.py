@@ -185,16 +185,16 @@ def test_a_deadline_is_configuration(kind: type, seconds: float) -> None:
 def test_the_stand_in_disables_nagle(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without TCP_NODELAY a keep-alive client waits ~40 ms on every response (Nagle and delayed
     ACK), which distorts every latency measured against the stand-in."""
-    from xerj_tools.testing import _server
+    from xerj_tools.testing import _handler
 
     seen: list[int] = []
-    setup = _server._Handler.setup
+    setup = _handler.RequestHandler.setup
 
     def spy(self: Any) -> None:
         setup(self)
         seen.append(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
 
-    monkeypatch.setattr(_server._Handler, "setup", spy)
+    monkeypatch.setattr(_handler.RequestHandler, "setup", spy)
     with XerjStandIn() as xerj, socket.create_connection(("127.0.0.1", int(xerj.url.rsplit(":", 1)[1]))) as conn:
         conn.sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert conn.recv(100).startswith(b"HTTP/1.1 200")
