@@ -114,8 +114,9 @@ def test_with_every_connection_running_a_request_a_newcomer_is_answered_503(
     with Running(url=xerj.url, connections=limits) as server:
         busy = []
         for _ in range(2):  # each is past its head, its body awaited: neither can be evicted
+            # (Connection: close: the answer ends with the connection, not after keep-alive's 5 s)
             expecting = head(server.port, len(INIT)).replace(
-                b"\r\n\r\n", b"\r\nExpect: 100-continue\r\n\r\n"
+                b"\r\n\r\n", b"\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
             )
             busy.append(opened(server.port, expecting))
             assert busy[-1].recv(100).startswith(b"HTTP/1.1 100 ")
