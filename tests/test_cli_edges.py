@@ -301,3 +301,19 @@ def test_one_huge_line_is_read_once_in_about_twice_its_size(tmp_path: Path, newl
     why = "Invalid control character at: line 1 column 25165863" if newline else "Unterminated string"
     assert err.startswith(f"xerj-tools: the input is neither JSON nor JSON Lines: {why}")
     assert peak < (2.3 if not newline else 3.3) * size, f"peak {peak / size:.2f}x the line"
+
+
+@pytest.mark.parametrize("orjson", [True, False])
+def test_a_one_line_document_reads_alike_with_or_without_orjson(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, orjson: bool
+) -> None:
+    """A file of one JSON document and no line end (what `json.dump` writes) is read as one
+    document, whether or not orjson (the `fast` extra) is there to say it is JSON first."""
+    from xerj_tools import _json
+
+    pytest.importorskip("orjson") if orjson else monkeypatch.setattr(_json, "_orjson", False)
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps({"name": "xerj_search", "arguments": {"index": "docs"}}))
+    out = io.StringIO()
+    assert main(["validate", str(path)], stdout=out) == 1
+    assert "xerj_search: invalid" in out.getvalue() and "1 call: 0 valid" in out.getvalue()

@@ -167,7 +167,7 @@ def jsonl_head(stream: BinaryIO) -> Head:
                 del raw
                 lines.clear()  # the bytes go: the text is what is read from here on
                 error = jsonl_error(text, fast=False)
-                return Head(error is None, error, whole)
+                return Head(error is None, error, whole and error is not None)
         return Head(True)  # empty: no line, no call, as the text path reads it
     except UnicodeDecodeError:
         return Head(False, _NOT_UTF8, True)
