@@ -70,6 +70,12 @@ def test_dask_over_parquet(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+# The scheduler's HTTP server tries port 8787 first and warns when another cluster holds it (two
+# suites at once): it then takes another port, which is all this test needs (the probe's socket
+# is left to the collector by distributed itself).
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_dask_on_a_local_cluster_gives_the_report_of_the_command(calls_file: Path) -> None:
     assert validate_jsonl(str(calls_file), blocksize=4_000) == cli(str(calls_file))[1]
 
