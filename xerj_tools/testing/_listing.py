@@ -13,6 +13,7 @@ from typing import Any
 
 from ._engine import Index
 from ._memory import Memory
+from ._selector import glob_match_simple
 
 __all__ = ["cat_indices", "listed_indices", "resolve_index"]
 
@@ -56,17 +57,6 @@ def cat_indices(listed: Mapping[str, tuple[int, int]]) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def _glob_match_simple(pattern: str, name: str) -> bool:
-    # es_compat.rs:16552-16563: `*` alone, a trailing `*` or a leading `*`; nothing else globs.
-    if pattern == "*":
-        return True
-    if pattern.endswith("*"):
-        return name.startswith(pattern[:-1])
-    if pattern.startswith("*"):
-        return name.endswith(pattern[1:])
-    return pattern == name
-
-
 def resolve_index(
     listed: Mapping[str, Any], expr: str, aliases: Mapping[str, Sequence[str]] | None = None
 ) -> dict[str, Any]:
@@ -78,7 +68,7 @@ def resolve_index(
     wildcard = "*" in expr
 
     def hit(name: str) -> bool:
-        return _glob_match_simple(expr, name) if wildcard else name == expr
+        return glob_match_simple(expr, name) if wildcard else name == expr
 
     return {
         "indices": [{"name": n, "attributes": ["open"]} for n in listed if hit(n)],

@@ -10,20 +10,9 @@ from typing import Any
 
 from ._engine import Index
 from ._listing import cat_indices
-from ._selector import get_index, index_not_found
+from ._selector import get_index, glob_match_simple, index_not_found
 
 __all__ = ["cat_indices_pattern", "derived_properties", "get_mapping"]
-
-
-def _glob(pattern: str, name: str) -> bool:
-    # es_compat.rs:16552-16563 `glob_match_simple`
-    if pattern == "*":
-        return True
-    if pattern.endswith("*"):
-        return name.startswith(pattern[:-1])
-    if pattern.startswith("*"):
-        return name.endswith(pattern[1:])
-    return pattern == name
 
 
 def _selected(names: list[str], spec: str) -> list[str]:
@@ -34,7 +23,7 @@ def _selected(names: list[str], spec: str) -> list[str]:
         if not part:
             continue
         if part in ("_all", "*") or "*" in part:
-            found = [n for n in names if part in ("_all", "*") or _glob(part, n)]
+            found = [n for n in names if part in ("_all", "*") or glob_match_simple(part, n)]
         else:
             found = [part]
         out += [n for n in found if n not in out]
@@ -103,6 +92,6 @@ def cat_indices_pattern(listed: Mapping[str, tuple[int, int]], pattern: str) -> 
             return 404, index_not_found(part)
     chosen = {
         name: row for name, row in listed.items()
-        if any(p in ("_all", "*") or name == p or _glob(p, name) for p in parts)
+        if any(p in ("_all", "*") or name == p or glob_match_simple(p, name) for p in parts)
     }  # fmt: skip
     return 200, cat_indices(chosen)

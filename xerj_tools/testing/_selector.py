@@ -11,10 +11,10 @@ from typing import Any
 
 from ._engine import Index, Result
 
-__all__ = ["closed_index", "get_index", "index_not_found", "select"]
+__all__ = ["closed_index", "get_index", "glob_match_simple", "index_not_found", "select"]
 
 
-def _glob(pattern: str, name: str) -> bool:
+def glob_match_simple(pattern: str, name: str) -> bool:
     """`glob_match_simple` (es_compat.rs:16552-16563): `*`, `prefix*`, `*suffix`, or literal."""
     if pattern == "*":
         return True
@@ -61,7 +61,9 @@ def select(
     names: list[str] = []
     for part in parts:
         if part in ("_all", "*") or "*" in part:
-            found = [n for n in sorted(indices) if _glob("*" if part == "_all" else part, n)]
+            found = [
+                n for n in sorted(indices) if glob_match_simple("*" if part == "_all" else part, n)
+            ]
         else:
             found = [part]
         names += [n for n in found if n not in names]
