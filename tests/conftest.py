@@ -32,7 +32,7 @@ import time_limit
 # or worker starts; a test that needs one sets it (monkeypatch.setenv). The suite's own settings
 # stay: XERJ_TEST_TIME_LIMIT, XERJ_HYPOTHESIS_EXAMPLES, XERJ_UPDATE_GOLDEN, XERJ_COMPAT_YAML_DIR,
 # and XERJ_CONTRACT_URL / XERJ_CONTRACT_API_KEY, the node the live contract tests run on
-# (tests/test_contract.py, docs/testing.md).
+# (tests/contract/test_contract.py, docs/testing.md).
 SUITE_SETTINGS = frozenset({
     "XERJ_TEST_TIME_LIMIT", "XERJ_HYPOTHESIS_EXAMPLES", "XERJ_UPDATE_GOLDEN", "XERJ_COMPAT_YAML_DIR",
     "XERJ_CONTRACT_URL", "XERJ_CONTRACT_API_KEY",

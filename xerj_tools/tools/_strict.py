@@ -8,7 +8,7 @@ merges it into one schema where the keywords do not meet) and then the rest;
 where both say yes, the quick yes would say yes too, so the call is valid with nothing to report.
 Where either says no, the lane asks the schema and the quick yes as before. So a fragment may be
 stricter than its quick yes (a search with a ``rerank`` goes the old way), never looser; property
-tests (tests/test_strict.py) hold every fragment and rest to their quick yes, the tool's checks
+tests (tests/schema/test_strict.py) hold every fragment and rest to their quick yes, the tool's checks
 and `validate`.
 
 What stays in Python, because JSON Schema cannot say it (`Strict.ints`, `Strict.vectors`):
