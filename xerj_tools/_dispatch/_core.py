@@ -26,7 +26,6 @@ from .._exceptions import (
 from .._http._models import HttpRequest, Outcome, Reply
 from .._http._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
 from .._http._retry import rerank_refusal
-from .._http._tracing import record, rerank_fallback
 from .._json import fast_raw
 from .._message._budget import (
     DEFAULT_BUDGET,
@@ -54,6 +53,7 @@ from . import _index_guard as guard
 from ._after import Flow, after_answer, with_known_vectors
 from ._body_indices import may_name_indices
 from ._policy import Policy, PolicyDenied
+from ._trace import record, rerank_fallback
 
 __all__ = ["DispatchCore", "ToolResult"]
 

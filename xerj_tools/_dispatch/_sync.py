@@ -24,7 +24,6 @@ from .._http._deadline import Deadline
 from .._http._gate import Gate, resolve_bound
 from .._http._models import Failure, HttpRequest, Outcome
 from .._http._retry import retrying, should_retry
-from .._http._tracing import tool_call as tool_call_scope
 from .._http._transport import SyncTransport
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolMessage
@@ -34,6 +33,7 @@ from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._options import DispatchKeywords, DispatchOptions, documented, from_keywords
 from ._policy import Policy
+from ._trace import tool_call as tool_call_scope
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
