@@ -1,5 +1,5 @@
-"""The package's layout: modules stay a few screens long, imports form no cycle, and each layer
-imports only from the layers below it."""
+"""The package's layout: a module holds one concern and stays readable, imports form no cycle, and
+each layer imports only from the layers below it."""
 
 from __future__ import annotations
 
@@ -12,13 +12,20 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "xerj_tools"
 MODULES = sorted(PACKAGE.rglob("*.py"))
-MAX_LINES = 400  # a module is split by concern before it grows past this
+# An alarm, not a rule of the tree: a module holds one concern, however many lines that takes,
+# and is split only where a second concern shows. Past this length, look for that second
+# concern; if there is none, raise the figure here rather than cut the module by count (a cap
+# of 400 once left satellites whose only concern was "what did not fit").
+ALARM_LINES = 600
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_passes_the_size_limit(path: Path) -> None:
+def test_no_module_grows_past_the_length_alarm(path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{path.name} has {lines} lines; split it by concern"
+    assert lines <= ALARM_LINES, (
+        f"{path.name} has {lines} lines: does it hold two concerns? Split it by concern if so; "
+        f"if it is one, raise ALARM_LINES in tests/test_layout.py and say why"
+    )
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -114,7 +121,7 @@ LAYERS = (
     "testing",  # the stand-in XERJ: imports nothing of the library
     "base",  # _version, _problems, _exceptions, _json, _bounds
     "_shapes",  # the model side: the neutral call, one adapter per model API
-    "_http",  # the engine side: one attempt, its body, deadline, retries, nodes, spans
+    "_http",  # the engine side: one attempt, its body, deadline, retries, nodes, attempt spans
     "_message",  # what the model reads: errors, hints, budget, fitting
     "tools",  # one Tool each, and the readers they share
     "_schema",  # the registry (definitions joined with their tools), validation, repair, bounds

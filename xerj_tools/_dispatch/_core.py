@@ -44,11 +44,12 @@ from .._problems import ValidationResult
 from .._schema._fused import checked_arguments
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolCall, ToolMessage
-from ..tools import Handler, Received, Tool, reading_tool, served_advice, served_hints, tool_table
+from ..tools import Handler, Received, Tool
 from ..tools._discovery import LIST_INDICES, pattern_refusal
 from ..tools._listing import LISTING_TTL, IndexListing
 from ..tools._mappings import MAPPING_TTL, MappingCache
 from ..tools._paths import dot_segment
+from ..tools._table import reading_tool, served_advice, served_hints, tool_table
 from . import _index_guard as guard
 from ._after import Flow, after_answer, with_known_vectors
 from ._body_indices import may_name_indices
