@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import io
 import itertools
+import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -292,3 +295,35 @@ def test_every_test_file_has_a_row_in_the_testing_table() -> None:
     table = (PACKAGE.parent / "docs" / "testing.md").read_text(encoding="utf-8")
     files = sorted(p.name for p in (PACKAGE.parent / "tests").glob("test_*.py"))
     assert [name for name in files if f"`{name}`" not in table] == [], "add them to docs/testing.md"
+
+
+TRACKER = re.compile(r"\bissues? #?\d|\(issue\b|adversarial review|\bround \d|\bthe old way|\b[NF]\d{1,2}\b")
+HISTORY_ROOTS = ("xerj_tools", "tests", "examples", "benchmarks")
+
+
+def _prose(path: Path) -> list[tuple[int, str]]:
+    """A module's comments and docstrings, with their lines."""
+    text = path.read_text(encoding="utf-8")
+    found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)
+             if t.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(text)):
+        documented = isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        if documented and (doc := ast.get_docstring(node, clean=False)) is not None:  # type: ignore[arg-type]
+            found.append((node.body[0].lineno, doc))  # type: ignore[attr-defined]
+    return found
+
+
+def test_comments_and_docstrings_give_reasons_not_tracker_numbers() -> None:
+    # The reason for a line stays beside it; the issue or attack that brought it belongs in the
+    # changelog, and a regression test is named for the behaviour it holds.
+    root = PACKAGE.parent
+    found = [f"{path.relative_to(root)}:{line}: {TRACKER.search(text).group()}"  # type: ignore[union-attr]
+             for folder in HISTORY_ROOTS for path in sorted((root / folder).rglob("*.py"))
+             for line, text in _prose(path) if TRACKER.search(text)]
+    assert found == []
+
+
+def test_the_history_check_sees_comments_and_docstrings(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('"""Fast (issue 24)."""\nx = "N3"  # the old way\n')
+    assert [text for _, text in _prose(module) if TRACKER.search(text)] == ["# the old way", "Fast (issue 24)."]

@@ -173,7 +173,7 @@ class Dispatcher(BaseDispatcher):
         not run (None, the default: no bound; `run_agent` bounds its turns by itself).
         """
         # The answers are in `transcript` before the turn is counted as running: an interrupt
-        # landing in `_enter` finds every call answered ``cancelled`` (issue 25, N17).
+        # landing in `_enter` finds every call answered ``cancelled``.
         answers, started = self._open_turn(calls, transcript, assistant, policy, max_calls)
         token = self._enter()
         try:
