@@ -308,8 +308,8 @@ def _prose(path: Path) -> list[tuple[int, str]]:
              if t.type == tokenize.COMMENT]
     for node in ast.walk(ast.parse(text)):
         documented = isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        if documented and (doc := ast.get_docstring(node, clean=False)) is not None:  # type: ignore[arg-type]
-            found.append((node.body[0].lineno, doc))  # type: ignore[attr-defined]
+        if documented and (doc := ast.get_docstring(node, clean=False)) is not None:
+            found.append((node.body[0].lineno, doc))
     return found
 
 
@@ -317,7 +317,7 @@ def test_comments_and_docstrings_give_reasons_not_tracker_numbers() -> None:
     # The reason for a line stays beside it; the issue or attack that brought it belongs in the
     # changelog, and a regression test is named for the behaviour it holds.
     root = PACKAGE.parent
-    found = [f"{path.relative_to(root)}:{line}: {TRACKER.search(text).group()}"  # type: ignore[union-attr]
+    found = [f"{path.relative_to(root)}:{line}: {TRACKER.search(text).group()}"
              for folder in HISTORY_ROOTS for path in sorted((root / folder).rglob("*.py"))
              for line, text in _prose(path) if TRACKER.search(text)]
     assert found == []
