@@ -24,8 +24,7 @@ from .._exceptions import (
     UnknownToolError,
 )
 from .._http._models import HttpRequest, Outcome, Reply
-from .._http._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
-from .._http._retry import rerank_refusal
+from .._http._rerank import EVERY_PROVIDER, RerankMemory, rerank_provider, rerank_refusal
 from .._json import fast_raw
 from .._message._budget import (
     DEFAULT_BUDGET,
