@@ -193,7 +193,8 @@ def success_payload(
 ) -> dict[str, Any]:
     """The payload tool `tool` makes of a 2xx reply (a first-party tool by name, else as the
     plain handler's request kind says): the reading stage alone, without a socket."""
-    from xerj_tools.tools import Received, reading_tool
+    from xerj_tools.tools import Received
+    from xerj_tools.tools._table import reading_tool
 
     return reading_tool(tool, request).answer(Received(tool, reply, request, rerank_note))
 

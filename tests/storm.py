@@ -1,4 +1,4 @@
-"""Cancellation storms against `AsyncDispatcher` (issue 25, N1): hundreds of seeded
+"""Cancellation storms against `AsyncDispatcher`: hundreds of seeded
 cancellations of `dispatch_many` turns and `arun_agent` runs at every delay, then a look at
 what they left behind (tests/dispatch/test_storm.py; `python tests/storm.py` for the measurement that
 docs/configuration.md records)."""

@@ -1,4 +1,4 @@
-"""Duplicate and missing call ids in the agent loop (issue 25, N7): every call gets its own
+"""Duplicate and missing call ids in the agent loop: every call gets its own
 answer, and the transcript pairs each call with one answer under an id of its own."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The agent loop's bound on calls per turn (issue 25: N15): the first `max_calls_per_turn` calls
+"""The agent loop's bound on calls per turn: the first `max_calls_per_turn` calls
 of a turn are run, each call past them is answered `too_many_calls` without reaching XERJ, and
 every call still gets exactly one answer, in call order; against the stand-in and a scripted
 model, over real sockets."""

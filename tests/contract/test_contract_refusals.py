@@ -1,4 +1,4 @@
-"""XERJ's contract, continued: what XERJ refuses, and how a top-level `knn` is read (issue #19).
+"""XERJ's contract, continued: what XERJ refuses, and how a top-level `knn` is read.
 
 Same two targets as `test_contract.py` (the stand-in always, the node at ``XERJ_CONTRACT_URL`` when set),
 the same fixture and the same ``contract-<uuid>`` index. Paths at commit e6e8e6a (1.0.0-rc.4).

@@ -1,5 +1,5 @@
-"""`Dispatcher`'s count of running calls against interrupts, and the bound on `close()`
-(issue 25, N6): a KeyboardInterrupt landing on any line of the dispatcher leaves no call
+"""`Dispatcher`'s count of running calls against interrupts, and the bound on `close()`:
+a KeyboardInterrupt landing on any line of the dispatcher leaves no call
 counted, and `close()` never waits longer than its bound."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cancellation storms (issue 25, N1): hundreds of seeded cancellations of `dispatch_many`
+"""Cancellation storms: hundreds of seeded cancellations of `dispatch_many`
 turns and `arun_agent` runs, at every delay from 0 to 8 ms (12 in the slow version) and at 0 to 12 passes of the event
 loop, some cancelled twice; against the stand-in and a plain `ThreadingHTTPServer` with
 keep-alive; with the in-flight gate and without. After each storm nothing is left: no request

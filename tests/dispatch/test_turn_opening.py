@@ -1,4 +1,4 @@
-"""`dispatch_many(calls, transcript=…)` by hand (issue 25, N17): an interrupt landing while the
+"""`dispatch_many(calls, transcript=…)` by hand: an interrupt landing while the
 turn's calls are parsed or their answers made, before anything is sent, never leaves the
 assistant turn without its answers; with `assistant=` it never does wherever it lands."""
 
@@ -45,7 +45,7 @@ def test_an_interrupt_never_leaves_the_turn_unanswered(xerj: XerjStandIn, by_han
 
     # By hand, a turn interrupted before dispatch_many got to its calls (its first lines, the
     # count of running calls) is the caller's to answer: there the calls' parsing and their
-    # placeholders are swept, where the review found 151 of 600 points unanswered.
+    # placeholders are swept: unguarded, a quarter of the points there leave the turn unanswered.
     files = OPENING if by_hand else EVERY
     with Dispatcher(url=xerj.url, max_workers=1) as dispatcher:
         total = interrupted(job, files, None)
@@ -67,8 +67,9 @@ def test_by_hand_only_the_entry_lines_can_leave_the_turn_unanswered(xerj: XerjSt
     """Every line of the dispatcher swept until the answers are placed, the turn added by hand:
     the only points that leave it unanswered are those no code can cover, the line each entry
     runs before its `try` (`dispatch_many`, `run_many`, `_open_turn`'s `size` and `try`).
-    Counting the turn as running (`_enter`) used to come first, and an interrupt there, or on
-    `_open_turn`'s argument checks, left it unanswered too."""
+    An interrupt in `_open_turn`'s argument checks is caught by its `try`, and the turn counts
+    as running (`_enter`) only once the answers are placed: an interrupt in either leaves it
+    answered."""
     transcript: list[Any] = []
     landed: list[tuple[str, int]] = []
     placed_at: list[int] = []

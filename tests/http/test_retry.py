@@ -10,7 +10,8 @@ import pytest
 
 from xerj_tools import HttpRequest, RetryPolicy
 from xerj_tools._http._models import Failure, Reply
-from xerj_tools._http._retry import rerank_refusal, retry_after_seconds, should_retry
+from xerj_tools._http._rerank import rerank_refusal
+from xerj_tools._http._retry import retry_after_seconds, should_retry
 from xerj_tools.testing import Fault, XerjStandIn
 
 from conftest import Runner, SleepRecorder

@@ -4,11 +4,14 @@ pool and tasks, the agent loop's turns; nothing secret in any span; nothing at a
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -371,3 +374,33 @@ def test_a_cancelled_call_ends_its_spans_with_the_cancellation(exporter: InMemor
     [attempt] = attempts_of(exporter, call)
     assert (call.attributes or {})["error.type"] == "CancelledError" == (attempt.attributes or {})["error.type"]
     assert call.status.status_code == StatusCode.ERROR and not call.status.description
+
+
+def _names_in(text: str) -> set[str]:
+    return set(re.findall(r"`((?:gen_ai|xerj_tools|http|server|url|error)\.[a-z_.]+)`", text))
+
+
+def test_every_span_event_and_attribute_name_the_code_writes_is_in_observability_md() -> None:
+    # The call's span lives in the dispatcher, the attempts' in the HTTP layer, the turns' in
+    # the agent loop; docs/observability.md names them all, and nothing it names is missing.
+    root = Path(__file__).resolve().parents[2]
+    written: set[str] = set()
+    for module in ("_http/_tracing.py", "_dispatch/_trace.py", "_agent/_trace_turns.py"):
+        for node in ast.walk(ast.parse((root / "xerj_tools" / module).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                written |= _names_in(f"`{node.value}`")
+    doc = (root / "docs" / "observability.md").read_text(encoding="utf-8")
+    assert len(written) > 25
+    assert written - _names_in(doc) == set()
+    assert _names_in(doc) - written == {"url.full", "url.path"}  # named as never set
+    assert "### `execute_tool {tool}`" in doc and "agent turn" in doc
+
+
+def test_the_http_layer_knows_no_tool_call() -> None:
+    # Attempt spans stay in `_http`; the tool call's span, outcome and rerank events are the
+    # dispatcher's (`_dispatch/_trace.py`), so the HTTP layer imports nothing of the model side.
+    root = Path(__file__).resolve().parents[2] / "xerj_tools" / "_http"
+    for path in root.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "_shapes" not in text and "ToolCall" not in text, path.name
+    assert not hasattr(_tracing, "record") and not hasattr(_tracing, "tool_call")

@@ -392,7 +392,7 @@ def test_the_instructions_name_every_tool_the_server_lists(tmp_path: Path) -> No
 @needs_sdk
 def test_an_mcp_client_orients_then_queries_a_field_it_learned(server: Connected, xerj: XerjStandIn) -> None:
     # A model over MCP lists the indices, describes one, then aggregates on a keyword field it
-    # read from the description (not one the script knew): issue 21's orientation, end to end.
+    # read from the description (not one the script knew): orientation, end to end.
     error, listing = server.call("xerj_list_indices", {})
     assert error is False and [i["name"] for i in listing["indices"]] == ["docs", "tickets"]
     index = listing["indices"][0]["name"]

@@ -461,7 +461,7 @@ def test_every_tool_declares_an_output_schema_and_returns_structured_content(
         run(scenario(server.url))
 
 
-# -- A client that hangs up (N11) ----------------------------------------------------------------
+# -- A client that hangs up ----------------------------------------------------------------------
 
 
 def test_closing_the_http_request_cancels_its_xerj_call(caplog: pytest.LogCaptureFixture) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools._message._hints import block_hint
+from xerj_tools._message._format import block_hint
 from xerj_tools.testing import Fault, XerjStandIn
 
 from conftest import Runner, chat_call

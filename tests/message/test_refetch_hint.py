@@ -143,7 +143,7 @@ def test_the_document_tool_names_xerj_search_only_where_it_is_served() -> None:
 
 
 def test_served_advice_drops_only_advice_that_names_an_absent_library_tool() -> None:
-    from xerj_tools.tools import served_advice
+    from xerj_tools.tools._table import served_advice
 
     request = HttpRequest("GET", "/docs/_doc/d1")
     document = XERJ_TOOLS["xerj_get_document"]

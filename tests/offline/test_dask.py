@@ -1,4 +1,4 @@
-"""The Dask path of offline validation gives the report `xerj-tools validate` prints (issue 24).
+"""The Dask path of offline validation gives the report `xerj-tools validate` prints.
 
 Skipped without the ``dask`` extra. The in-process scheduler runs by default; the local cluster
 (processes, as on a real cluster) is `slow`.

@@ -1,12 +1,13 @@
-"""`xerj-tools validate`'s reports are byte for byte what they were before the invalid path was
-made cheap (issue 24: the compiled explainer, the compiled repairs, the reused JSON encoder).
+"""`xerj-tools validate`'s reports are byte for byte the reference's: the compiled explainer, the
+compiled repairs and the reused JSON encoder change no message.
 
-The expected outputs in tests/fixtures/report-golden/ were written by the code of `main` before
-that change (commit 803c3bd), then written again where a message was changed on purpose (a
-search without `query`, `source` as an object: the decompressed outputs differ in those lines
-alone), running this module as a script with that code first on the path:
+The expected outputs in tests/fixtures/report-golden/ were written by the reference (the package
+at commit 803c3bd: jsonschema's explanations, the plain repair walk, a fresh encoder), then
+written again where a message was changed on purpose (a search without `query`, `source` as an
+object: the decompressed outputs differ in those lines alone), running this module as a script
+with that code first on the path:
 
-    PYTHONPATH=/path/to/main-checkout python tests/offline/test_report_golden.py
+    PYTHONPATH=/path/to/reference-checkout python tests/offline/test_report_golden.py
 
 It builds the two inputs below (the bundled tools, and a tools file of its own whose schemas
 forbid unexpected properties and name keys with quotes and spaces), validates each in JSON and

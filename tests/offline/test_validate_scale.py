@@ -1,4 +1,4 @@
-"""Offline validation at scale (issue 24): the formats calls are kept in, a file without a call,
+"""Offline validation at scale: the formats calls are kept in, a file without a call,
 `--jobs N`, Parquet, plain mergeable batch results and the Dask path."""
 
 from __future__ import annotations

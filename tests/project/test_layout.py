@@ -1,24 +1,34 @@
-"""The package's layout: modules stay a few screens long, imports form no cycle, and each layer
-imports only from the layers below it."""
+"""The package's layout: a module holds one concern and stays readable, imports form no cycle, and
+each layer imports only from the layers below it."""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import io
 import itertools
+import re
+import tokenize
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "xerj_tools"
 MODULES = sorted(PACKAGE.rglob("*.py"))
-MAX_LINES = 400  # a module is split by concern before it grows past this
+# An alarm, not a rule of the tree: a module holds one concern, however many lines that takes,
+# and is split only where a second concern shows. Past this length, look for that second
+# concern; if there is none, raise the figure here rather than cut the module by count (a cap
+# of 400 once left satellites whose only concern was "what did not fit").
+ALARM_LINES = 600
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_passes_the_size_limit(path: Path) -> None:
+def test_no_module_grows_past_the_length_alarm(path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{path.name} has {lines} lines; split it by concern"
+    assert lines <= ALARM_LINES, (
+        f"{path.name} has {lines} lines: does it hold two concerns? Split it by concern if so; "
+        f"if it is one, raise ALARM_LINES in tests/project/test_layout.py and say why"
+    )
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -114,7 +124,7 @@ LAYERS = (
     "testing",  # the stand-in XERJ: imports nothing of the library
     "base",  # _version, _problems, _exceptions, _json, _bounds
     "_shapes",  # the model side: the neutral call, one adapter per model API
-    "_http",  # the engine side: one attempt, its body, deadline, retries, nodes, spans
+    "_http",  # the engine side: one attempt, its body, deadline, retries, nodes, attempt spans
     "_message",  # what the model reads: errors, hints, budget, fitting
     "tools",  # one Tool each, and the readers they share
     "_schema",  # the registry (definitions joined with their tools), validation, repair, bounds
@@ -291,3 +301,35 @@ def test_every_test_file_lives_in_a_folder_with_a_row_in_the_testing_table() -> 
     folders = sorted({p.parent.name for p in files})
     assert [f for f in folders if f"`tests/{f}/`" not in table] == [], "give the folder its row"
     assert [p.name for p in files if f"`{p.name}`" not in table] == [], "add them to docs/testing.md"
+
+
+TRACKER = re.compile(r"\bissues? #?\d|\(issue\b|adversarial review|\bround \d|\bthe old way|\b[NF]\d{1,2}\b")
+HISTORY_ROOTS = ("xerj_tools", "tests", "examples", "benchmarks")
+
+
+def _prose(path: Path) -> list[tuple[int, str]]:
+    """A module's comments and docstrings, with their lines."""
+    text = path.read_text(encoding="utf-8")
+    found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)
+             if t.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(text)):
+        documented = isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        if documented and (doc := ast.get_docstring(node, clean=False)) is not None:
+            found.append((node.body[0].lineno, doc))
+    return found
+
+
+def test_comments_and_docstrings_give_reasons_not_tracker_numbers() -> None:
+    # The reason for a line stays beside it; the issue or attack that brought it belongs in the
+    # changelog, and a regression test is named for the behaviour it holds.
+    root = PACKAGE.parent
+    found = [f"{path.relative_to(root)}:{line}: {TRACKER.search(text).group()}"
+             for folder in HISTORY_ROOTS for path in sorted((root / folder).rglob("*.py"))
+             for line, text in _prose(path) if TRACKER.search(text)]
+    assert found == []
+
+
+def test_the_history_check_sees_comments_and_docstrings(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('"""Fast (issue 24)."""\nx = "N3"  # the old way\n')
+    assert [text for _, text in _prose(module) if TRACKER.search(text)] == ["# the old way", "Fast (issue 24)."]

@@ -87,7 +87,7 @@ def test_additional_properties() -> None:
     assert not check({})
 
 
-# ---------------------------------------------------------------- both compiled forms (issue 24)
+# ---------------------------------------------------------------- both compiled forms
 
 SUITE = Path(__file__).parents[1] / "fixtures" / "json-schema-test-suite"
 CASES = [

@@ -1,4 +1,4 @@
-"""`null` for an argument a client means to leave out (issue 19.3, real-clients F3/F4): an audited
+"""`null` for an argument a client means to leave out (as real clients send it): an audited
 repair for an optional property, never a value sent to XERJ; an error for a required one; the
 same reading offline; and what each tool-definition shape says about strict mode."""
 

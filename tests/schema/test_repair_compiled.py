@@ -1,7 +1,7 @@
-"""The compiled repairs (`_repair.Repairer`, issue 24) repair exactly what main's walk repaired:
-the same arguments, the same repairs in the same order, the same refusal. Main's `_repair.py`
-(commit 803c3bd) is kept below, unchanged but for its function's name, as the reference; it
-lives only here."""
+"""The compiled repairs (`_repair.Repairer`) repair exactly what the plain walk below repairs:
+the same arguments, the same repairs in the same order, the same refusal. The walk (the
+package's `_repair.py` at commit 803c3bd) is kept here, unchanged but for its function's name,
+as the reference; it lives only here."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from xerj_tools._schema._repair import _KEPT, _REPAIRERS, repair_arguments, repa
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "100"))
 
-# ---------------------------------------------------------------- main's _repair.py, the reference
+# ---------------------------------------------------------------- the plain walk, the reference
 # fmt: off
 _INTEGER = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")

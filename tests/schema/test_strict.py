@@ -149,7 +149,7 @@ SEARCH = {"index": "docs", "query": {"match": {"body": "tea"}}}
         ("xerj_memory_store", {"namespace": "a..b", "text": "t"}),
         ("xerj_search", {**SEARCH, "from": 9995, "size": 10}),  # past the window
         ("xerj_search", {**SEARCH, "from": 5001, "size": 10}),  # fine, but stated only up to 5,000
-        ("xerj_search", {**SEARCH, "rerank": {"query": "q"}}),  # a rerank: the old way
+        ("xerj_search", {**SEARCH, "rerank": {"query": "q"}}),  # a rerank: the longer path
         ("xerj_search", {**SEARCH, "source": []}),
         ("xerj_search", {**SEARCH, "query": {"match": {}, "size": 3}}),
         ("xerj_search", {**SEARCH, "track_total_hits": -2}),

@@ -1,4 +1,4 @@
-"""The adversarial review's attacks on model input (issue 25: N2, N3, N4, N8): a depth scan that
+"""Hostile model input: a depth scan that
 stays linear on hostile text, lone surrogates, over-long ids and exceptions raised anywhere while
 a request is built or sent. Each answer is a tool message; nothing raises out of `dispatch`."""
 
@@ -24,7 +24,7 @@ MAX_ID_URL = 60_000  # xerj_tools.tools._paths.MAX_ID_URL: what a request URL ho
 
 
 def hostile(size: int) -> str:
-    """The review's N2 text: 65 bracket pairs (past the count shortcut), then a string that
+    """Text that makes a naive depth scan quadratic: 65 bracket pairs (past the count shortcut), then a string that
     never closes, made of escaped quotes, `size` characters in all."""
     head = "[]" * 65 + '"'
     return head + '\\"' * ((size - len(head)) // 2)
@@ -48,7 +48,7 @@ class Counting:
 
 
 DEPTH_TEXTS = [
-    pytest.param(hostile(256 * 1024), id="the-review's-attack-at-256KiB"),
+    pytest.param(hostile(256 * 1024), id="unclosed-escaped-quotes-at-256KiB"),
     pytest.param("[" * 70 + '"' + 'a\\"' * 50_000 + '"' + "]" * 70, id="deep-with-a-long-string"),
     pytest.param('{"a": [' + '"\\\\", ' * 30_000 + "[" * 70 + "]" * 70 + "]}", id="many-strings"),
     pytest.param("[" * 65 + '"\\' + '"' * 40_000, id="quotes-after-a-backslash"),
@@ -78,8 +78,8 @@ def test_the_depth_scan_still_measures_depth() -> None:
     assert _bounds._text_depth_exceeds('["\\\\"' + "[" * limit + "]" * limit + "]", limit)
 
 
-def test_the_attack_at_the_size_cap_is_invalid_json(runner: Runner, xerj: XerjStandIn) -> None:
-    # 215 s of CPU before the scan was linear (adversarial review, N2)
+def test_unclosed_escaped_quotes_at_the_size_cap_are_invalid_json_at_once(runner: Runner, xerj: XerjStandIn) -> None:
+    # a depth scan that re-reads the rest at every escaped quote spends minutes of CPU here
     text = hostile(Policy().max_argument_bytes or 0)
     assert runner.run(chat_call("xerj_search", text)).code == "invalid_json"
     assert xerj.requests == []
@@ -298,7 +298,7 @@ def test_a_handler_whose_url_is_too_long_gets_an_answer(
 
 
 def test_a_missing_document_with_a_megabyte_id_still_says_found(make_runner: Any) -> None:
-    # an engine's 404 holding an `_id` of 1 MB: metadata alone over budget (review N8)
+    # an engine's 404 holding an `_id` of 1 MB: metadata alone over budget
     body = json.dumps({"_index": "docs", "_id": "i" * (1 << 20), "found": False}).encode()
     with RawServer(answer(404, body, {"Content-Type": "application/json"})) as server:
         runner = make_runner(url=server.url)

@@ -1,4 +1,4 @@
-"""What a hostile or misconfigured engine side sends back (issue 25: N9, N10, N18), over real
+"""What a hostile or misconfigured engine side sends back, over real
 sockets on 127.0.0.1: the credential echoed in an error never reaches the model or the log, a
 refused TLS certificate is named and not retried, a redirect is said to be a proxy's."""
 

@@ -1,4 +1,4 @@
-"""A policy is checked when it is made and when its file is read (issue 25: N13, N19): a key
+"""A policy is checked when it is made and when its file is read: a key
 given twice, or a value that would guard something other than what it says, is refused with a
 message naming it; the server never starts with a weaker guardrail than the file reads as."""
 

@@ -346,7 +346,7 @@ def test_tool_definitions_in_a_request_body_are_not_calls() -> None:
             "messages": TRANSCRIPT[:1]}  # fmt: skip
     assert list(find_calls(body)) == []
     code, out = _validate(json.dumps(body))
-    # an input without a call never passes (issue 24)
+    # an input without a call never passes
     assert code == 1 and out.startswith("0 calls") and "no tool call recognised; formats tried" in out
 
 

@@ -1,4 +1,4 @@
-"""A streamed tool-call delta with ``"index": null`` (issue 25, N16), from a local server that
+"""A streamed tool-call delta with ``"index": null``, from a local server that
 streams Server-Sent Events as OpenAI's API does, read by the real `openai` client."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`xerj_list_indices` and `xerj_describe_index` (issue 21), the mapping cache and the field hints
+"""`xerj_list_indices` and `xerj_describe_index`, the mapping cache and the field hints
 it gives; against the stand-in, over a real socket."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Embeddings under any name (issue 19 item 1): the field a kNN search ran on, the dense_vector
+"""Embeddings under any name: the field a kNN search ran on, the dense_vector
 fields of a cached mapping, and any long array of numbers are left out of what the model reads
 unless `source` names them, with a marker; every hit of a page is then shown. Against the
 stand-in, over a real socket."""

@@ -1,4 +1,4 @@
-"""`xerj_get_document` on an alias over several indices, and a numeric id (issue 19, item 6).
+"""`xerj_get_document` on an alias over several indices, and a numeric id.
 
 The server here answers as XERJ does, each rule read in its source at e6e8e6a: a GET on an alias
 reads the alias's *first* index only (`Engine::get_index`, engine.rs:956-967), answering with

@@ -15,7 +15,6 @@ from .._http._deadline import Deadline
 from .._http._gate import AsyncGate, resolve_bound
 from .._http._models import Failure, HttpRequest, Outcome
 from .._http._retry import async_retrying, should_retry
-from .._http._tracing import tool_call as tool_call_scope
 from .._http._transport import AsyncTransport
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolMessage
@@ -25,6 +24,7 @@ from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._options import AsyncDispatchKeywords, DispatchOptions, documented, from_keywords
 from ._policy import Policy
+from ._trace import tool_call as tool_call_scope
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

@@ -194,7 +194,7 @@ class Policy:
         arguments' names (the traits a `Tool` leaves undeclared are inferred the same way).
         """
         if isinstance(tool, str):
-            from ..tools import handler_tool, tool_named
+            from ..tools._table import handler_tool, tool_named
 
             tool = tool_named(tool) or handler_tool(tool, _no_request)
         return self._apply(tool, arguments, read_body=True)

@@ -1,4 +1,4 @@
-"""The valid lane of offline validation (issue 24): a JSONL line holding one plain, valid Chat
+"""The valid lane of offline validation: a JSONL line holding one plain, valid Chat
 Completions tool call is counted in a few microseconds, without the objects of the full path.
 
 `validate_lines` reads a file a block of lines at a time (`LaneLines`: 1 MiB chunks, split at

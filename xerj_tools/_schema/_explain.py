@@ -2,8 +2,8 @@
 
 `_fastcheck` answers "valid?" for the plain subset of JSON Schema that tool definitions use
 (`type`, `properties`, `required`, `items`, `enum` of strings, `additionalProperties`, and the
-annotations). When it says no, the problems used to be jsonschema's errors (`iter_errors`), each
-made a `Problem` by `_validation._schema_problem`: about 25 µs for a `xerj_search` call with
+annotations). When it says no, jsonschema's errors (`iter_errors`), each made a `Problem` by
+`_validation._schema_problem`, would cost about 25 µs for a `xerj_search` call with
 one argument missing, jsonschema's import (~50 ms) on the first. For a schema of that subset,
 `compile_explainer` builds, once, a function that lists the same problems directly: the same
 paths, the same messages (jsonschema's own text for unexpected properties), in a microsecond

@@ -1,4 +1,4 @@
-"""The dispatcher's one pass over the typical valid call (issue 24): decoded, checked, normalised.
+"""The dispatcher's one pass over the typical valid call: decoded, checked, normalised.
 
 Between one dispatch and the next the HTTP stack evicts the validation code and data from the
 CPU caches, so there each Python call and each object touched costs more than in a loop. The

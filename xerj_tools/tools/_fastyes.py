@@ -1,4 +1,4 @@
-"""A quick "yes" per tool for the prose limits of `_checks` (issue 24).
+"""A quick "yes" per tool for the prose limits of `_checks`.
 
 Each predicate here returns True only when its tool's checks would report no problem for the
 arguments (a few dictionary look-ups and comparisons, no generator, no `Problem`). It may say
