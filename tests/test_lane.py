@@ -21,6 +21,7 @@ import pytest
 from xerj_tools import load_registry
 from xerj_tools._cli._main import main
 from xerj_tools._offline import _lane, _lines, _ranges
+from xerj_tools._offline._records import FoundCall, find_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calls
@@ -236,7 +237,7 @@ def test_crlf_lines_get_the_same_report(tmp_path: Path, monkeypatch: pytest.Monk
     assert lane == off == text == jobs
 
 
-def test_the_lane_says_yes_to_plain_valid_calls_only() -> None:
+def test_the_lane_says_yes_to_valid_calls_only() -> None:
     pytest.importorskip("orjson")  # without the `fast` extra the lane passes nothing on
     lane = _lane.Lane(load_registry())
     valid = [line.encode() for line in calls.records(400, seed=11, invalid=0.0)]
@@ -244,9 +245,9 @@ def test_the_lane_says_yes_to_plain_valid_calls_only() -> None:
     for line in NASTY:
         raw = line.encode("utf-8", "surrogatepass")
         if lane.valid(raw):  # what the lane passes, the full path finds valid with nothing to say
-            registry = load_registry()
-            function = json.loads(line)["function"]
-            result = registry.validate(function["name"], function["arguments"], repair=True)
+            [found] = find_calls(json.loads(line))
+            assert isinstance(found, FoundCall)
+            result = load_registry().validate(found.name, found.arguments, repair=True)
             assert result.ok and not result.repairs, line
 
 
@@ -369,7 +370,9 @@ def test_a_refused_call_is_held_in_the_callers_box_not_in_the_lane() -> None:
     ).encode()  # fmt: skip
     box: list[Any] = [None]
     assert lane.run([good, bad, good], 0, box) == 1
-    assert box[0] == ("xerj_search", json.dumps({**SEARCH, "size": -1}), "c9", {**SEARCH, "size": -1})
+    assert box[0] == (
+        "xerj_search", json.dumps({**SEARCH, "size": -1}), "c9", {**SEARCH, "size": -1}, "chat"
+    )  # fmt: skip
     box[0] = None
     assert lane.run([b"not json", bad], 0, box) == 0 and box[0] is None  # nothing decoded
     unusual = json.dumps({"id": "c", "type": "function", "index": 0, "function": {

@@ -36,7 +36,7 @@ from typing import Any
 
 from .._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
-from .._schema._quick import _LONG, _MASK, MAX_QUICK
+from .._schema._quick import quick_bounds, quick_object
 from .._schema._registry import ToolRegistry, ToolSpec
 from ..tools._strict import compiled_strict, strict_for
 from ._lines import LaneLines, blocks_of
@@ -63,9 +63,10 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 _FLAT = frozenset({str, int, float, bool, type(None)})
 
 
-Held = tuple[str, str, "str | None", dict[str, Any]]
-"""A refused call the lane decoded: its name, its arguments text, its id (None where empty) and
-its arguments as `_quick.quick_object` decodes them."""
+Held = tuple[str, Any, Any, dict[str, Any], "str | None"]
+"""A refused call the lane decoded: its name, its arguments (text, or the object the record
+holds), its id as the full path reports it, its arguments decoded (as `_quick.quick_object`
+decodes text) and the wire shape it came in (`FoundCall.api`)."""
 
 _Entry = tuple[
     "Predicate | None",
@@ -116,9 +117,9 @@ class Lane:
         ``len(lines)`` when it passes them all: the hot loop, one line a turn, in one frame.
 
         With `held` (a list of one item, the caller's own: a lane is shared by the threads that
-        validate with one registry), where the line refused is a usual Chat tool call whose
-        arguments were decoded (a JSON object within the bounds, as `_quick.quick_object` reads
-        it), ``held[0]`` is set to its `Held` (else left as it was)."""
+        validate with one registry), where the line refused is a call whose record the full
+        path would read the same way (`_read_record`) and whose arguments were decoded (a JSON
+        object within the bounds), ``held[0]`` is set to its `Held` (else left as it was)."""
         end = len(lines)
         orjson = self._orjson
         if orjson is None:
@@ -130,45 +131,51 @@ class Lane:
                 # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes
                 # that are not UTF-8: each goes to the full path, which says it as it always did.
                 record = loads(line)
-                # a record that is no dict, a function that is no dict, a key missing, a name
-                # that is no tool's: each raises here (cheaper than asking each in turn)
+            except ValueError:
+                return at
+            try:
+                # a Chat tool call, the commonest record: a record that is no dict, a function
+                # that is no dict, a key missing, a name that is no tool's raise here (cheaper
+                # than asking each in turn), and the other shapes are read below
                 function = record["function"]
                 name, arguments = function["name"], function["arguments"]
                 entry = tools[name]
-            except (ValueError, LookupError, TypeError):
-                return at
-            if record.get("type") != "function" or type(arguments) is not str:
-                return at
-            # the usual record: id (text), type, function (name, arguments)
-            usual = len(record) == 3 and len(function) == 2 and type(record.get("id", ())) is str
-            if (
-                not usual
-                and not (
-                    record.keys() <= _RECORD_KEYS
-                    and function.keys() <= _FUNCTION_KEYS
-                    and type(record.get("id")) in _FLAT
-                    and type(record.get("index")) in _FLAT
-                )
-                and not _plain_record(record, line)
-            ):
-                return at  # a Batch output line, a fine-tuning example, or maybe too deep
-            # `_quick.quick_object`, inline (tests/test_lane.py holds the lane to the full path)
-            if len(arguments) > MAX_QUICK:
-                return at
-            try:
-                raw = arguments.encode()
-            except UnicodeEncodeError:  # a lone surrogate
-                return at
-            masked = raw.translate(_MASK)
-            if masked.count(b"{") > MAX_ARGUMENT_DEPTH or (
-                masked.count(b"0") >= 19 and _LONG in masked  # the count: cheaper than the search
-            ):
-                return at  # maybe too deep, or an integer orjson reads as a float
-            try:
-                value = loads(raw)
-            except ValueError:
-                return at
-            if type(value) is not dict:
+                api: str | None = "chat"
+            except (LookupError, TypeError):
+                found = _read_record(record, line)
+                if found is None:
+                    return at
+                name, arguments, call_id, api, usual = found
+                entry = tools.get(name)
+                if entry is None:
+                    return at
+            else:
+                if record.get("type") != "function" or type(arguments) is not str:
+                    return at
+                # the usual record: id (text), type, function (name, arguments)
+                call_id = record.get("id", ())
+                usual = len(record) == 3 and len(function) == 2 and type(call_id) is str
+                if (
+                    not usual
+                    and not (
+                        record.keys() <= _RECORD_KEYS
+                        and function.keys() <= _FUNCTION_KEYS
+                        and type(record.get("id")) in _FLAT
+                        and type(record.get("index")) in _FLAT
+                    )
+                    and not _plain_record(record, line)
+                ):
+                    return at  # a Batch output line, a fine-tuning example, or maybe too deep
+                call_id = call_id if usual and call_id else None
+            if type(arguments) is str:
+                value = quick_object(arguments)  # None: the full decode decides
+                if value is None:
+                    return at
+            elif type(arguments) is dict and quick_bounds(line):
+                # arguments the record holds decoded (Anthropic's input, Gemini's args), as the
+                # full path reads them: the line has no depth nor long integer for them to break
+                value = arguments
+            else:
                 return at
             strict, ints, vectors, schema, yes, checks, own, holds = entry
             try:
@@ -194,11 +201,62 @@ class Lane:
             except Exception:  # a value the compiled check cannot read
                 value = None
             if usual and holds and held is not None:  # what `line_calls` would find: the
-                call_id = record["id"]  # full path starts from the object
-                fresh = value if value is not None else loads(raw)
-                held[0] = (name, arguments, call_id if call_id else None, fresh)
+                if value is None:  # full path starts from the object
+                    if type(arguments) is not str:
+                        return at  # (the record's own object, maybe changed: read afresh)
+                    value = quick_object(arguments)
+                held[0] = (name, arguments, call_id, value, api)
             return at
         return end
+
+
+def _read_record(record: Any, line: bytes) -> tuple[str, Any, Any, str | None, bool] | None:
+    """A record holding one call of another shape than Chat's, read as `_records.find_calls`
+    reads it: ``(name, arguments, call id as the full path reports it, api, whether that id is
+    exactly what the full path finds)``; None for any other record (the full path reads it).
+
+    The shapes, in `find_calls`' order: a Responses ``function_call`` (or ``custom_tool_call``)
+    item, an Anthropic ``tool_use`` block, a Gemini ``functionCall`` part, a plain ``{"name"
+    (or "tool"), "arguments"}`` record. None of them for a record that holds ``custom_id`` (a
+    Batch output line), ``messages`` (a fine-tuning example), ``function`` (Chat's), more than
+    `RECORD_DEPTH` brackets, or a name that is no text."""
+    if type(record) is not dict or not _plain_record(record, line) or "function" in record:
+        return None
+    kind = record.get("type")
+    if kind == "function_call" or kind == "custom_tool_call":
+        name, arguments, call_id = (
+            record.get("name"),
+            record.get("arguments" if kind == "function_call" else "input"),
+            record.get("call_id"),
+        )
+        api: str | None = "responses"
+    elif kind == "tool_use":
+        name, arguments, call_id = record.get("name"), record.get("input"), record.get("id")
+        api = "anthropic"
+        if type(arguments) is not dict:
+            return None  # the full path says the input must be an object
+    elif "type" in record or "role" in record or "function_call" in record:
+        return None  # another kind, a message, a legacy Chat call or a snake_case Gemini part
+    elif "functionCall" in record:
+        call = record["functionCall"]
+        if type(call) is not dict:
+            return None
+        name, arguments, call_id = call.get("name"), call.get("args"), call.get("id")
+        arguments = {} if arguments is None else arguments  # a call without parameters
+        if type(arguments) is not dict:
+            return None  # the full path says the args must be an object
+        api = "gemini"
+    elif "arguments" in record and ("name" in record or "tool" in record):
+        name = record["name"] if "name" in record else record["tool"]
+        call_id = record["id"] if "id" in record else record.get("call_id")
+        if type(name) is not str:
+            return None
+        return name, record["arguments"], call_id, None, call_id is None or type(call_id) is str
+    else:
+        return None
+    if type(name) is not str:
+        return None
+    return name, arguments, call_id if type(call_id) is str and call_id else None, api, True
 
 
 def _plain_record(record: dict[str, Any], line: bytes) -> bool:
@@ -274,13 +332,13 @@ def validate_lines(
             number = first + at
             found_held, box[0] = box[0], None
             if found_held is not None:  # one call, decoded: `validate_calls` of it, inline
-                name, arguments, call_id, value = found_held
+                name, arguments, call_id, value, api = found_held
                 at += 1
                 index += 1
                 summary.calls += passed + 1
                 summary.valid += passed
                 passed = 0
-                call = FoundCall(name, arguments, call_id, number, index, "chat")
+                call = FoundCall(name, arguments, call_id, number, index, api)
                 result = registry[name]._validate_decoded(value, repair=repair)
                 tally(summary, call, result, report, progress)
                 continue
