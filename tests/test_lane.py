@@ -154,6 +154,23 @@ NASTY: list[str] = [
         ]
     ),
     json.dumps({"name": "xerj_search", "arguments": json.dumps(SEARCH)}),
+    # the other shapes the lane reads, each with what sends it to the full path
+    json.dumps({"id": "", "name": "xerj_search", "arguments": json.dumps({**SEARCH, "size": -1})}),
+    json.dumps({"call_id": 5, "tool": "xerj_search", "arguments": json.dumps(SEARCH)}),
+    json.dumps({"name": "xerj_search", "arguments": SEARCH, "role": "assistant"}),
+    json.dumps({"type": "function_call", "call_id": "", "name": "xerj_search", "arguments": "{}"}),
+    json.dumps({"type": "function_call", "call_id": "r", "name": "xerj_search", "arguments": SEARCH}),
+    json.dumps({"type": "custom_tool_call", "call_id": "r", "name": "xerj_search", "input": "{}"}),
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": SEARCH}),
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": json.dumps(SEARCH)}),
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search",
+                "input": {**SEARCH, "query": {"x": _deep(63)}}}),  # fmt: skip
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search",
+                "input": {**SEARCH, "size": -12345678901234567890}}),  # fmt: skip
+    json.dumps({"functionCall": {"name": "xerj_search", "args": SEARCH}}),
+    json.dumps({"functionCall": {"id": "g", "name": "xerj_list_indices"}}),
+    json.dumps({"functionCall": {"id": "g", "name": "xerj_search", "args": {"index": 5}}}),
+    json.dumps({"function_call": {"name": "xerj_search", "args": SEARCH}}),
     json.dumps({"type": "web_search_call", "id": "w"}),
     _call("xerj_search", json.dumps(SEARCH)) + "\r" + _call("xerj_search", "{}"),  # a lone CR
     _call("xerj_search", json.dumps(SEARCH)) + "\r",
