@@ -164,9 +164,9 @@ NASTY: list[str] = [
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": SEARCH}),
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": json.dumps(SEARCH)}),
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search",
-                "input": {**SEARCH, "query": {"x": _deep(63)}}}),  # fmt: skip
+                "input": {**SEARCH, "query": {"x": _deep(63)}}}),
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search",
-                "input": {**SEARCH, "size": -12345678901234567890}}),  # fmt: skip
+                "input": {**SEARCH, "size": -12345678901234567890}}),
     json.dumps({"functionCall": {"name": "xerj_search", "args": SEARCH}}),
     json.dumps({"functionCall": {"id": "g", "name": "xerj_list_indices"}}),
     json.dumps({"functionCall": {"id": "g", "name": "xerj_search", "args": {"index": 5}}}),

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
+from .._bounds import _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
 from .._schema._quick import quick_bounds, quick_object
 from .._schema._registry import ToolRegistry, ToolSpec
@@ -146,9 +146,9 @@ class Lane:
                 if found is None:
                     return at
                 name, arguments, call_id, api, usual = found
-                entry = tools.get(name)
-                if entry is None:
+                if name not in tools:
                     return at
+                entry = tools[name]
             else:
                 if record.get("type") != "function" or type(arguments) is not str:
                     return at
@@ -205,6 +205,8 @@ class Lane:
                     if type(arguments) is not str:
                         return at  # (the record's own object, maybe changed: read afresh)
                     value = quick_object(arguments)
+                    if value is None:  # (it decoded once already)
+                        return at
                 held[0] = (name, arguments, call_id, value, api)
             return at
         return end
