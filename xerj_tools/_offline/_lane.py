@@ -1,29 +1,39 @@
-"""The valid lane of offline validation (issue 24): a JSONL line holding one plain, valid Chat
-Completions tool call is counted in a few microseconds, without the objects of the full path.
+"""The valid lane of offline validation: a JSONL line holding one valid tool call, in any of the
+one-call record shapes `validate` reads, is counted in a few microseconds, without the objects of
+the full path.
 
 `validate_lines` reads a file a block of lines at a time (`LaneLines`: 1 MiB chunks, split at
 ``\n``) and hands each block to `Lane.run`, one loop in one frame: per line (bytes) it decodes
-the record with orjson, recognises the Chat tool-call record ``{"type": "function",
-"function": {"name", "arguments"}}`` (no ``custom_id``, no ``messages``: never a Batch output
-line nor a fine-tuning example), decodes the arguments as `_quick.quick_object` does, and asks
-the tool's strict schema (tools/_strict.py: the schema with the prose limits JSON Schema can
-state, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says no, the
-schema check and the quick yes (`Tool.yes_for`; where a tool has none, its checks themselves).
-A line passes only when the full path (`_offline._validate.line_calls` + `validate_calls`) would count
-one valid call with nothing to report; any other goes to that path, which writes the report it
-always wrote. So the lane changes the speed, never the report (tests/test_lane.py compares
-both, with `ENABLED` off, on mixed files, a file of hostile lines, chunks of a few bytes).
+the record with orjson and recognises its call as `_records.find_calls` would: a Chat tool call
+``{"type": "function", "function": {"name", "arguments"}}`` first (the commonest), else
+(`_read_record`) a Responses ``function_call`` or ``custom_tool_call`` item, an Anthropic
+``tool_use`` block, a Gemini ``functionCall`` part or a plain ``{"name" (or "tool"),
+"arguments"}`` record; never a Batch output line (``custom_id``) nor a fine-tuning example
+(``messages``). Arguments written as text are decoded by `_quick.quick_object`; arguments the
+record holds as an object (Anthropic's ``input``, Gemini's ``args``, a plain record's object) are
+taken as orjson read them where `_quick.quick_bounds` finds nothing in the line for the bounds
+to refuse. Then the tool's strict schema (tools/_strict.py: the schema with the prose limits JSON
+Schema can state, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says
+no, the schema check and the quick yes (`Tool.yes_for`; where a tool has none, its checks
+themselves). A line passes only when the full path (`_offline._validate.line_calls` +
+`validate_calls`) would count one valid call with nothing to report; any other goes to that path,
+which writes the report it always wrote. So the lane changes the speed, never the report
+(tests/test_lane.py and tests/test_lane_shapes.py compare both, with `ENABLED` off, on mixed
+files, random files of each shape, a file of hostile lines, chunks of a few bytes).
 
 What sends a line to the full path, each for the guarantee it keeps:
 - text orjson refuses: not JSON, a UTF-8 BOM, NaN or Infinity, a number past a double, a lone
   surrogate escape, bytes that are not UTF-8 (the full path says each as it always did);
-- a record of another shape, or one with keys beyond ``id``, ``type``, ``function``, ``index``
-  (or an ``id`` or ``index`` that is a list or an object) that holds ``custom_id`` (a Batch
-  output line), ``messages`` (a fine-tuning example) or more than `RECORD_DEPTH` brackets
-  (`_bounds`' record depth limit; a count bounds the depth);
-- arguments that are not text, or that the quick decode refuses: more than
-  `MAX_ARGUMENT_DEPTH` brackets, a run of 19 digits (`_json`'s long integers, which orjson reads
-  as floats), a lone surrogate, more than 4,096 characters, blank, not a JSON object;
+- a record of no shape above (a completion, a transcript, a list of calls: several calls, found
+  by the full path's walk), or one that holds ``custom_id``, ``messages`` or more than
+  `RECORD_DEPTH` brackets (`_bounds`' record depth limit; a count bounds the depth); a Chat
+  ``custom`` call, a snake_case Gemini ``function_call`` part, a record with a ``role`` or
+  another ``type``, a name that is no text: rare forms, read by the full path;
+- arguments the quick decode refuses (more than `MAX_ARGUMENT_DEPTH` brackets, a run of 19
+  digits: `_json`'s long integers, which orjson reads as floats; a lone surrogate, more than
+  4,096 characters, blank, not a JSON object); arguments held as an object in a line with more
+  than `MAX_ARGUMENT_DEPTH` brackets or a run of 19 digits; an Anthropic ``input`` or Gemini
+  ``args`` that is no object (the full path says so); a Chat call's arguments that are no text;
 - a tool the registry lacks or whose schema is not compiled, a schema check that says no, a
   quick yes that says no (the full path runs the checks and explains), or, for a tool without a
   quick yes, a check that finds a problem.
