@@ -176,7 +176,6 @@ class Lane:
                     and not _plain_record(record, line)
                 ):
                     return at  # a Batch output line, a fine-tuning example, or maybe too deep
-                call_id = call_id if usual and call_id else None
             if type(arguments) is str:
                 value = quick_object(arguments)  # None: the full decode decides
                 if value is None:
@@ -217,6 +216,8 @@ class Lane:
                     value = quick_object(arguments)
                     if value is None:  # (it decoded once already)
                         return at
+                if api == "chat":
+                    call_id = call_id or None  # (text, in the usual record)
                 held[0] = (name, arguments, call_id, value, api)
             return at
         return end
