@@ -150,7 +150,7 @@ def _both(lines: list[bytes], repair: bool) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), repair=st.booleans())
 def test_random_files_of_each_shape_get_the_full_paths_report(
     shape: str, data: Any, repair: bool
