@@ -46,7 +46,7 @@ from typing import Any
 
 from .._bounds import _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
-from .._schema._quick import quick_bounds, quick_object
+from .._schema._quick import MAX_QUICK, quick_bounds, quick_object
 from .._schema._registry import ToolRegistry, ToolSpec
 from ..tools._strict import compiled_strict, strict_for
 from ._lines import LaneLines, blocks_of
@@ -177,8 +177,20 @@ class Lane:
                 ):
                     return at  # a Batch output line, a fine-tuning example, or maybe too deep
             if type(arguments) is str:
-                value = quick_object(arguments)  # None: the full decode decides
-                if value is None:
+                # `_quick.quick_object`, inline but for its bounds (the hot loop's calls cost)
+                if len(arguments) > MAX_QUICK:
+                    return at
+                try:
+                    raw = arguments.encode()
+                except UnicodeEncodeError:  # a lone surrogate
+                    return at
+                if not quick_bounds(raw):
+                    return at  # maybe too deep, or an integer orjson reads as a float
+                try:
+                    value = loads(raw)
+                except ValueError:
+                    return at
+                if type(value) is not dict:
                     return at
             elif type(arguments) is dict and quick_bounds(line):
                 # arguments the record holds decoded (Anthropic's input, Gemini's args), as the
