@@ -9,8 +9,8 @@ the record with orjson and recognises its call as `_records.find_calls` would: a
 (`_read_record`) a Responses ``function_call`` or ``custom_tool_call`` item, an Anthropic
 ``tool_use`` block, a Gemini ``functionCall`` part or a plain ``{"name" (or "tool"),
 "arguments"}`` record; never a Batch output line (``custom_id``) nor a fine-tuning example
-(``messages``). Arguments written as text are decoded by `_quick.quick_object`; arguments the
-record holds as an object (Anthropic's ``input``, Gemini's ``args``, a plain record's object) are
+(``messages``). Arguments written as text are decoded as `_quick.quick_object` decodes them
+(inline, its bounds asked of `_quick.quick_bounds`); arguments the record holds as an object (Anthropic's ``input``, Gemini's ``args``, a plain record's object) are
 taken as orjson read them where `_quick.quick_bounds` finds nothing in the line for the bounds
 to refuse. Then the tool's strict schema (tools/_strict.py: the schema with the prose limits JSON
 Schema can state, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says

@@ -13,9 +13,9 @@ against, and how it is ruled out here:
   escaped: orjson refuses it), a BOM, blank text, text that is not JSON: orjson refuses each;
 - text longer than 4,096 characters, which the full path walks: not looked at here.
 
-Both the offline lane (`_offline._lane`) and the dispatcher's validation (`validate_arguments`)
-use it; the lane also asks `quick_bounds` of a whole record whose arguments are an object
-already (an Anthropic ``input``, a Gemini ``args``).
+The dispatcher's validation (`validate_arguments`) uses it; the offline lane (`_offline._lane`)
+decodes as it does, inline, and asks `quick_bounds` of the arguments' text, and of a whole record
+whose arguments are an object already (an Anthropic ``input``, a Gemini ``args``).
 """
 
 from __future__ import annotations
