@@ -1,6 +1,8 @@
 """Recorded tool calls for the offline-validation benchmark: mixed over every tool, some invalid.
 
-`write_calls(path, n)` writes `n` Chat Completions tool calls, one JSONL record a line, spread
+`write_calls(path, n)` writes `n` Chat Completions tool calls (`shape`: or plain {name,
+arguments} records, Responses function_call items, Anthropic tool_use blocks, Gemini
+functionCall parts), one JSONL record a line, spread
 over the seven tools of the bundled registry with realistic arguments; one call in ten is
 invalid in a way a model gets wrong (a negative `size`, a missing required argument, a wrong
 type, an unknown argument, a bad namespace), so that the failure path (jsonschema's
@@ -67,8 +69,30 @@ TOOLS = ["xerj_search", "xerj_semantic_search", "xerj_vector_search", "xerj_hybr
 WEIGHTS = [40, 12, 8, 8, 12, 12, 8]
 
 
-def records(n: int, seed: int = 7, invalid: float = 0.1) -> list[str]:
-    """`n` JSONL lines (without their newlines): Chat Completions tool calls."""
+SHAPES = ("chat", "plain", "responses", "anthropic", "gemini")
+"""The record shapes a file can be written in (`record`)."""
+
+
+def record(call_id: str, tool: str, args: dict[str, Any], shape: str = "chat") -> dict[str, Any]:
+    """One call as a record of `shape`: a Chat Completions tool call, a plain {name, arguments}
+    record, a Responses function_call item, an Anthropic tool_use block or a Gemini part."""
+    if shape == "chat":
+        return {"id": call_id, "type": "function",
+                "function": {"name": tool, "arguments": json.dumps(args)}}
+    if shape == "plain":
+        return {"id": call_id, "name": tool, "arguments": json.dumps(args)}
+    if shape == "responses":
+        return {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": tool,
+                "arguments": json.dumps(args), "status": "completed"}
+    if shape == "anthropic":
+        return {"type": "tool_use", "id": call_id, "name": tool, "input": args}
+    if shape == "gemini":
+        return {"functionCall": {"id": call_id, "name": tool, "args": args}}
+    raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
+
+
+def records(n: int, seed: int = 7, invalid: float = 0.1, shape: str = "chat") -> list[str]:
+    """`n` JSONL lines (without their newlines): tool calls as records of `shape`."""
     rng = random.Random(seed)
     lines = []
     for i in range(n):
@@ -76,15 +100,15 @@ def records(n: int, seed: int = 7, invalid: float = 0.1) -> list[str]:
         args = _valid(rng, tool)
         if rng.random() < invalid:
             args = _invalid(rng, tool, args)
-        lines.append(json.dumps({"id": f"call_{i}", "type": "function",
-                                 "function": {"name": tool, "arguments": json.dumps(args)}}))
+        lines.append(json.dumps(record(f"call_{i}", tool, args, shape)))
     return lines
 
 
-def write_calls(path: Path, n: int, seed: int = 7, invalid: float = 0.1) -> Path:
+def write_calls(path: Path, n: int, seed: int = 7, invalid: float = 0.1,
+                shape: str = "chat") -> Path:
     """Write `n` calls to `path` in blocks (a large file is never held whole)."""
     block = 10_000
     with path.open("w", encoding="utf-8") as out:
         for start in range(0, n, block):
-            out.write("\n".join(records(min(block, n - start), seed + start, invalid)) + "\n")
+            out.write("\n".join(records(min(block, n - start), seed + start, invalid, shape)) + "\n")
     return path

@@ -2,10 +2,13 @@
 
 Run:  .venv/bin/python benchmarks/validate.py     (writes validate.json and validate.md to a new temporary directory; --out benchmarks to update the kept results)
       --quick: 10,000 calls, one round (the test suite's smoke run); --out DIR; --calls N;
-      --rounds N.
+      --rounds N; --shape S: the calls written as records of shape S (chat, the default;
+      plain, responses, anthropic, gemini: benchmarks/calls.py), results as validate-S.json
+      and validate-S.md.
 
 One file of N recorded calls (200,000 by default; benchmarks/calls.py: Chat Completions tool
-calls over the seven tools, one in ten invalid) is validated, round after round, by each of:
+calls over the seven tools, one in ten invalid) is validated, round after round, by each of
+(the plain loops read Chat tool calls only: with another --shape, only the others run):
 
 - three plain loops, as a user would write them: `json.loads` + a precompiled jsonschema
   Draft 2020-12 validator's `is_valid`; `orjson` + fastjsonschema's generated code; `orjson` +
@@ -35,7 +38,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from calls import write_calls  # noqa: E402
+from calls import SHAPES, write_calls  # noqa: E402
 
 VALIDATE = """
 import os, sys, time
@@ -186,19 +189,23 @@ def main() -> None:
     quick = "--quick" in sys.argv
     calls = int(sys.argv[sys.argv.index("--calls") + 1]) if "--calls" in sys.argv else (10_000 if quick else 200_000)
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else (1 if quick else 3)
+    shape = sys.argv[sys.argv.index("--shape") + 1] if "--shape" in sys.argv else "chat"
+    if shape not in SHAPES:
+        raise SystemExit(f"--shape: one of {', '.join(SHAPES)}")
+    name_of = "validate" if shape == "chat" else f"validate-{shape}"
     from _common import results_dir, wrote
 
     out_dir = results_dir(sys.argv, "validate")
     root = str(HERE.parent)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        path = write_calls(Path(folder) / "calls.jsonl", calls)
+        path = write_calls(Path(folder) / "calls.jsonl", calls, shape=shape)
         prelude = PRELUDE.format(root=root)
         cases: dict[str, list[str]] = {}
         for name, body in LOOPS.items():
             module = {"jsonschema": "jsonschema", "orjson + fastjsonschema": "fastjsonschema",
                       "orjson + jsonschema-rs": "jsonschema_rs"}[name]
-            if available(module):
+            if available(module) and shape == "chat":  # (they read Chat tool calls)
                 cases[f"loop: {name}"] = [sys.executable, "-c", prelude + body.format(path=str(path))]
         command = ["validate", str(path), "--format", "json"]
         for name, argv in (("xerj-tools validate", command),
@@ -250,14 +257,14 @@ def main() -> None:
     machine = {"python": platform.python_version(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
                "load_average": os.getloadavg()[0], "file_bytes": size}
     budget = _budget(breakdown, median, calls)
-    report = {"machine": machine, "calls": calls, "rounds": rounds, "seconds": round(time.perf_counter() - started, 1),
+    report = {"machine": machine, "shape": shape, "calls": calls, "rounds": rounds, "seconds": round(time.perf_counter() - started, 1),
               "runs": runs, "calls_per_second": {k: {"median": v, "all": rates[k]} for k, v in median.items()},
               "goals": {k: {"ratio": v, "met": v >= thresholds[k]} for k, v in goals.items()},
               "memory": memory, "memory_growth_mib_per_gib": per_gib,
               "breakdown": breakdown, "budget": budget}
-    (out_dir / "validate.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    (out_dir / f"{name_of}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     rows = [f"Machine: Python {machine['python']}, {machine['cores']} cores, {machine['date']}, load average "
-            f"{machine['load_average']:.1f} at the end; {calls:,} calls ({size / 2**20:.1f} MiB), "
+            f"{machine['load_average']:.1f} at the end; {calls:,} calls ({size / 2**20:.1f} MiB, {shape} records), "
             f"{rounds} rounds interleaved, median; {report['seconds']} s in all.", "",
             "| path | calls/s | per | wall s | CPU s | peak MiB |", "|---|---|---|---|---|---|"]
     for name, values in runs.items():
@@ -283,8 +290,8 @@ def main() -> None:
              "|---|---|---|---|"]
     rows += [f"| {k} | {v['seconds']:.3f} s | {v['refused_us']:.1f} µs | {v['refused_us_at_loop_cost']:.1f} µs |"
              for k, v in budget.items()]
-    (out_dir / "validate.md").write_text("\n".join(rows) + "\n")
-    wrote(out_dir, "validate.json", "validate.md")
+    (out_dir / f"{name_of}.md").write_text("\n".join(rows) + "\n")
+    wrote(out_dir, f"{name_of}.json", f"{name_of}.md")
     print("\n".join(rows))
 
 

@@ -21,6 +21,7 @@ import pytest
 from xerj_tools import load_registry
 from xerj_tools._cli._main import main
 from xerj_tools._offline import _lane, _lines, _ranges
+from xerj_tools._offline._records import FoundCall, find_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls
@@ -153,6 +154,23 @@ NASTY: list[str] = [
         ]
     ),
     json.dumps({"name": "xerj_search", "arguments": json.dumps(SEARCH)}),
+    # the other shapes the lane reads, each with what sends it to the full path
+    json.dumps({"id": "", "name": "xerj_search", "arguments": json.dumps({**SEARCH, "size": -1})}),
+    json.dumps({"call_id": 5, "tool": "xerj_search", "arguments": json.dumps(SEARCH)}),
+    json.dumps({"name": "xerj_search", "arguments": SEARCH, "role": "assistant"}),
+    json.dumps({"type": "function_call", "call_id": "", "name": "xerj_search", "arguments": "{}"}),
+    json.dumps({"type": "function_call", "call_id": "r", "name": "xerj_search", "arguments": SEARCH}),
+    json.dumps({"type": "custom_tool_call", "call_id": "r", "name": "xerj_search", "input": "{}"}),
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": SEARCH}),
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": json.dumps(SEARCH)}),
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search",
+                "input": {**SEARCH, "query": {"x": _deep(63)}}}),
+    json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search",
+                "input": {**SEARCH, "size": -12345678901234567890}}),
+    json.dumps({"functionCall": {"name": "xerj_search", "args": SEARCH}}),
+    json.dumps({"functionCall": {"id": "g", "name": "xerj_list_indices"}}),
+    json.dumps({"functionCall": {"id": "g", "name": "xerj_search", "args": {"index": 5}}}),
+    json.dumps({"function_call": {"name": "xerj_search", "args": SEARCH}}),
     json.dumps({"type": "web_search_call", "id": "w"}),
     _call("xerj_search", json.dumps(SEARCH)) + "\r" + _call("xerj_search", "{}"),  # a lone CR
     _call("xerj_search", json.dumps(SEARCH)) + "\r",
@@ -236,7 +254,7 @@ def test_crlf_lines_get_the_same_report(tmp_path: Path, monkeypatch: pytest.Monk
     assert lane == off == text == jobs
 
 
-def test_the_lane_says_yes_to_plain_valid_calls_only() -> None:
+def test_the_lane_says_yes_to_valid_calls_only() -> None:
     pytest.importorskip("orjson")  # without the `fast` extra the lane passes nothing on
     lane = _lane.Lane(load_registry())
     valid = [line.encode() for line in calls.records(400, seed=11, invalid=0.0)]
@@ -244,9 +262,9 @@ def test_the_lane_says_yes_to_plain_valid_calls_only() -> None:
     for line in NASTY:
         raw = line.encode("utf-8", "surrogatepass")
         if lane.valid(raw):  # what the lane passes, the full path finds valid with nothing to say
-            registry = load_registry()
-            function = json.loads(line)["function"]
-            result = registry.validate(function["name"], function["arguments"], repair=True)
+            [found] = find_calls(json.loads(line))
+            assert isinstance(found, FoundCall)
+            result = load_registry().validate(found.name, found.arguments, repair=True)
             assert result.ok and not result.repairs, line
 
 
@@ -369,7 +387,9 @@ def test_a_refused_call_is_held_in_the_callers_box_not_in_the_lane() -> None:
     ).encode()  # fmt: skip
     box: list[Any] = [None]
     assert lane.run([good, bad, good], 0, box) == 1
-    assert box[0] == ("xerj_search", json.dumps({**SEARCH, "size": -1}), "c9", {**SEARCH, "size": -1})
+    assert box[0] == (
+        "xerj_search", json.dumps({**SEARCH, "size": -1}), "c9", {**SEARCH, "size": -1}, "chat"
+    )  # fmt: skip
     box[0] = None
     assert lane.run([b"not json", bad], 0, box) == 0 and box[0] is None  # nothing decoded
     unusual = json.dumps({"id": "c", "type": "function", "index": 0, "function": {

@@ -1,29 +1,39 @@
-"""The valid lane of offline validation: a JSONL line holding one plain, valid Chat
-Completions tool call is counted in a few microseconds, without the objects of the full path.
+"""The valid lane of offline validation: a JSONL line holding one valid tool call, in any of the
+one-call record shapes `validate` reads, is counted in a few microseconds, without the objects of
+the full path.
 
 `validate_lines` reads a file a block of lines at a time (`LaneLines`: 1 MiB chunks, split at
 ``\n``) and hands each block to `Lane.run`, one loop in one frame: per line (bytes) it decodes
-the record with orjson, recognises the Chat tool-call record ``{"type": "function",
-"function": {"name", "arguments"}}`` (no ``custom_id``, no ``messages``: never a Batch output
-line nor a fine-tuning example), decodes the arguments as `_quick.quick_object` does, and asks
-the tool's strict schema (tools/_strict.py: the schema with the prose limits JSON Schema can
-state, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says no, the
-schema check and the quick yes (`Tool.yes_for`; where a tool has none, its checks themselves).
-A line passes only when the full path (`_offline._validate.line_calls` + `validate_calls`) would count
-one valid call with nothing to report; any other goes to that path, which writes the report it
-always wrote. So the lane changes the speed, never the report (tests/offline/test_lane.py compares
-both, with `ENABLED` off, on mixed files, a file of hostile lines, chunks of a few bytes).
+the record with orjson and recognises its call as `_records.find_calls` would: a Chat tool call
+``{"type": "function", "function": {"name", "arguments"}}`` first (the commonest), else
+(`_read_record`) a Responses ``function_call`` or ``custom_tool_call`` item, an Anthropic
+``tool_use`` block, a Gemini ``functionCall`` part or a plain ``{"name" (or "tool"),
+"arguments"}`` record; never a Batch output line (``custom_id``) nor a fine-tuning example
+(``messages``). Arguments written as text are decoded as `_quick.quick_object` decodes them
+(inline, its bounds asked of `_quick.quick_bounds`); arguments the record holds as an object (Anthropic's ``input``, Gemini's ``args``, a plain record's object) are
+taken as orjson read them where `_quick.quick_bounds` finds nothing in the line for the bounds
+to refuse. Then the tool's strict schema (tools/_strict.py: the schema with the prose limits JSON
+Schema can state, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says
+no, the schema check and the quick yes (`Tool.yes_for`; where a tool has none, its checks
+themselves). A line passes only when the full path (`_offline._validate.line_calls` +
+`validate_calls`) would count one valid call with nothing to report; any other goes to that path,
+which writes the report it always wrote. So the lane changes the speed, never the report
+(tests/offline/test_lane.py and tests/offline/test_lane_shapes.py compare both, with `ENABLED` off, on mixed
+files, random files of each shape, a file of hostile lines, chunks of a few bytes).
 
 What sends a line to the full path, each for the guarantee it keeps:
 - text orjson refuses: not JSON, a UTF-8 BOM, NaN or Infinity, a number past a double, a lone
   surrogate escape, bytes that are not UTF-8 (the full path says each as it always did);
-- a record of another shape, or one with keys beyond ``id``, ``type``, ``function``, ``index``
-  (or an ``id`` or ``index`` that is a list or an object) that holds ``custom_id`` (a Batch
-  output line), ``messages`` (a fine-tuning example) or more than `RECORD_DEPTH` brackets
-  (`_bounds`' record depth limit; a count bounds the depth);
-- arguments that are not text, or that the quick decode refuses: more than
-  `MAX_ARGUMENT_DEPTH` brackets, a run of 19 digits (`_json`'s long integers, which orjson reads
-  as floats), a lone surrogate, more than 4,096 characters, blank, not a JSON object;
+- a record of no shape above (a completion, a transcript, a list of calls: several calls, found
+  by the full path's walk), or one that holds ``custom_id``, ``messages`` or more than
+  `RECORD_DEPTH` brackets (`_bounds`' record depth limit; a count bounds the depth); a Chat
+  ``custom`` call, a snake_case Gemini ``function_call`` part, a record with a ``role`` or
+  another ``type``, a name that is no text: rare forms, read by the full path;
+- arguments the quick decode refuses (more than `MAX_ARGUMENT_DEPTH` brackets, a run of 19
+  digits: `_json`'s long integers, which orjson reads as floats; a lone surrogate, more than
+  4,096 characters, blank, not a JSON object); arguments held as an object in a line with more
+  than `MAX_ARGUMENT_DEPTH` brackets or a run of 19 digits; an Anthropic ``input`` or Gemini
+  ``args`` that is no object (the full path says so); a Chat call's arguments that are no text;
 - a tool the registry lacks or whose schema is not compiled, a schema check that says no, a
   quick yes that says no (the full path runs the checks and explains), or, for a tool without a
   quick yes, a check that finds a problem.
@@ -34,9 +44,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
+from .._bounds import _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
-from .._schema._quick import _LONG, _MASK, MAX_QUICK
+from .._schema._quick import MAX_QUICK, quick_bounds, quick_object
 from .._schema._registry import ToolRegistry, ToolSpec
 from ..tools._strict import compiled_strict, strict_for
 from ._lines import LaneLines, blocks_of
@@ -63,9 +73,10 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 _FLAT = frozenset({str, int, float, bool, type(None)})
 
 
-Held = tuple[str, str, "str | None", dict[str, Any]]
-"""A refused call the lane decoded: its name, its arguments text, its id (None where empty) and
-its arguments as `_quick.quick_object` decodes them."""
+Held = tuple[str, Any, Any, dict[str, Any], "str | None"]
+"""A refused call the lane decoded: its name, its arguments (text, or the object the record
+holds), its id as the full path reports it, its arguments decoded (as `_quick.quick_object`
+decodes text) and the wire shape it came in (`FoundCall.api`)."""
 
 _Entry = tuple[
     "Predicate | None",
@@ -116,9 +127,9 @@ class Lane:
         ``len(lines)`` when it passes them all: the hot loop, one line a turn, in one frame.
 
         With `held` (a list of one item, the caller's own: a lane is shared by the threads that
-        validate with one registry), where the line refused is a usual Chat tool call whose
-        arguments were decoded (a JSON object within the bounds, as `_quick.quick_object` reads
-        it), ``held[0]`` is set to its `Held` (else left as it was)."""
+        validate with one registry), where the line refused is a call whose record the full
+        path would read the same way (`_read_record`) and whose arguments were decoded (a JSON
+        object within the bounds), ``held[0]`` is set to its `Held` (else left as it was)."""
         end = len(lines)
         orjson = self._orjson
         if orjson is None:
@@ -130,45 +141,62 @@ class Lane:
                 # orjson refuses a BOM, NaN, a number past a double, a lone surrogate, bytes
                 # that are not UTF-8: each goes to the full path, which says it as it always did.
                 record = loads(line)
-                # a record that is no dict, a function that is no dict, a key missing, a name
-                # that is no tool's: each raises here (cheaper than asking each in turn)
+            except ValueError:
+                return at
+            try:
+                # a Chat tool call, the commonest record: a record that is no dict, a function
+                # that is no dict, a key missing, a name that is no tool's raise here (cheaper
+                # than asking each in turn), and the other shapes are read below
                 function = record["function"]
                 name, arguments = function["name"], function["arguments"]
                 entry = tools[name]
-            except (ValueError, LookupError, TypeError):
-                return at
-            if record.get("type") != "function" or type(arguments) is not str:
-                return at
-            # the usual record: id (text), type, function (name, arguments)
-            usual = len(record) == 3 and len(function) == 2 and type(record.get("id", ())) is str
-            if (
-                not usual
-                and not (
-                    record.keys() <= _RECORD_KEYS
-                    and function.keys() <= _FUNCTION_KEYS
-                    and type(record.get("id")) in _FLAT
-                    and type(record.get("index")) in _FLAT
-                )
-                and not _plain_record(record, line)
-            ):
-                return at  # a Batch output line, a fine-tuning example, or maybe too deep
-            # `_quick.quick_object`, inline (tests/offline/test_lane.py holds the lane to the full path)
-            if len(arguments) > MAX_QUICK:
-                return at
-            try:
-                raw = arguments.encode()
-            except UnicodeEncodeError:  # a lone surrogate
-                return at
-            masked = raw.translate(_MASK)
-            if masked.count(b"{") > MAX_ARGUMENT_DEPTH or (
-                masked.count(b"0") >= 19 and _LONG in masked  # the count: cheaper than the search
-            ):
-                return at  # maybe too deep, or an integer orjson reads as a float
-            try:
-                value = loads(raw)
-            except ValueError:
-                return at
-            if type(value) is not dict:
+                api: str | None = "chat"
+            except (LookupError, TypeError):
+                found = _read_record(record, line)
+                if found is None:
+                    return at
+                name, arguments, call_id, api, usual = found
+                if name not in tools:
+                    return at
+                entry = tools[name]
+            else:
+                if record.get("type") != "function" or type(arguments) is not str:
+                    return at
+                # the usual record: id (text), type, function (name, arguments)
+                call_id = record.get("id", ())
+                usual = len(record) == 3 and len(function) == 2 and type(call_id) is str
+                if (
+                    not usual
+                    and not (
+                        record.keys() <= _RECORD_KEYS
+                        and function.keys() <= _FUNCTION_KEYS
+                        and type(record.get("id")) in _FLAT
+                        and type(record.get("index")) in _FLAT
+                    )
+                    and not _plain_record(record, line)
+                ):
+                    return at  # a Batch output line, a fine-tuning example, or maybe too deep
+            if type(arguments) is str:
+                # `_quick.quick_object`, inline but for its bounds (the hot loop's calls cost)
+                if len(arguments) > MAX_QUICK:
+                    return at
+                try:
+                    raw = arguments.encode()
+                except UnicodeEncodeError:  # a lone surrogate
+                    return at
+                if not quick_bounds(raw):
+                    return at  # maybe too deep, or an integer orjson reads as a float
+                try:
+                    value = loads(raw)
+                except ValueError:
+                    return at
+                if type(value) is not dict:
+                    return at
+            elif type(arguments) is dict and quick_bounds(line):
+                # arguments the record holds decoded (Anthropic's input, Gemini's args), as the
+                # full path reads them: the line has no depth nor long integer for them to break
+                value = arguments
+            else:
                 return at
             strict, ints, vectors, schema, yes, checks, own, holds = entry
             try:
@@ -194,11 +222,66 @@ class Lane:
             except Exception:  # a value the compiled check cannot read
                 value = None
             if usual and holds and held is not None:  # what `line_calls` would find: the
-                call_id = record["id"]  # full path starts from the object
-                fresh = value if value is not None else loads(raw)
-                held[0] = (name, arguments, call_id if call_id else None, fresh)
+                if value is None:  # full path starts from the object
+                    if type(arguments) is not str:
+                        return at  # (the record's own object, maybe changed: read afresh)
+                    value = quick_object(arguments)
+                    if value is None:  # (it decoded once already)
+                        return at
+                if api == "chat":
+                    call_id = call_id or None  # (text, in the usual record)
+                held[0] = (name, arguments, call_id, value, api)
             return at
         return end
+
+
+def _read_record(record: Any, line: bytes) -> tuple[str, Any, Any, str | None, bool] | None:
+    """A record holding one call of another shape than Chat's, read as `_records.find_calls`
+    reads it: ``(name, arguments, call id as the full path reports it, api, whether that id is
+    exactly what the full path finds)``; None for any other record (the full path reads it).
+
+    The shapes, in `find_calls`' order: a Responses ``function_call`` (or ``custom_tool_call``)
+    item, an Anthropic ``tool_use`` block, a Gemini ``functionCall`` part, a plain ``{"name"
+    (or "tool"), "arguments"}`` record. None of them for a record that holds ``custom_id`` (a
+    Batch output line), ``messages`` (a fine-tuning example), ``function`` (Chat's), more than
+    `RECORD_DEPTH` brackets, or a name that is no text."""
+    if type(record) is not dict or not _plain_record(record, line) or "function" in record:
+        return None
+    kind = record.get("type")
+    if kind == "function_call" or kind == "custom_tool_call":
+        name, arguments, call_id = (
+            record.get("name"),
+            record.get("arguments" if kind == "function_call" else "input"),
+            record.get("call_id"),
+        )
+        api: str | None = "responses"
+    elif kind == "tool_use":
+        name, arguments, call_id = record.get("name"), record.get("input"), record.get("id")
+        api = "anthropic"
+        if type(arguments) is not dict:
+            return None  # the full path says the input must be an object
+    elif "type" in record or "role" in record or "function_call" in record:
+        return None  # another kind, a message, a legacy Chat call or a snake_case Gemini part
+    elif "functionCall" in record:
+        call = record["functionCall"]
+        if type(call) is not dict:
+            return None
+        name, arguments, call_id = call.get("name"), call.get("args"), call.get("id")
+        arguments = {} if arguments is None else arguments  # a call without parameters
+        if type(arguments) is not dict:
+            return None  # the full path says the args must be an object
+        api = "gemini"
+    elif "arguments" in record and ("name" in record or "tool" in record):
+        name = record["name"] if "name" in record else record["tool"]
+        call_id = record["id"] if "id" in record else record.get("call_id")
+        if type(name) is not str:
+            return None
+        return name, record["arguments"], call_id, None, call_id is None or type(call_id) is str
+    else:
+        return None
+    if type(name) is not str:
+        return None
+    return name, arguments, call_id if type(call_id) is str and call_id else None, api, True
 
 
 def _plain_record(record: dict[str, Any], line: bytes) -> bool:
@@ -274,13 +357,13 @@ def validate_lines(
             number = first + at
             found_held, box[0] = box[0], None
             if found_held is not None:  # one call, decoded: `validate_calls` of it, inline
-                name, arguments, call_id, value = found_held
+                name, arguments, call_id, value, api = found_held
                 at += 1
                 index += 1
                 summary.calls += passed + 1
                 summary.valid += passed
                 passed = 0
-                call = FoundCall(name, arguments, call_id, number, index, "chat")
+                call = FoundCall(name, arguments, call_id, number, index, api)
                 result = registry[name]._validate_decoded(value, repair=repair)
                 tally(summary, call, result, report, progress)
                 continue

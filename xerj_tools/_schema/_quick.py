@@ -13,7 +13,9 @@ against, and how it is ruled out here:
   escaped: orjson refuses it), a BOM, blank text, text that is not JSON: orjson refuses each;
 - text longer than 4,096 characters, which the full path walks: not looked at here.
 
-Both the offline lane (`_lane`) and the dispatcher's validation (`validate_arguments`) use it.
+The dispatcher's validation (`validate_arguments`) uses it; the offline lane (`_offline._lane`)
+decodes as it does, inline, and asks `quick_bounds` of the arguments' text, and of a whole record
+whose arguments are an object already (an Anthropic ``input``, a Gemini ``args``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from .. import _json
 from .._bounds import MAX_ARGUMENT_DEPTH
 
-__all__ = ["MAX_QUICK", "quick_object"]  # `_lane` inlines it: _MASK, _LONG
+__all__ = ["MAX_QUICK", "quick_bounds", "quick_object"]
 
 MAX_QUICK = 4096  # `_validation`: longer text is walked for its numbers and strings
 
@@ -33,6 +35,16 @@ _MASK = bytes(
     48 if 48 <= i <= 57 or i in (43, 45) else 123 if i in (91, 123) else 32 for i in range(256)
 )
 _LONG = b"0" * 19
+
+
+def quick_bounds(raw: bytes) -> bool:
+    """True where no value in the UTF-8 JSON text `raw` can break a bound once orjson has read
+    it: at most `MAX_ARGUMENT_DEPTH` brackets, no run of 19 digits."""
+    masked = raw.translate(_MASK)
+    # the count first: cheaper than the search
+    return masked.count(b"{") <= MAX_ARGUMENT_DEPTH and not (
+        masked.count(b"0") >= 19 and _LONG in masked
+    )
 
 
 def quick_object(text: str) -> dict[str, Any] | None:
@@ -45,8 +57,7 @@ def quick_object(text: str) -> dict[str, Any] | None:
         raw = text.encode()
     except UnicodeEncodeError:  # a lone surrogate
         return None
-    masked = raw.translate(_MASK)
-    if masked.count(b"{") > MAX_ARGUMENT_DEPTH or (masked.count(b"0") >= 19 and _LONG in masked):
+    if not quick_bounds(raw):
         return None
     try:
         value = orjson.loads(raw)
