@@ -28,7 +28,8 @@ EXAMPLES = {
     "demo": "example:\n  xerj-tools demo --index docs",
     "mcp": "examples:\n  XERJ_URL=http://localhost:9200 xerj-tools mcp --policy policy.toml\n"
     "  xerj-tools mcp --http 127.0.0.1:8765\n"
-    "needs: pip install 'xerj-tools[mcp]'; see docs/mcp.md",
+    "needs the `mcp` extra (docs/usage.md#install; without it, the command says how to add it);\n"
+    "see docs/mcp.md",
     "stand-in": "examples:\n  xerj-tools stand-in --port 0\n  xerj-tools stand-in --api-key test-key\n"
     "  xerj-tools stand-in --catalog",
 }
