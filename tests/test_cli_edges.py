@@ -149,6 +149,60 @@ def test_validate_on_a_tools_file_points_to_lint() -> None:
     assert "a tools file (9 tool definitions)" in err and "xerj-tools lint" in err
 
 
+def lint_stdin(data: bytes, *argv: str) -> tuple[int, str, str]:
+    """`lint -` on a standard input of bytes, as a process's own stdin is."""
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="latin-1")  # not UTF-8, as a locale may be
+    code = main(["lint", "-", *argv], stdin=stdin, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_lint_reads_a_tools_file_from_stdin() -> None:
+    tools = (Path(__file__).parents[1] / "tools.json").read_bytes()
+    assert lint_stdin(tools) == (0, "0 errors, 0 warnings\n", "")
+    named = json.dumps([{"type": "function", "function": {"name": "café_search"}}]).encode()
+    code, out, _ = lint_stdin(json.dumps(json.loads(named), ensure_ascii=False).encode())
+    assert code == 1 and "error: café_search: the name must match" in out  # read as UTF-8
+
+
+@pytest.mark.parametrize(
+    ("data", "finding"),
+    [
+        (b"[{", "error: <stdin>: the file is not JSON: Expecting"),
+        (b"", "error: <stdin>: the file is not JSON: Expecting value"),
+        (b'{"name": "x"}', "error: <stdin>: the file must hold a JSON array of tool definitions"),
+        (b"[" * 100_000, "error: <stdin>: the file is nested too deep to read"),
+    ],
+    ids=["broken", "empty", "no-array", "deep"],
+)
+def test_lint_names_stdin_and_exits_1_on_a_bad_tools_file(data: bytes, finding: str) -> None:
+    code, out, err = lint_stdin(data)
+    assert (code, err) == (1, "")
+    assert out.startswith(finding) and out.endswith("\n1 errors, 0 warnings\n")
+
+
+def test_lint_names_the_file_it_read(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text("[{")
+    code, out, _ = run("lint", str(path))
+    assert code == 1 and out.startswith(f"error: {path}: the file is not JSON: ")
+    path.write_text('{"tools": 3}')
+    code, out, _ = run("lint", str(path))
+    assert code == 1 and out.startswith(f"error: {path}: the file must hold a JSON array")
+    levels = 400  # JSON 800 deep: read, but past the recursion limit for the schema's check
+    schema = '{"type": "object", "properties": {"a": ' * levels + "{}" + "}}" * levels
+    path.write_text(f'[{{"type": "function", "function": {{"name": "deep", "parameters": {schema}}}}}]')
+    assert run("lint", str(path))[:2] == (1, f"error: {path}: a schema is nested too deep to check\n1 errors, 0 warnings\n")
+
+
+def test_lint_exits_2_on_a_file_it_cannot_read(tmp_path: Path) -> None:
+    assert lint_stdin(b"[\xff]") == (2, "", "xerj-tools: cannot read <stdin>: the file is not UTF-8 text\n")
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b"[\xff]")
+    assert run("lint", str(path)) == (2, "", f"xerj-tools: cannot read {path}: the file is not UTF-8 text\n")
+    assert run("lint", str(tmp_path / "gone.json"))[0::2] == (2, f"xerj-tools: cannot read {tmp_path / 'gone.json'}: No such file or directory\n")
+
+
 def test_a_request_body_with_tools_and_messages_is_still_read_for_its_calls(tmp_path: Path) -> None:
     body = {"tools": [{"type": "function", "function": {"name": "xerj_search", "parameters": {}}}],
             "messages": [{"role": "assistant", "tool_calls": [GOOD]}]}
