@@ -78,9 +78,13 @@ def test_the_main_job_runs_with_the_core_alone() -> None:
         "import runpy\n"
         "runpy.run_path('examples/agent_loop.py', run_name='__main__')\n"
     )
+    from test_examples import EXPECTED
+
     done = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "completed after 4 turns" in done.stdout and "[model: scripted stand-in" in done.stdout
+    for text in EXPECTED["agent_loop.py"]:  # what tests/test_examples.py asks of every example
+        assert text in done.stdout, done.stdout
 
 
 def test_the_turn_by_hand_runs_with_no_key() -> None:
