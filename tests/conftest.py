@@ -3,16 +3,26 @@
 The suite runs on every core with pytest-xdist (in the test extras, `-n auto` in pyproject.toml):
 `-n 0` runs it in one process. Tests marked `slow` run only when asked (`-m slow`, as CI does).
 """
+# ruff: noqa: E402 (bytecode is turned back on before anything of the package is imported)
 
 from __future__ import annotations
+
+import os
+import sys
+
+# The suite's processes cache bytecode (in the clone's gitignored __pycache__ directories) even
+# where PYTHONDONTWRITEBYTECODE is set: each interpreter a test starts (an example, the command
+# line, an MCP server) would otherwise compile the package from source again (~0.25 s of CPU
+# each), and each xdist worker the tests (pytest's assertion rewriting, ~4 s). Set here, before
+# the package is imported, and for every subprocess through the environment.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 import asyncio
 import functools
 import json
-import os
 import signal
 import ssl
-import sys
 from collections.abc import Callable, Iterator, MutableMapping
 from types import FrameType
 from typing import Any

@@ -22,7 +22,7 @@ from xerj_tools.testing import XerjStandIn
 
 HAVE_SDK = importlib.util.find_spec("mcp") is not None
 needs_sdk = pytest.mark.skipif(
-    not HAVE_SDK, reason="the MCP SDK is not installed: pip install 'xerj-tools[mcp]'"
+    not HAVE_SDK, reason="the MCP SDK is not installed: pip install -e '.[mcp]' (in the clone)"
 )
 T = TypeVar("T")
 

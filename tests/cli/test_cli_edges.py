@@ -120,24 +120,34 @@ def test_the_same_report_from_one_or_two_jobs_when_a_line_is_not_utf8(tmp_path: 
     path = tmp_path / "u.jsonl"
     path.write_bytes(json.dumps(GOOD).encode() + b"\n" + json.dumps(BAD).encode() + b"\n"
                      + b'{"name": "xerj_search", "arguments": "\xff\xfe"}\n' + json.dumps(GOOD).encode() + b"\n")
-    for form in ("text", "json"):
-        one = script("validate", str(path), "--format", form)
-        two = script("validate", str(path), "--format", form, "--jobs", "2")
-        assert (one.returncode, one.stdout, one.stderr) == (two.returncode, two.stdout, two.stderr)
-        assert one.returncode == 2
-        assert ("line 2, id c2" if form == "text" else '"line": 2, "index": 2') in one.stdout
-    assert json.loads(script("validate", str(path), "--format", "json", "--jobs", "2").stdout)["error"] == (
+    for form in ("text", "json"):  # in-process: a file is read alike there (stdin is not: below)
+        one = run("validate", str(path), "--format", form)
+        two = run("validate", str(path), "--format", form, "--jobs", "2")
+        assert one == two
+        assert one[0] == 2
+        assert ("line 2, id c2" if form == "text" else '"line": 2, "index": 2') in one[1]
+    assert json.loads(run("validate", str(path), "--format", "json", "--jobs", "2")[1])["error"] == (
         "the input is not UTF-8 text"
     )
 
 
-def test_the_same_report_from_one_or_two_jobs_on_stdin_that_stops_being_text() -> None:
-    data = (json.dumps(BAD) + "\n") * 9000 + '{"name": "xerj_search", "arguments": "\udcff"}\n'
+def test_the_same_report_from_one_or_two_jobs_on_stdin_that_stops_being_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stdin of bytes, as a process's own is (read through its `buffer`), cut into blocks of 40
+    # lines rather than 4,000: the line that is not UTF-8 comes after two whole blocks.
+    from xerj_tools._offline import _batch
+
+    monkeypatch.setattr(_batch, "BLOCK_LINES", 40)
+    data = (json.dumps(BAD) + "\n") * 90 + '{"name": "xerj_search", "arguments": "\udcff"}\n'
     raw = data.encode("utf-8", "surrogateescape")
-    one = subprocess.run([str(SCRIPT), "validate", "-"], input=raw, capture_output=True, timeout=120)
-    two = subprocess.run([str(SCRIPT), "validate", "-", "--jobs", "2"], input=raw, capture_output=True, timeout=120)
-    assert one.returncode == two.returncode == 2
-    assert one.stdout == two.stdout and one.stdout.count(b": invalid") > 0
+
+    def validate(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="surrogateescape")
+        return main(["validate", "-", *argv], stdin=stdin, stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+    one, two = validate(), validate("--jobs", "2")
+    assert one == two and one[0] == 2 and one[1].count(": invalid") == 90
+    assert one[2] == "xerj-tools: the input is not UTF-8 text\n"
 
 
 # ---------------------------------------------------------------- what the command line takes
@@ -147,6 +157,60 @@ def test_validate_on_a_tools_file_points_to_lint() -> None:
     code, out, err = run("validate", str(Path(__file__).parents[2] / "tools.json"))
     assert code == 2 and out == ""
     assert "a tools file (9 tool definitions)" in err and "xerj-tools lint" in err
+
+
+def lint_stdin(data: bytes, *argv: str) -> tuple[int, str, str]:
+    """`lint -` on a standard input of bytes, as a process's own stdin is."""
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="latin-1")  # not UTF-8, as a locale may be
+    code = main(["lint", "-", *argv], stdin=stdin, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_lint_reads_a_tools_file_from_stdin() -> None:
+    tools = (Path(__file__).parents[2] / "tools.json").read_bytes()
+    assert lint_stdin(tools) == (0, "0 errors, 0 warnings\n", "")
+    named = json.dumps([{"type": "function", "function": {"name": "café_search"}}]).encode()
+    code, out, _ = lint_stdin(json.dumps(json.loads(named), ensure_ascii=False).encode())
+    assert code == 1 and "error: café_search: the name must match" in out  # read as UTF-8
+
+
+@pytest.mark.parametrize(
+    ("data", "finding"),
+    [
+        (b"[{", "error: <stdin>: the file is not JSON: Expecting"),
+        (b"", "error: <stdin>: the file is not JSON: Expecting value"),
+        (b'{"name": "x"}', "error: <stdin>: the file must hold a JSON array of tool definitions"),
+        (b"[" * 100_000, "error: <stdin>: the file is nested too deep to read"),
+    ],
+    ids=["broken", "empty", "no-array", "deep"],
+)
+def test_lint_names_stdin_and_exits_1_on_a_bad_tools_file(data: bytes, finding: str) -> None:
+    code, out, err = lint_stdin(data)
+    assert (code, err) == (1, "")
+    assert out.startswith(finding) and out.endswith("\n1 errors, 0 warnings\n")
+
+
+def test_lint_names_the_file_it_read(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text("[{")
+    code, out, _ = run("lint", str(path))
+    assert code == 1 and out.startswith(f"error: {path}: the file is not JSON: ")
+    path.write_text('{"tools": 3}')
+    code, out, _ = run("lint", str(path))
+    assert code == 1 and out.startswith(f"error: {path}: the file must hold a JSON array")
+    levels = 400  # JSON 800 deep: read, but past the recursion limit for the schema's check
+    schema = '{"type": "object", "properties": {"a": ' * levels + "{}" + "}}" * levels
+    path.write_text(f'[{{"type": "function", "function": {{"name": "deep", "parameters": {schema}}}}}]')
+    assert run("lint", str(path))[:2] == (1, f"error: {path}: a schema is nested too deep to check\n1 errors, 0 warnings\n")
+
+
+def test_lint_exits_2_on_a_file_it_cannot_read(tmp_path: Path) -> None:
+    assert lint_stdin(b"[\xff]") == (2, "", "xerj-tools: cannot read <stdin>: the file is not UTF-8 text\n")
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b"[\xff]")
+    assert run("lint", str(path)) == (2, "", f"xerj-tools: cannot read {path}: the file is not UTF-8 text\n")
+    assert run("lint", str(tmp_path / "gone.json"))[0::2] == (2, f"xerj-tools: cannot read {tmp_path / 'gone.json'}: No such file or directory\n")
 
 
 def test_a_request_body_with_tools_and_messages_is_still_read_for_its_calls(tmp_path: Path) -> None:
@@ -198,20 +262,28 @@ def test_jobs_are_bounded_by_the_cores(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_summary_counts_each_kind_of_problem_once(big: Path, jobs: str) -> None:
-    code, out, _ = run("validate", str(big), "--summary", "--jobs", jobs)
+def test_summary_counts_each_kind_of_problem_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    # Each kind a thousand times (a count with a thousands separator); with two jobs the file is
+    # cut into ranges of 40 kB (about 130 lines) rather than 1 MiB, so that the counts of many
+    # ranges are merged, as on a file of a million calls.
+    from xerj_tools._offline import _ranges
+
+    monkeypatch.setattr(_ranges, "CHUNK_BYTES", 40_000)
+    path = jsonl(tmp_path / "calls.jsonl", [BAD, GOOD, REPAIRABLE], 1_000)
+    assert path.stat().st_size > 5 * _ranges.CHUNK_BYTES
+    code, out, _ = run("validate", str(path), "--summary", "--jobs", jobs)
     assert code == 1
     assert out.splitlines() == [
-        "60000 calls: 40000 valid (20000 after repair), 20000 invalid",
+        "3000 calls: 2000 valid (1000 after repair), 1000 invalid",
         "problems by tool and argument (calls; where first seen):",
-        "   20,000  xerj_search $.size  line 1: must be between 0 and 10000; got 20000",
+        "    1,000  xerj_search $.size  line 1: must be between 0 and 10000; got 20000",
         "repairs by tool and argument (calls; where first seen):",
-        '   20,000  xerj_search $.size  line 3: $.size: "10" → 10',
+        '    1,000  xerj_search $.size  line 3: $.size: "10" → 10',
     ]
-    code, out, _ = run("validate", str(big), "--summary", "--format", "json", "--jobs", jobs)
+    code, out, _ = run("validate", str(path), "--summary", "--format", "json", "--jobs", jobs)
     report = json.loads(out)
-    assert report["invalid"] == 20_000 and "results" not in report
-    assert report["problems"] == [{"tool": "xerj_search", "path": "$.size", "calls": 20_000,
+    assert report["invalid"] == 1_000 and "results" not in report
+    assert report["problems"] == [{"tool": "xerj_search", "path": "$.size", "calls": 1_000,
                                    "first": {"line": 1, "message": "must be between 0 and 10000; got 20000"}}]
 
 
@@ -253,9 +325,13 @@ def test_progress_goes_on_lines_of_its_own_when_the_report_shares_the_terminal()
     assert "\r" not in shown and shown.startswith("validated 10,000 calls (") and shown.endswith("/s)\n")
 
 
-def test_progress_on_a_terminal_with_jobs_shows_the_share_of_the_file(big: Path) -> None:
+def test_progress_on_a_terminal_with_jobs_shows_the_share_of_the_file(tmp_path: Path) -> None:
+    # Progress shows every 10,000 calls: valid ones (the fast lane), and one invalid call.
+    path = jsonl(tmp_path / "calls.jsonl", [GOOD], 10_500)
+    with path.open("a") as file:
+        file.write(json.dumps(BAD) + "\n")
     err = FakeTTY()
-    code, _, _ = run("validate", str(big), "--jobs", "2", "--summary", err=err)
+    code, _, _ = run("validate", str(path), "--jobs", "2", "--summary", err=err)
     assert code == 1 and "% of " in err.getvalue() and err.getvalue().endswith("\n")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 if importlib.util.find_spec("google") is None or importlib.util.find_spec("google.adk") is None:
-    pytest.skip("Google ADK is not installed: pip install 'xerj-tools[adk]'", allow_module_level=True)
+    pytest.skip("Google ADK is not installed: pip install -e '.[adk]' (in the clone)", allow_module_level=True)
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher
 from xerj_tools.testing import Fault, XerjStandIn

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("loopback_only")  # nothing may reach a ven
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 genai_missing = importlib.util.find_spec("google") is None or importlib.util.find_spec("google.genai") is None
 needs_genai = pytest.mark.skipif(
-    genai_missing, reason="google-genai is not installed: pip install 'xerj-tools[gemini]'"
+    genai_missing, reason="google-genai is not installed: pip install -e '.[gemini]' (in the clone)"
 )
 
 

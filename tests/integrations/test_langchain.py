@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 if importlib.util.find_spec("langchain") is None or importlib.util.find_spec("langchain.agents") is None:
-    pytest.skip("LangChain is not installed: pip install 'xerj-tools[langchain]'", allow_module_level=True)
+    pytest.skip("LangChain is not installed: pip install -e '.[langchain]' (in the clone)", allow_module_level=True)
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher
 from xerj_tools.testing import Fault, XerjStandIn

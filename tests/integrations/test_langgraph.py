@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if importlib.util.find_spec("langgraph") is None:
-    pytest.skip("LangGraph is not installed: pip install 'xerj-tools[langgraph]'", allow_module_level=True)
+    pytest.skip("LangGraph is not installed: pip install -e '.[langgraph]' (in the clone)", allow_module_level=True)
 if importlib.util.find_spec("langchain_openai") is None:
     pytest.skip("the LangGraph tests drive langchain-openai: pip install langchain-openai", allow_module_level=True)
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 if importlib.util.find_spec("agents") is None:
-    pytest.skip("openai-agents is not installed: pip install 'xerj-tools[openai-agents]'",
+    pytest.skip("openai-agents is not installed: pip install -e '.[openai-agents]' (in the clone)",
                 allow_module_level=True)
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy

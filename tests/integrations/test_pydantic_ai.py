@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 if importlib.util.find_spec("pydantic_ai") is None:
-    pytest.skip("pydantic-ai is not installed: pip install 'xerj-tools[pydantic-ai]'", allow_module_level=True)
+    pytest.skip("pydantic-ai is not installed: pip install -e '.[pydantic-ai]' (in the clone)", allow_module_level=True)
 
 from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher
 from xerj_tools.testing import Fault, XerjStandIn

@@ -18,6 +18,7 @@ from support import until_async
 
 from xerj_tools import XERJ_TOOLS, Policy, load_registry
 from xerj_tools._cli._main import main
+from xerj_tools._install import install_hint
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
 TOOLS_JSON = Path(__file__).resolve().parents[2] / "tools.json"
@@ -33,7 +34,7 @@ def stand_in() -> Iterator[XerjStandIn]:
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def server(request: pytest.FixtureRequest, stand_in: XerjStandIn, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
     if not HAVE_SDK:
-        pytest.skip("the MCP SDK is not installed: pip install 'xerj-tools[mcp]'")
+        pytest.skip("the MCP SDK is not installed: pip install -e '.[mcp]' (in the clone)")
     # The key reaches the server as $XERJ_API_KEY over stdio, and as XERJ's own $XERJ_AUTH over HTTP.
     auth = {"XERJ_API_KEY": KEY} if request.param == "stdio" else {"XERJ_AUTH": f"ApiKey {KEY}"}
     log = tmp_path_factory.mktemp("mcp") / f"{request.param}.log"
@@ -207,7 +208,7 @@ max_argument_bytes = 2048
 @pytest.fixture(scope="module")
 def guarded(stand_in: XerjStandIn, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
     if not HAVE_SDK:
-        pytest.skip("the MCP SDK is not installed: pip install 'xerj-tools[mcp]'")
+        pytest.skip("the MCP SDK is not installed: pip install -e '.[mcp]' (in the clone)")
     where = tmp_path_factory.mktemp("guarded")
     (where / "policy.toml").write_text(POLICY_TOML)
     env = server_env(stand_in, XERJ_API_KEY=KEY)
@@ -341,7 +342,7 @@ def test_without_the_sdk_the_command_says_what_to_install(monkeypatch: pytest.Mo
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
     err = io.StringIO()
     assert main(["mcp"], stderr=err) == 2
-    assert "install xerj-tools[mcp]" in err.getvalue()
+    assert f"the `mcp` extra: {install_hint('mcp')}" in err.getvalue()
 
 
 @needs_sdk

@@ -17,7 +17,7 @@ from xerj_tools.testing import XerjStandIn
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("mcp") is None,
-    reason="the MCP SDK is not installed: pip install 'xerj-tools[mcp]'",
+    reason="the MCP SDK is not installed: pip install -e '.[mcp]' (in the clone)",
 )
 KEY = "mcp-signal-key-9c2a"
 

@@ -141,8 +141,11 @@ def test_budget_is_configurable_globally_and_per_tool() -> None:
         Dispatcher(url="http://xerj.test", budget=10)
 
 
+# Sizes against the budgets drawn below (1,000 to 7,500 characters): about 40% of the responses
+# drawn are over their budget, as many as with texts and lists twice as long against budgets up
+# to 15,000, for a fifth less of the drawing's CPU.
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
-                      st.text(max_size=3000))
+                      st.text(max_size=1500))
 json_value = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=6),
                                                              st.dictionaries(st.text(max_size=12), inner, max_size=6)),
                           max_leaves=30)
@@ -162,8 +165,8 @@ RESPONSE_PARTS = 3
 @pytest.mark.parametrize("part", range(RESPONSE_PARTS))
 @settings(max_examples=int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "150")) // RESPONSE_PARTS, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(hits=st.lists(hit, max_size=60), aggs=st.one_of(st.none(), json_value),
-       budget=st.integers(min_value=1000, max_value=15_000))
+@given(hits=st.lists(hit, max_size=30), aggs=st.one_of(st.none(), json_value),
+       budget=st.integers(min_value=1000, max_value=7_500))
 def test_the_budget_holds_for_any_response(part: int, hits: list[dict[str, Any]], aggs: Any, budget: int) -> None:
     body = search_response(hits)
     if aggs is not None:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from xerj_tools import merge_results, validate_batch
 from xerj_tools._cli._main import main
+from xerj_tools._install import install_hint
 from xerj_tools._offline import _batch
 
 from conftest import chat_call
@@ -389,7 +390,7 @@ def test_parquet_without_pyarrow_says_which_extra(
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     code, _, err = run("validate", str(path))
-    assert code == 2 and "xerj-tools[parquet]" in err
+    assert code == 2 and f"the `parquet` extra: {install_hint('parquet')}" in err
 
 
 # ---------------------------------------------------------------- the installed command

@@ -4,6 +4,7 @@ each layer imports only from the layers below it."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import io
 import itertools
@@ -31,6 +32,17 @@ def test_no_module_grows_past_the_length_alarm(path: Path) -> None:
     )
 
 
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per process for every test that reads the same text
+    (the tests only read the trees)."""
+    return _parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _parse(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -45,7 +57,7 @@ def import_graph(root: Path, *, flat: bool = False) -> dict[str, dict[str, int]]
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges = graph.setdefault(name, {})
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -218,7 +230,7 @@ def test_the_http_value_types_live_in_one_module() -> None:
     # Every other module takes them from there, not a copy.
     defined = {"HttpRequest", "Reply", "Failure"}
     for path in MODULES:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
         if path.name != "_models.py":
             assert not defined & classes, path
@@ -235,7 +247,7 @@ def test_the_tool_message_has_one_json_writer() -> None:
     for path in MODULES:
         if path.name == "_json.py" or path.parent.name != "_message":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 assert node.func.attr not in {"JSONEncoder", "dumps"} or _holder(node.func.value) != "json", (
                     f"{path.name}:{node.lineno} writes JSON itself; use `_json`"
@@ -244,7 +256,7 @@ def test_the_tool_message_has_one_json_writer() -> None:
 
 def _top_level_names(path: Path) -> set[str]:
     names: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parsed(path).body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -264,7 +276,7 @@ def test_one_name_per_concept() -> None:
     assert {name: where for name, where in homes.items() if len(where) > 1} == {}
     # `finish` meant four things; the model's reason is `finish_reason`, nothing else is `finish`.
     for path in MODULES:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 assert node.name != "finish", f"{path.name}:{node.lineno}"
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
@@ -284,7 +296,7 @@ def _holder(node: ast.expr) -> str:
 def test_only_the_dispatcher_reads_its_private_attributes(path: Path) -> None:
     # The agent loop and the integrations use the public seam (`tools`, `begin`, `complete`,
     # `answer`, `cancelled`, `copy_of`), never a dispatcher's insides.
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             reaches_in = node.attr in SEALED or "dispatcher" in _holder(node.value).lower()
             assert not reaches_in, f"{path.name}:{node.lineno} reads .{node.attr} of a dispatcher"

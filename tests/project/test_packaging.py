@@ -1,9 +1,14 @@
-"""The package's metadata: a license a company can adopt, one version, the extras the docs name."""
+"""The package's metadata: a license a company can adopt, one version, the extras the docs name;
+the sdist: the whole project, so that the suite runs from it."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import sys
+import tarfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -49,3 +54,39 @@ def test_every_extra_the_install_table_names_exists() -> None:
     named = {e for row in rows for e in re.findall(r"`([a-z-]+)`", row.split("|")[1])}
     assert named and named <= set(PROJECT["optional-dependencies"]), named - set(PROJECT["optional-dependencies"])
     assert set(PROJECT["optional-dependencies"]) - {"test-tools"} <= named
+
+
+def _tracked_files() -> list[str] | None:
+    """The project's files as git knows them, or None outside a git checkout."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        return None
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True)
+    return sorted(name for name in listed.stdout.decode().split("\0") if name and (ROOT / name).is_file())
+
+
+def test_the_sdist_holds_the_whole_project_and_nothing_else(tmp_path: Path) -> None:
+    """Built from the tracked files alone, as CI builds it from a fresh clone: every one of them
+    is in the sdist (the tests' fixtures and helpers, the docs, examples and benchmarks the tests
+    read), and nothing else is but the metadata the build writes."""
+    tracked = _tracked_files()
+    if tracked is None:
+        pytest.skip("not a git checkout (an unpacked sdist): no list of the project's files to compare with")
+    if int(metadata.version("setuptools").split(".")[0]) < 77:
+        pytest.skip("building needs setuptools 77 or newer (the test-tools extra)")
+    source = tmp_path / "project"
+    for name in tracked:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    (sdist,) = (tmp_path / "dist").glob("xerj_tools-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        packed = {member.name.split("/", 1)[1] for member in tar.getmembers() if member.isfile()}
+    project = set(tracked) - {".gitignore"}
+    assert sorted(project - packed) == []
+    written = {"PKG-INFO", "setup.cfg"} | {n for n in packed if n.startswith("xerj_tools.egg-info/")}
+    assert sorted(packed - project - written) == []
+    assert {"tests/conftest.py", "docs/usage.md", "examples/agent_loop.py", "benchmarks/validate.py"} <= packed

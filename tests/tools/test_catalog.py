@@ -378,7 +378,7 @@ def mcp_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Xerj
     """A stand-in with its catalog, served by `xerj-tools mcp` twice: as is, and bound by a policy
     file that denies `tickets`."""
     if not HAVE_SDK:
-        pytest.skip("the MCP SDK is not installed: pip install 'xerj-tools[mcp]'")
+        pytest.skip("the MCP SDK is not installed: pip install -e '.[mcp]' (in the clone)")
     where = tmp_path_factory.mktemp("catalog-mcp")
     (where / "policy.toml").write_text('deny_indices = [".*", "tickets"]\n')
     with XerjStandIn(catalog=True) as xerj:

@@ -28,7 +28,8 @@ EXAMPLES = {
     "demo": "example:\n  xerj-tools demo --index docs",
     "mcp": "examples:\n  XERJ_URL=http://localhost:9200 xerj-tools mcp --policy policy.toml\n"
     "  xerj-tools mcp --http 127.0.0.1:8765\n"
-    "needs: pip install 'xerj-tools[mcp]'; see docs/mcp.md",
+    "needs the `mcp` extra (docs/usage.md#install; without it, the command says how to add it);\n"
+    "see docs/mcp.md",
     "stand-in": "examples:\n  xerj-tools stand-in --port 0\n  xerj-tools stand-in --api-key test-key\n"
     "  xerj-tools stand-in --catalog",
 }
@@ -132,7 +133,9 @@ def _parser() -> argparse.ArgumentParser:
     lint = add(
         "lint", "check a tools file: schemas, names, duplicates, handlers, strict mode per target"
     )
-    lint.add_argument("file", nargs="?", help="the tools file (default: the bundled tools.json)")
+    lint.add_argument(
+        "file", nargs="?", help="the tools file ('-': stdin; default: the bundled tools.json)"
+    )
     lint.add_argument(
         "--strict-report",
         action="store_true",
@@ -189,24 +192,40 @@ def _tools(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _lint(args: argparse.Namespace, out: TextIO) -> int:
+def _lint(args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
+    """Exit 1 when the tools file has errors (not JSON included), 2 when it cannot be read (no
+    such file, not UTF-8). Findings about the whole file name it: its path, or ``<stdin>`` for
+    ``-``, as Python names its standard input."""
     from importlib import resources
 
-    from .._offline._lint import lint_tools
+    from .._offline._lint import Finding, lint_tools
+    from .._offline._report import printable
     from ..tools import HANDLERS
 
+    name = "<stdin>" if args.file == "-" else printable(args.file or "the bundled tools.json")
     try:
-        if args.file:
-            text = Path(args.file).read_text("utf-8")
+        if args.file == "-":
+            buffer = getattr(stdin, "buffer", None)  # strict UTF-8 whatever the locale's codec
+            text = stdin.read() if buffer is None else buffer.read().decode("utf-8")
+        elif args.file:
+            text = Path(args.file).read_bytes().decode("utf-8")
         else:
             text = resources.files("xerj_tools").joinpath("tools.json").read_text("utf-8")
-        data = json.loads(text)
     except OSError as exc:
-        raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+        raise UsageError(f"cannot read {name}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot read {name}: the file is not UTF-8 text") from None
+    try:
+        data = json.loads(text)
     except ValueError as exc:
-        out.write(f"error: -: the file is not JSON: {exc}\n")
-        return 1
-    findings = lint_tools(data, HANDLERS)
+        findings = [Finding("error", name, f"the file is not JSON: {exc}")]
+    except RecursionError:
+        findings = [Finding("error", name, "the file is nested too deep to read")]
+    else:
+        try:
+            findings = lint_tools(data, HANDLERS, source=name)
+        except RecursionError:  # a schema nested hundreds of levels deep
+            findings = [Finding("error", name, "a schema is nested too deep to check")]
     errors = [f for f in findings if f.level == "error"]
     for finding in findings:
         if finding.level != "strict" or args.strict_report:
@@ -334,7 +353,7 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO, inp: TextIO) -> 
         if args.command == "tools":
             return _tools(args, out)
         if args.command == "lint":
-            return _lint(args, out)
+            return _lint(args, out, inp)
         if args.command == "call":
             return _call(args, out, inp)
         if args.command == "demo":

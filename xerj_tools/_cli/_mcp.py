@@ -80,9 +80,10 @@ def run_mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None:
+        from .._install import install_hint
+
         raise ConfigurationError(
-            "the MCP server needs the MCP SDK: install xerj-tools[mcp] "
-            "(pip install 'xerj-tools[mcp]')"
+            f"the MCP server needs the MCP SDK, the `mcp` extra: {install_hint('mcp')}"
         )
     from ..integrations.mcp import OAuthSettings, serve
 

@@ -69,14 +69,16 @@ def strict_blockers(schema: Any, path: str = "$") -> Iterator[str]:
             yield from strict_blockers(schema["items"], f"{path}[]")
 
 
-def lint_tools(data: Any, handlers: Iterable[str] = ()) -> list[Finding]:
+def lint_tools(data: Any, handlers: Iterable[str] = (), *, source: str = "<data>") -> list[Finding]:
     """Every problem of a tools file at once: shape, names, duplicates, schemas, handlers,
-    and (as ``strict`` findings) what keeps each tool from strict mode, per target."""
+    and (as ``strict`` findings) what keeps each tool from strict mode, per target. A problem of
+    the whole file is named by `source` (the command line gives the file's path, or
+    ``<stdin>``)."""
     known = set(handlers)
     if isinstance(data, Mapping) and isinstance(data.get("tools"), list):
         data = data["tools"]
     if not isinstance(data, list):
-        return [Finding("error", "-", "the file must hold a JSON array of tool definitions")]
+        return [Finding("error", source, "the file must hold a JSON array of tool definitions")]
     findings: list[Finding] = []
     seen: set[str] = set()
     for i, definition in enumerate(data):

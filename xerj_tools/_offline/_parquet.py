@@ -26,9 +26,10 @@ def _parquet() -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError:
+        from .._install import install_hint
+
         raise ParquetError(
-            "reading Parquet needs pyarrow: install xerj-tools[parquet] "
-            "(pip install 'xerj-tools[parquet]')"
+            f"reading Parquet needs pyarrow, the `parquet` extra: {install_hint('parquet')}"
         ) from None
     return pq
 

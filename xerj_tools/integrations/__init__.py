@@ -1,5 +1,6 @@
 """Where agents run: the MCP server and framework adapters, each behind an optional extra.
 
 Nothing is imported here; each module imports its framework when it is imported itself, and says
-which extra to install when the framework is missing (``pip install 'xerj-tools[mcp]'``).
+which extra to install, and the command that installs it here, when the framework is missing
+(`xerj_tools._install`).
 """

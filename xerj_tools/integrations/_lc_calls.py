@@ -36,8 +36,11 @@ try:
     from langchain_core.messages import AIMessage, AIMessageChunk
     from langchain_core.tracers.context import register_configure_hook
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from .._install import install_hint
+
     raise ImportError(
-        "xerj_tools.integrations needs langchain-core: pip install 'xerj-tools[langchain]'"
+        "xerj_tools.integrations needs langchain-core, the `langchain` extra: "
+        f"{install_hint('langchain')}"
     ) from exc
 
 __all__ = ["RECORDER", "Call", "as_chat_call", "cut_off", "turn_calls"]

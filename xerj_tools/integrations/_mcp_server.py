@@ -7,7 +7,8 @@ budget. The tool message becomes the result's one text block; ``isError`` mirror
     server = build_server(AsyncDispatcher(policy=load_policy_file("policy.toml")))
 
 Built on the SDK's low-level `Server` because the tools' JSON Schemas are published as they
-are (FastMCP derives schemas from Python signatures). Needs ``pip install 'xerj-tools[mcp]'``.
+are (FastMCP derives schemas from Python signatures). Needs the ``mcp`` extra
+(docs/usage.md#install).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ try:
     from mcp import types
     from mcp.server.lowlevel import Server
 except ImportError as exc:  # pragma: no cover - the CLI checks before importing this module
+    from .._install import install_hint
+
     raise ImportError(
-        "xerj_tools.integrations.mcp needs the MCP SDK: pip install 'xerj-tools[mcp]'"
+        f"xerj_tools.integrations.mcp needs the MCP SDK, the `mcp` extra: {install_hint('mcp')}"
     ) from exc
 
 from .._bounds import value_problem

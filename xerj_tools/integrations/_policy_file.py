@@ -103,9 +103,11 @@ def _read_toml(text: str) -> Any:
         try:
             tomllib = importlib.import_module("tomli")
         except ImportError:
+            from .._install import install_hint
+
             raise ConfigurationError(
-                "reading a TOML policy on Python 3.10 needs tomli: "
-                "pip install 'xerj-tools[mcp]', or give the policy as .json"
+                "reading a TOML policy on Python 3.10 needs tomli, in the `mcp` extra: "
+                f"{install_hint('mcp')}; or give the policy as .json"
             ) from None
     return tomllib.loads(text)
 

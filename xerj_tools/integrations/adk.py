@@ -36,8 +36,10 @@ try:
     from google.adk.tools import BaseTool, ToolContext
     from google.genai import types
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from .._install import install_hint
+
     raise ImportError(
-        "xerj_tools.integrations.adk needs Google ADK: pip install 'xerj-tools[adk]'"
+        f"xerj_tools.integrations.adk needs Google ADK, the `adk` extra: {install_hint('adk')}"
     ) from exc
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ input: the same counts, the same reports, numbered by line (for Parquet: by row)
 file. With several files, each report also names its ``file``. `write_report` prints a report as
 the command line does (text or JSON).
 
-Needs the ``dask`` extra (``pip install 'xerj-tools[dask]'``: dask with its bag and distributed
-parts, and pyarrow for Parquet). `scheduler`: None starts a `distributed.LocalCluster`
+Needs the ``dask`` extra (dask with its bag and distributed parts, and pyarrow for Parquet;
+docs/usage.md#install). `scheduler`: None starts a `distributed.LocalCluster`
 (one worker process per core) for the call and closes it after; a ``tcp://`` (or other) address
 connects to that scheduler; ``"sync"``, ``"threads"`` or ``"processes"`` use Dask's local
 schedulers without a cluster. Or hand in a connected ``client``. The tools file (`tools_file`) and

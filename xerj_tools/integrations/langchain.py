@@ -61,8 +61,11 @@ try:
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool, ToolException
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from .._install import install_hint
+
     raise ImportError(
-        "xerj_tools.integrations.langchain needs LangChain: pip install 'xerj-tools[langchain]'"
+        "xerj_tools.integrations.langchain needs LangChain, the `langchain` extra: "
+        f"{install_hint('langchain')}"
     ) from exc
 
 if TYPE_CHECKING:

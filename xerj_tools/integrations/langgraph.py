@@ -51,8 +51,11 @@ try:
     from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
     from langchain_core.runnables import Runnable, RunnableConfig
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from .._install import install_hint
+
     raise ImportError(
-        "xerj_tools.integrations.langgraph needs LangGraph: pip install 'xerj-tools[langgraph]'"
+        "xerj_tools.integrations.langgraph needs LangGraph, the `langgraph` extra: "
+        f"{install_hint('langgraph')}"
     ) from exc
 
 if TYPE_CHECKING:

@@ -7,8 +7,18 @@ budget. The tool message becomes the result's one text block; ``isError`` mirror
     server = build_server(AsyncDispatcher(policy=load_policy_file("policy.toml")))
 
 Built on the SDK's low-level `Server` because the tools' JSON Schemas are published as they
-are (FastMCP derives schemas from Python signatures). Needs ``pip install 'xerj-tools[mcp]'``.
+are (FastMCP derives schemas from Python signatures). Needs the ``mcp`` extra
+(docs/usage.md#install).
 """
+
+import importlib.util
+
+if importlib.util.find_spec("mcp") is None:  # before any module of the server imports it
+    from .._install import install_hint
+
+    raise ImportError(
+        f"xerj_tools.integrations.mcp needs the MCP SDK, the `mcp` extra: {install_hint('mcp')}"
+    )
 
 from ._mcp_serve import serve
 from ._mcp_server import (

@@ -33,9 +33,11 @@ try:
     from agents import FunctionTool
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from .._install import install_hint
+
     raise ImportError(
-        "xerj_tools.integrations.openai_agents needs openai-agents: "
-        "pip install 'xerj-tools[openai-agents]'"
+        "xerj_tools.integrations.openai_agents needs openai-agents, the `openai-agents` extra: "
+        f"{install_hint('openai-agents')}"
     ) from exc
 
 if TYPE_CHECKING:

@@ -42,9 +42,11 @@ try:
     from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from .._install import install_hint
+
     raise ImportError(
-        "xerj_tools.integrations.pydantic_ai needs pydantic-ai: "
-        "pip install 'xerj-tools[pydantic-ai]'"
+        "xerj_tools.integrations.pydantic_ai needs pydantic-ai, the `pydantic-ai` extra: "
+        f"{install_hint('pydantic-ai')}"
     ) from exc
 
 if TYPE_CHECKING:
