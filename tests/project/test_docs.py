@@ -40,11 +40,6 @@ README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, *DOCS]
 
-# The repository's address (pyproject.toml's `Source` URL): the README's links point into it, so
-# that they work on a package index's page too; they are checked as the files they name.
-REPOSITORY = re.search(r'^"Source" = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]  # type: ignore[index]
-IN_REPOSITORY = re.compile(re.escape(REPOSITORY) + r"/(?:blob|tree)/main/(.*)")
-
 FENCE = re.compile(r"^[ \t]*```([^\n`]*)\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
 LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
@@ -98,15 +93,11 @@ def anchors(page: Path) -> set[str]:
 
 
 def relative_links(page: Path) -> list[str]:
-    """The page's links to files of this project, relative to the page: its relative links, and
-    its links into the repository (the README's) as the relative links they stand for."""
-    found = []
-    for target in LINK.findall(prose(page)):
-        if match := IN_REPOSITORY.fullmatch(target):
-            found.append(os.path.relpath(ROOT / match[1], page.parent).replace(os.sep, "/"))
-        elif not re.match(r"[a-z][a-z0-9+.-]*:", target):  # other http:, https:, mailto: are not checked
-            found.append(target)
-    return found
+    return [
+        target
+        for target in LINK.findall(prose(page))
+        if not re.match(r"[a-z][a-z0-9+.-]*:", target)  # http:, https:, mailto: are not checked
+    ]
 
 
 def resolve(page: Path, target: str) -> tuple[Path, str]:
@@ -319,10 +310,6 @@ def test_the_link_checker_catches_a_broken_file_and_a_broken_anchor(tmp_path: Pa
     assert relative_links(page) == ["a.md", "a.md#its-second-part", "gone.md", "a.md#nothing"]
     assert [resolve(page, t)[0].exists() for t in relative_links(page)] == [True, True, False, True]
     assert anchors(tmp_path / "a.md") == {"a-page", "its-second-part"}
-    # a link into the repository is checked as the file it names
-    page.write_text(f"[home]({REPOSITORY}/blob/main/docs/usage.md#install) [gone]({REPOSITORY}/blob/main/gone.md)\n")
-    found = [resolve(page, t) for t in relative_links(page)]
-    assert found == [(ROOT / "docs" / "usage.md", "install"), (ROOT / "gone.md", "")]
 
 
 # ── shell blocks ──────────────────────────────────────────────────────────────

@@ -131,16 +131,3 @@ def test_the_offline_validation_of_the_tour_runs(line: int, monkeypatch: pytest.
     else:  # as its comment says
         assert "one of 3 is invalid, exit 1" in text
         assert (code, out.getvalue().splitlines()[-1]) == (1, "3 calls: 2 valid (0 after repair), 1 invalid")
-
-
-def test_every_link_of_the_readme_works_on_a_package_index_page() -> None:
-    """A package index shows the README without the repository around it, where a relative link
-    resolves to nothing: each link is absolute, those to the project's own files point into its
-    repository (pyproject.toml's `Source` URL); tests/project/test_docs.py checks the files they name."""
-    from test_docs import IN_REPOSITORY, LINK, prose
-
-    links = LINK.findall(prose(README))
-    assert [link for link in links if not link.startswith("https://")] == []
-    own = [link for link in links if IN_REPOSITORY.fullmatch(link)]
-    assert len(own) >= 10 and all("/blob/main/" in link for link in own)
-    assert {"docs/index.md", "docs/usage.md#install", "CHANGELOG.md", "LICENSE"} <= {IN_REPOSITORY.fullmatch(link)[1] for link in own}  # type: ignore[index]
