@@ -12,8 +12,8 @@ from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from xerj_tools.integrations._mcp_serve import configure
 from xerj_tools.integrations.mcp import serve_http
+from xerj_tools.integrations.mcp._serve import configure
 
 
 class Running:

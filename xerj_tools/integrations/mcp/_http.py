@@ -18,7 +18,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._exceptions import ConfigurationError
+from ..._exceptions import ConfigurationError
 
 __all__ = ["HangUpWatch", "HostOriginGuard", "allowed_names", "bind", "is_loopback", "parse_bind"]
 

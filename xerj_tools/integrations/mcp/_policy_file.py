@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._dispatch._policy import Policy
-from .._exceptions import ConfigurationError
+from ..._dispatch._policy import Policy
+from ..._exceptions import ConfigurationError
 
 __all__ = ["POLICY_KEYS", "load_policy_file", "policy_from_mapping"]
 

@@ -10,8 +10,8 @@ Built on the SDK's low-level `Server` because the tools' JSON Schemas are publis
 are (FastMCP derives schemas from Python signatures). Needs ``pip install 'xerj-tools[mcp]'``.
 """
 
-from ._mcp_serve import serve
-from ._mcp_server import (
+from ._serve import serve
+from ._server import (
     CallersFile,
     OAuthSettings,
     ToolHints,

@@ -16,20 +16,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .._dispatch._async import AsyncDispatcher
-from .._dispatch._options import DispatchOptions
-from .._dispatch._policy import Policy
-from .._exceptions import ConfigurationError
-from .._log_text import OneLineFormatter
-from .._version import __version__
-from ._mcp_auth import CallerVerifier, OAuthSettings
-from ._mcp_callers import CallersFile
-from ._mcp_connections import ConnectionLimits, descriptor_bound
-from ._mcp_http import bind, is_loopback, parse_bind
-from ._mcp_limits import CallLimits
-from ._mcp_server import XerjServer, build_server, list_tools, serve_http, serve_stdio
-from ._mcp_stdio import DEFAULT_MAX_MESSAGE_BYTES
+from ..._dispatch._async import AsyncDispatcher
+from ..._dispatch._options import DispatchOptions
+from ..._dispatch._policy import Policy
+from ..._exceptions import ConfigurationError
+from ..._log_text import OneLineFormatter
+from ..._version import __version__
+from ._auth import CallerVerifier, OAuthSettings
+from ._callers import CallersFile
+from ._connections import ConnectionLimits, descriptor_bound
+from ._http import bind, is_loopback, parse_bind
+from ._limits import CallLimits
 from ._policy_file import load_policy_file
+from ._server import XerjServer, build_server, list_tools, serve_http, serve_stdio
+from ._stdio import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = ["serve"]
 
