@@ -1,18 +1,23 @@
 """`xerj-tools mcp` as a process: read the configuration, refuse what is unsafe, serve, stop.
 
-Split from `mcp` (the server itself) so that each stays one screen of concern.
+`serve` is three steps, each usable alone: `configure` checks the options and builds the server
+(nothing is served yet; the socket is bound), `serve_logging` writes the package's log to stderr
+for as long as it runs, and `run` serves until the client leaves or a signal comes, then stops
+in order. `serve_until` is the serving itself, for a caller that owns the event loop and says
+when to stop. The server (listing, calls) is `_server`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -25,13 +30,13 @@ from ..._version import __version__
 from ._auth import CallerVerifier, OAuthSettings
 from ._callers import CallersFile
 from ._connections import ConnectionLimits, descriptor_bound
-from ._http import bind, is_loopback, parse_bind
+from ._http import bind, cancelled_on, is_loopback, parse_bind
 from ._limits import CallLimits
 from ._policy_file import load_policy_file
 from ._server import XerjServer, build_server, list_tools, serve_http, serve_stdio
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES
 
-__all__ = ["serve"]
+__all__ = ["Setup", "configure", "run", "serve", "serve_logging", "serve_until", "start_line"]
 
 logger = logging.getLogger("xerj_tools")
 
@@ -64,7 +69,8 @@ class _Signals:
             self.received = signum
         if self._wake is not None:
             loop, event = self._wake
-            loop.call_soon_threadsafe(event.set)
+            with contextlib.suppress(RuntimeError):  # the loop has ended: nothing to wake
+                loop.call_soon_threadsafe(event.set)
 
     def event(self) -> asyncio.Event:
         """An event set on the first signal (already set if one came before the loop ran)."""
@@ -99,8 +105,10 @@ def _auth_options(verifier: CallerVerifier, oauth: OAuthSettings | None) -> dict
 
 @dataclass
 class Setup:
-    """What `configure` made: the server, its default dispatcher, the HTTP app's options, the
-    bound socket (None over stdio) and the bounds on its connections."""
+    """What `configure` made: the server, its default dispatcher and policy, the HTTP app's
+    options, the bound socket (None over stdio), the callers file and the bounds on the
+    connections; with what the start line names. Closing it (or leaving its ``with``) closes the
+    socket; the dispatchers close when serving ends."""
 
     server: XerjServer
     dispatcher: AsyncDispatcher
@@ -109,6 +117,34 @@ class Setup:
     sock: socket.socket | None
     callers: CallersFile | None
     connections: ConnectionLimits
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    policy_path: str | None = None
+    callers_path: str | None = None
+    oauth: OAuthSettings | None = None
+    allow_remote: bool = False
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+
+    def __enter__(self) -> Setup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def dispatcher_factory(
+    url: str | None, authorization: str | None, pool_size: int
+) -> Callable[[Policy], AsyncDispatcher]:
+    """One configuration of the XERJ side for every dispatcher of the server: the default one
+    and one per caller's policy (the policy is all that differs)."""
+    configured = DispatchOptions(url=url, authorization=authorization, pool_size=pool_size)
+
+    def make(policy: Policy) -> AsyncDispatcher:
+        return AsyncDispatcher(options=configured.replace(policy=policy))
+
+    return make
 
 
 def configure(
@@ -156,12 +192,8 @@ def configure(
         )
     limits = CallLimits(max_in_flight)
     # One configuration, checked before the socket is bound; each caller's policy replaces it.
-    configured = DispatchOptions(url=url, authorization=authorization, pool_size=pool_size)
+    make = dispatcher_factory(url, authorization, pool_size)
     sock = bind(*parse_bind(http, allow_remote=allow_remote)) if http is not None else None
-
-    def make(p: Policy) -> AsyncDispatcher:
-        return AsyncDispatcher(options=configured.replace(policy=p))
-
     try:
         dispatcher = make(policy)
         server = build_server(dispatcher, verifier=verifier, make_dispatcher=make, limits=limits)
@@ -179,7 +211,10 @@ def configure(
             sock.close()
         raise
     connections = ConnectionLimits(max_connections=descriptor_bound(max_connections))
-    return Setup(server, dispatcher, policy, options, sock, callers, connections)
+    return Setup(
+        server, dispatcher, policy, options, sock, callers, connections,
+        max_message_bytes, policy_path, callers_path, oauth, allow_remote,
+    )  # fmt: skip
 
 
 def warnings(host: str | None, *, allow_remote: bool, callers: CallersFile | None) -> str:
@@ -203,24 +238,130 @@ def warnings(host: str | None, *, allow_remote: bool, callers: CallersFile | Non
     )
 
 
+def start_line(setup: Setup) -> str:
+    """What the server says on stderr once it is ready: tools, transport, XERJ, policy and
+    callers, then `warnings` about who can reach it."""
+    dispatcher, sock, callers = setup.dispatcher, setup.sock, setup.callers
+    shown = len(list_tools(dispatcher.registry, setup.policy))
+    where, host = "stdio", None
+    if sock is not None:
+        host, port = sock.getsockname()[:2]
+        where = f"streamable HTTP on http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+        where += " (stateless)" if setup.options.get("stateless_http") else ""
+    access = ""
+    if callers is not None:
+        access = f"; {len(callers)} callers ({setup.callers_path}"
+        access += f", OAuth issuer {setup.oauth.issuer})" if setup.oauth else ")"
+    return (
+        f"xerj-tools mcp {__version__}: {shown} tools over {where}; XERJ at "
+        f"{', '.join(dispatcher.urls)}; policy {setup.policy_path or '(default)'}{access}\n"
+    ) + warnings(host, allow_remote=setup.allow_remote, callers=callers)
+
+
+# The loggers whose records the server writes: its own, and the MCP SDK's (a malformed message,
+# a session's error), whose text a client chose: written here, each on one line.
+_SDK_LOGGER = "mcp"
+
+
+@contextlib.contextmanager
+def serve_logging(err: TextIO, level: str = "warning") -> Iterator[None]:
+    """The server's log to `err` while the block runs, one line per record: the ``xerj_tools``
+    logger at `level`, the MCP SDK's ``mcp`` logger from WARNING. The root logger is left
+    alone: an application that runs the server keeps its own logging (records still propagate
+    to its handlers). Handlers and level are put back on exit."""
+    handler = logging.StreamHandler(err)
+    # Every record on one line (a tool name can hold a newline).
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    sdk_handler = logging.StreamHandler(err)
+    sdk_handler.setFormatter(handler.formatter)
+    sdk_handler.setLevel(logging.WARNING)
+    sdk = logging.getLogger(_SDK_LOGGER)
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
+    sdk.addHandler(sdk_handler)
+    try:
+        yield
+    finally:
+        sdk.removeHandler(sdk_handler)
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
+async def serve_until(setup: Setup, stop: asyncio.Event) -> None:
+    """Serve until `stop` is set or, over stdio, the client closes stdin. Then the HTTP server
+    stops accepting and its sessions end (a stdio session is cancelled), then every dispatcher
+    closes with its connections to XERJ."""
+    server = setup.server
+    async with setup.dispatcher:
+        try:
+            if setup.sock is not None:
+                await serve_http(
+                    setup.dispatcher,
+                    setup.sock,
+                    stop=stop,
+                    server=server,
+                    connections=setup.connections,
+                    **setup.options,
+                )
+            else:
+                stdio = serve_stdio(setup.dispatcher, setup.max_message_bytes, server=server)
+                await cancelled_on(stdio, stop)
+        finally:
+            if server.tenants is not None:
+                await server.tenants.aclose()
+
+
+async def _until_signal(setup: Setup, signals: _Signals) -> None:
+    await serve_until(setup, signals.event())
+    if signals.received is not None:
+        name = signal.Signals(signals.received).name
+        logger.info("stopped on %s: sessions and XERJ connections closed", name)
+
+
+def run(setup: Setup, err: TextIO) -> int:
+    """Write the start line to `err`, serve until the client leaves (stdio) or SIGINT or SIGTERM
+    (`serve_until`), and return 0; after SIGINT raise `KeyboardInterrupt`, once stopped.
+
+    The signals are caught before the start line is written: a client may interrupt on seeing
+    it, and an interrupt at any moment (even before the event loop runs) ends in the same stop.
+    """
+    with _Signals() as signals:
+        err.write(start_line(setup))
+        err.flush()
+        asyncio.run(_until_signal(setup, signals))
+    if signals.received == signal.SIGINT:
+        raise KeyboardInterrupt  # after the clean stop: the CLI says "interrupted", exits 130
+    return 0
+
+
 def serve(
     *,
-    log_level: str = "warning",
-    err: TextIO | None = None,
+    url: str | None = None,
     policy_path: str | None = None,
     http: str | None = None,
-    oauth: OAuthSettings | None = None,
+    allow_remote: bool = False,
+    authorization: str | None = None,
     callers_path: str | None = None,
+    oauth: OAuthSettings | None = None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
     stateless: bool = False,
+    max_in_flight: int | None = None,
+    max_connections: int | None = None,
+    pool_size: int = 10,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    **options: Any,
+    log_level: str = "warning",
+    err: TextIO | None = None,
 ) -> int:
-    """Run the server until the client leaves (stdio) or the process is interrupted (HTTP).
+    """Run the server until the client leaves (stdio) or the process is interrupted (HTTP):
+    `configure`, then `run` with `serve_logging`.
 
     `url` defaults to ``$XERJ_URL`` and the key to ``$XERJ_API_KEY``, as for `Dispatcher`;
     `authorization` (a ready header value) defaults to ``$XERJ_AUTH``, which XERJ's own MCP
     server reads, and wins over the key. Configuration errors raise `ConfigurationError`
-    before anything is served (`configure`).
+    before anything is served. The log (`log_level`) and the start line go to `err` (default:
+    stderr; on stdio, stdout carries the protocol).
 
     SIGINT and SIGTERM stop it gracefully at any moment, even right after the start line:
     the HTTP server stops accepting, its sessions close, then the dispatcher. SIGTERM (a
@@ -229,83 +370,11 @@ def serve(
     """
     err = err or sys.stderr
     setup = configure(
-        policy_path=policy_path, http=http, oauth=oauth, callers_path=callers_path,
-        stateless=stateless, max_message_bytes=max_message_bytes, **options,
+        url=url, policy_path=policy_path, http=http, allow_remote=allow_remote,
+        authorization=authorization, callers_path=callers_path, oauth=oauth,
+        allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, stateless=stateless,
+        max_in_flight=max_in_flight, max_connections=max_connections, pool_size=pool_size,
+        max_message_bytes=max_message_bytes,
     )  # fmt: skip
-    server, dispatcher, policy, sock, callers = (
-        setup.server, setup.dispatcher, setup.policy, setup.sock, setup.callers
-    )  # fmt: skip
-    host = sock.getsockname()[0] if sock is not None else None
-    shown = len(list_tools(dispatcher.registry, policy))
-    where = "stdio"
-    if sock is not None:
-        host, port = sock.getsockname()[:2]
-        where = f"streamable HTTP on http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
-        where += " (stateless)" if stateless else ""
-    # Logs go to stderr: on stdio, stdout carries the protocol.
-    handler = logging.StreamHandler(err)
-    # Every record on one line, whichever logger made it (a tool name can hold a newline).
-    handler.setFormatter(OneLineFormatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.WARNING)
-    logger.setLevel(log_level.upper())
-    signals = _Signals().__enter__()  # before the start line: a client may interrupt on seeing it
-    access = ""
-    if callers is not None:
-        access = f"; {len(callers)} callers ({callers_path}"
-        access += f", OAuth issuer {oauth.issuer})" if oauth else ")"
-    err.write(
-        f"xerj-tools mcp {__version__}: {shown} tools over {where}; XERJ at "
-        f"{', '.join(dispatcher.urls)}; policy {policy_path or '(default)'}{access}\n"
-    )
-    err.write(warnings(host, allow_remote=bool(options.get("allow_remote")), callers=callers))
-    err.flush()
-
-    async def main() -> None:
-        stdio_stopped = False
-        stop = signals.event()
-        async with dispatcher:  # the sessions end inside; the XERJ connections close on exit
-            if sock is not None:
-                await serve_http(
-                    dispatcher,
-                    sock,
-                    stop=stop,
-                    server=server,
-                    connections=setup.connections,
-                    **setup.options,
-                )
-            else:
-                serving = asyncio.ensure_future(
-                    serve_stdio(dispatcher, max_message_bytes, server=server)
-                )
-                stopping = asyncio.ensure_future(stop.wait())
-                await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                stopping.cancel()
-                if serving.done():
-                    serving.result()
-                else:
-                    # The SDK's stdin reader sits in read(2) on a thread that nothing can wake:
-                    # stop serving, close the dispatcher, then end the process without it.
-                    serving.cancel()
-                    stdio_stopped = True
-            if server.tenants is not None:
-                await server.tenants.aclose()
-        if signals.received is not None:
-            name = signal.Signals(signals.received).name
-            logger.info("stopped on %s: sessions and XERJ connections closed", name)
-        if stdio_stopped:
-            if signals.received == signal.SIGINT:
-                err.write("xerj-tools: interrupted\n")
-            err.flush()
-            os._exit(130 if signals.received == signal.SIGINT else 0)
-
-    try:
-        asyncio.run(main())
-    finally:
-        signals.__exit__()
-        if sock is not None:
-            sock.close()
-        logging.getLogger().removeHandler(handler)
-    if signals.received == signal.SIGINT:
-        raise KeyboardInterrupt  # after the clean stop: the CLI says "interrupted", exits 130
-    return 0
+    with setup, serve_logging(err, log_level):
+        return run(setup, err)

@@ -47,8 +47,8 @@ from ._http import (
     HangUpWatch,
     HostOriginGuard,
     allowed_names,
+    cancelled_on,
     parse_bind,
-    until_hung_up,
 )
 from ._limits import CallLimits
 from ._output import output_schema
@@ -270,7 +270,7 @@ async def _answer(
         scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
         async with tenants.use(caller) as dispatcher:
             run = dispatcher.run(ToolCall(call.call_id, params.name, raw))
-            result = await until_hung_up(run, scope.get(HUNG_UP))
+            result = await cancelled_on(run, scope.get(HUNG_UP))
     finally:
         limits.leave(caller)
     if result is None:  # the client closed the request: its XERJ call was cancelled
