@@ -4,6 +4,7 @@ client with a bearer token, and a local OAuth issuer (JWKS over HTTP on 127.0.0.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -12,8 +13,7 @@ from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from xerj_tools.integrations._mcp_serve import configure
-from xerj_tools.integrations.mcp import serve_http
+from xerj_tools.integrations.mcp._serve import configure, serve_until
 
 
 class Running:
@@ -35,18 +35,7 @@ class Running:
         async def run() -> None:
             self._stop = asyncio.Event()
             started.set()
-            setup = self.setup
-            assert setup.sock is not None and setup.server.tenants is not None
-            async with setup.dispatcher:
-                await serve_http(
-                    setup.dispatcher,
-                    setup.sock,
-                    stop=self._stop,
-                    server=setup.server,
-                    connections=bounds,
-                    **setup.options,
-                )
-                await setup.server.tenants.aclose()
+            await serve_until(dataclasses.replace(self.setup, connections=bounds), self._stop)
 
         def thread() -> None:
             self._loop.run_until_complete(run())

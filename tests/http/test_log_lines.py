@@ -68,3 +68,27 @@ def test_an_unknown_tool_over_mcp_is_logged_once_on_one_line(
     assert "xerj_search" in payload["error"]["hint"]  # type: ignore[index]
     mentions = [r.getMessage() for r in caplog.records if "call by admin" in r.getMessage()]
     assert len(mentions) == 1 and mentions[0].startswith('call by local: "xerj_search\\n2026')
+
+
+def test_the_servers_log_takes_its_own_and_the_sdks_records_and_leaves_the_root_logger_alone() -> None:
+    pytest.importorskip("mcp", reason="the MCP SDK is not installed")
+    import io
+
+    from xerj_tools.integrations.mcp._serve import serve_logging
+
+    root = logging.getLogger()
+    before = (root.level, list(root.handlers))
+    err = io.StringIO()
+    with serve_logging(err, "warning"):
+        assert (root.level, list(root.handlers)) == before
+        logging.getLogger("mcp.server.lowlevel").warning("bad message: %s", FORGED)
+        logging.getLogger("mcp.server.lowlevel").info("a session opened")  # below WARNING
+        logging.getLogger("xerj_tools").warning("call by %s", FORGED)
+        logging.getLogger("xerj_tools").info("below the level asked for")
+        logging.getLogger("someone.else").warning("the application's own record")
+    logging.getLogger("xerj_tools").warning("after the server stopped")
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert " mcp.server.lowlevel WARNING: bad message: xerj_search\\n2026" in lines[0]
+    assert " xerj_tools WARNING: call by xerj_search\\n2026" in lines[1]
+    assert (root.level, list(root.handlers)) == before

@@ -17,7 +17,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
 from mcp_team_support import Running
 
-from xerj_tools.integrations._mcp_connections import ConnectionLimits, descriptor_bound
+from xerj_tools.integrations.mcp._connections import ConnectionLimits, descriptor_bound
 
 INIT = (
     b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
@@ -146,7 +146,7 @@ def test_max_connections_comes_from_the_command_line_and_is_checked() -> None:
     import io
 
     from xerj_tools._cli._main import main
-    from xerj_tools.integrations._mcp_serve import configure
+    from xerj_tools.integrations.mcp._serve import configure
 
     setup = configure(http="127.0.0.1:0", max_connections=5)
     assert setup.sock is not None

@@ -19,8 +19,8 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
 from mcp_team_support import Issuer, Running
 
-from xerj_tools.integrations._mcp_callers import hash_token
 from xerj_tools.integrations.mcp import OAuthSettings
+from xerj_tools.integrations.mcp._callers import hash_token
 
 RESOURCE = "http://127.0.0.1/mcp"
 TOKEN = "xt_oauth-edges-bearer"

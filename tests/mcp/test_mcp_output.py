@@ -12,7 +12,7 @@ pytest.importorskip("mcp", reason="the MCP server needs the `mcp` extra")
 import jsonschema
 
 from xerj_tools import Dispatcher
-from xerj_tools.integrations._mcp_output import output_schema
+from xerj_tools.integrations.mcp._output import output_schema
 
 
 def type_lists(schema: Any, path: str = "") -> list[str]:

@@ -23,10 +23,10 @@ from mcp_team_support import Running, connect, text_of
 
 from xerj_tools._dispatch._async import AsyncDispatcher
 from xerj_tools._dispatch._policy import Policy
-from xerj_tools.integrations._mcp_auth import CallerVerifier
-from xerj_tools.integrations._mcp_callers import CallersFile, hash_token
-from xerj_tools.integrations._mcp_tenants import Tenants
 from xerj_tools.integrations.mcp import list_tools
+from xerj_tools.integrations.mcp._auth import CallerVerifier
+from xerj_tools.integrations.mcp._callers import CallersFile, hash_token
+from xerj_tools.integrations.mcp._tenants import Tenants
 
 TOKEN_A, TOKEN_B = "xt_reload-tenant-a", "xt_reload-tenant-b"
 ENTRY_A = f'[[caller]]\nname = "tenant-a"\ntoken_sha256 = "{hash_token(TOKEN_A)}"\n'

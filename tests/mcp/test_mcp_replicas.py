@@ -20,7 +20,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
 from support import until_async
 
-from xerj_tools.integrations._mcp_callers import hash_token
+from xerj_tools.integrations.mcp._callers import hash_token
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +177,7 @@ def test_a_stdio_message_past_the_limit_is_refused_without_being_held(
 
 
 def test_the_stdio_reader_skips_a_long_line_as_it_arrives_and_answers_its_id() -> None:
-    from xerj_tools.integrations._mcp_stdio import _Lines
+    from xerj_tools.integrations.mcp._stdio import _Lines
 
     read_fd, write_fd = os.pipe()
     replies: list[dict[str, Any]] = []

@@ -95,3 +95,48 @@ def test_sigterm_stops_the_http_server_with_a_session_open(xerj: XerjStandIn) ->
     assert process.returncode == 0, rest
     assert "stopped on SIGTERM: sessions and XERJ connections closed" in rest
     assert "Traceback" not in rest and KEY not in rest
+
+
+# An application that runs the server itself: its own logging on the root logger, code after
+# `serve` returns. The server's log goes to stderr by its own handler; the application's logging
+# is what it was, during the run and after it.
+EMBEDDED = """
+import atexit, logging, sys
+from xerj_tools.integrations.mcp import serve
+logging.basicConfig(level=logging.INFO, format="app %(name)s: %(message)s", stream=sys.stderr)
+root = logging.getLogger()
+before = (root.level, list(root.handlers))
+atexit.register(lambda: print("atexit ran", file=sys.stderr, flush=True))
+sys.stderr.write("ready\\n")
+sys.stderr.flush()
+code = serve(http=sys.argv[1] or None, log_level="info")
+unchanged = (root.level, list(root.handlers)) == before
+print(f"serve returned {code}; root logger unchanged: {unchanged}", file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parametrize("http", ["", "127.0.0.1:0"], ids=["stdio", "http"])
+def test_an_application_running_the_server_keeps_its_logging_and_its_exit(xerj: XerjStandIn, http: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XERJ_")}
+    env.update(XERJ_URL=xerj.url, XERJ_API_KEY=KEY)
+    process = subprocess.Popen(
+        [sys.executable, "-c", EMBEDDED, http],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    assert process.stderr.readline() == b"ready\n"
+    banner = process.stderr.readline().decode()
+    assert banner.startswith("xerj-tools mcp "), banner
+    process.send_signal(signal.SIGTERM)  # stdin stays open: the stdio session is cancelled
+    rest = finish(process)
+    assert process.returncode == 0, rest
+    lines = rest.splitlines()
+    # Returned (no exit from inside the server), the root logger as the application left it,
+    # the interpreter's own exit (atexit ran).
+    assert lines[-2:] == ["serve returned 0; root logger unchanged: True", "atexit ran"], rest
+    # The stop is logged once by the server's handler and once by the application's (the
+    # record propagates to the root logger as any library's does).
+    stopped = [line for line in lines if "stopped on SIGTERM" in line]
+    assert len(stopped) == 2 and stopped[0].endswith("xerj_tools INFO: stopped on SIGTERM: sessions and XERJ connections closed"), rest
+    assert stopped[1] == "app xerj_tools: stopped on SIGTERM: sessions and XERJ connections closed"
+    assert "Traceback" not in rest and KEY not in rest

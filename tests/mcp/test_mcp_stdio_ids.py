@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
-from xerj_tools.integrations._mcp_stdio import _Lines, request_id
+from xerj_tools.integrations.mcp._stdio import _Lines, request_id
 
 HEADS = [
     (b'{"jsonrpc":"2.0","id":"\\q","method":"tools/call","params":{"x":"', None),

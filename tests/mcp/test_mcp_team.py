@@ -28,7 +28,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 from mcp_team_support import Issuer, Running, connect, text_of
 from support import until_async
 
-from xerj_tools.integrations._mcp_callers import hash_token
+from xerj_tools.integrations.mcp._callers import hash_token
 
 TOKEN_A, TOKEN_B, TOKEN_C = "xt_tenant-a-secret-1", "xt_tenant-b-secret-2", "xt_tenant-c-secret-3"
 INIT = {
@@ -571,8 +571,8 @@ def test_authentication_options_are_for_http_only(callers: Path) -> None:
 
 
 def test_the_start_says_who_can_reach_the_server(callers: Path) -> None:
-    from xerj_tools.integrations._mcp_callers import CallersFile
-    from xerj_tools.integrations._mcp_serve import warnings
+    from xerj_tools.integrations.mcp._callers import CallersFile
+    from xerj_tools.integrations.mcp._serve import warnings
 
     assert warnings(None, allow_remote=False, callers=None) == ""
     assert warnings("127.0.0.1", allow_remote=False, callers=None) == ""

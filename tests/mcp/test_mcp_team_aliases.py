@@ -19,7 +19,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
 from mcp_team_support import Running, connect, text_of
 
-from xerj_tools.integrations._mcp_callers import hash_token
+from xerj_tools.integrations.mcp._callers import hash_token
 
 TOKEN_A, TOKEN_B = "xt_alias-tenant-a-1", "xt_alias-tenant-b-2"
 B_SECRET = "B-SALARY-SECRET-42"

@@ -198,7 +198,7 @@ def test_checks_of_your_own_for_a_library_tool_are_kept() -> None:
 def test_a_tool_names_its_result_fields_and_mcp_publishes_them() -> None:
     """What a tool's answer holds is the tool's to say (`result_fields`), custom tools included."""
     pytest.importorskip("mcp")
-    from xerj_tools.integrations._mcp_server import list_tools
+    from xerj_tools.integrations.mcp._server import list_tools
 
     notes = dataclasses.replace(finder(None), result_fields={"total": {"type": "integer"}})
     with Dispatcher(url="http://xerj.test", tools=[notes]) as dispatcher:

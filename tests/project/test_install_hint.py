@@ -112,7 +112,7 @@ def test_a_toml_policy_on_python_3_10_without_tomli_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from xerj_tools._exceptions import ConfigurationError
-    from xerj_tools.integrations import _policy_file
+    from xerj_tools.integrations.mcp import _policy_file
 
     monkeypatch.setattr(_policy_file, "sys", types.SimpleNamespace(version_info=(3, 10, 13)))
     monkeypatch.setitem(sys.modules, "tomli", None)

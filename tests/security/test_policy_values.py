@@ -14,7 +14,7 @@ import pytest
 
 from xerj_tools import ConfigurationError, Dispatcher, Policy
 from xerj_tools._cli._main import main
-from xerj_tools.integrations._policy_file import load_policy_file
+from xerj_tools.integrations.mcp._policy_file import load_policy_file
 
 from conftest import chat_call
 

@@ -120,7 +120,7 @@ def run_mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _new_token(name: str, out: TextIO) -> int:
-    from ..integrations._mcp_callers import hash_token, new_token
+    from ..integrations.mcp._callers import hash_token, new_token
 
     token = new_token()
     out.write(

@@ -27,37 +27,37 @@ try:
     from mcp import types
     from mcp.server.lowlevel import Server
 except ImportError as exc:  # pragma: no cover - the CLI checks before importing this module
-    from .._install import install_hint
+    from ..._install import install_hint
 
     raise ImportError(
         f"xerj_tools.integrations.mcp needs the MCP SDK, the `mcp` extra: {install_hint('mcp')}"
     ) from exc
 
-from .._bounds import value_problem
-from .._dispatch._async import AsyncDispatcher
-from .._dispatch._policy import Policy
-from .._exceptions import ToolCallError, UnknownToolError
-from .._message._format import dumps, error_payload
-from .._schema._registry import ToolRegistry
-from .._shapes import ToolCall
-from .._version import __version__
-from ..tools import XERJ_TOOLS, Tool
-from ._mcp_auth import CallerVerifier, OAuthSettings
-from ._mcp_callers import LOCAL, Caller, CallersFile
-from ._mcp_connections import ConnectionLimits
-from ._mcp_http import (
+from ..._bounds import value_problem
+from ..._dispatch._async import AsyncDispatcher
+from ..._dispatch._policy import Policy
+from ..._exceptions import ToolCallError, UnknownToolError
+from ..._message._format import dumps, error_payload
+from ..._schema._registry import ToolRegistry
+from ..._shapes import ToolCall
+from ..._version import __version__
+from ...tools import XERJ_TOOLS, Tool
+from ._auth import CallerVerifier, OAuthSettings
+from ._callers import LOCAL, Caller, CallersFile
+from ._connections import ConnectionLimits
+from ._http import (
     HUNG_UP,
     HangUpWatch,
     HostOriginGuard,
     allowed_names,
+    cancelled_on,
     parse_bind,
-    until_hung_up,
 )
-from ._mcp_limits import CallLimits
-from ._mcp_output import output_schema
-from ._mcp_stdio import DEFAULT_MAX_MESSAGE_BYTES, bounded_stdio_server
-from ._mcp_tenants import Tenants
+from ._limits import CallLimits
+from ._output import output_schema
 from ._policy_file import load_policy_file
+from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, bounded_stdio_server
+from ._tenants import Tenants
 
 __all__ = [
     "CallersFile",
@@ -154,7 +154,7 @@ def list_tools(
 
 class XerjServer(Server[Any]):
     """The SDK's `Server`, whose HTTP app checks Host and Origin on every bind and cancels a
-    call whose request the client closed (`_mcp_http`)."""
+    call whose request the client closed (`_http`)."""
 
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
@@ -273,7 +273,7 @@ async def _answer(
         scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
         async with tenants.use(caller) as dispatcher:
             run = dispatcher.run(ToolCall(call.call_id, params.name, raw))
-            result = await until_hung_up(run, scope.get(HUNG_UP))
+            result = await cancelled_on(run, scope.get(HUNG_UP))
     finally:
         limits.leave(caller)
     if result is None:  # the client closed the request: its XERJ call was cancelled
@@ -313,11 +313,11 @@ async def serve_http(
     the caller owns the signals: uvicorn installs no handlers of its own and shuts down
     gracefully (connections, then the sessions) once `stop` is set. `connections` bounds how
     long a request's head and body may take and how many connections are open
-    (`_mcp_connections`; default `ConnectionLimits()`).
+    (`_connections`; default `ConnectionLimits()`).
     """
     import uvicorn
 
-    from ._mcp_connections import protocol_for
+    from ._connections import protocol_for
 
     host = sock.getsockname()[0]
     server = server or build_server(dispatcher)

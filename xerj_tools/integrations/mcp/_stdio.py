@@ -5,6 +5,12 @@ server past 1.3 GB. Here stdin is read in chunks; once a line passes `max_bytes`
 is skipped as it arrives (never stored), and the client gets a JSON-RPC error for it (the id is
 read from the line's first bytes when it is there, as the request's own member: a request whose
 answer never comes would leave the client waiting). Memory stays within about `max_bytes` plus one chunk.
+
+Both descriptors are waited on by the event loop (readable, writable), not by a thread blocked
+in read(2) or write(2): cancelling the session (SIGINT, SIGTERM) ends it at once, while the
+client keeps stdin open or stops reading stdout, and the process then exits normally. A
+descriptor the loop cannot wait on (a regular file, ``/dev/null``) never blocks: it is read and
+written on a worker thread.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import asyncio
 import json
 import os
 import re
+import select
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -120,7 +127,7 @@ class _Lines:
                     line, self.buffer = bytes(self.buffer), bytearray()
                     return line.decode("utf-8", "replace")
                 raise StopAsyncIteration
-            chunk = await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True)
+            chunk = await _read(self.fd)
             if not chunk:
                 self.eof = True
             self.buffer += chunk
@@ -154,18 +161,52 @@ class _Output:
     async def flush(self) -> None:
         async with self.lock:
             data, self.pending = bytes(self.pending), bytearray()
-            await anyio.to_thread.run_sync(_write_all, self.fd, data)
+            await _write_all(self.fd, data)
 
     async def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message) + "\n").encode()
         async with self.lock:
-            await anyio.to_thread.run_sync(_write_all, self.fd, data)
+            await _write_all(self.fd, data)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+async def _ready(fd: int, writing: bool) -> bool:
+    """Wait until the event loop sees `fd` readable (or writable); False if the loop cannot
+    wait on it (epoll refuses regular files and ``/dev/null``: they never block)."""
+    loop = asyncio.get_running_loop()
+    ready = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    add, remove = (loop.add_writer, loop.remove_writer) if writing else (
+        loop.add_reader, loop.remove_reader
+    )  # fmt: skip
+    try:
+        add(fd, wake)
+    except PermissionError:
+        return False
+    try:
+        await ready
+    finally:
+        remove(fd)
+    return True
+
+
+async def _read(fd: int) -> bytes:
+    if await _ready(fd, writing=False):
+        return os.read(fd, _CHUNK)  # readable: returns at once, with data or at the end
+    return await anyio.to_thread.run_sync(os.read, fd, _CHUNK)
+
+
+async def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        if await _ready(fd, writing=True):
+            # A pipe that the loop sees writable takes PIPE_BUF bytes without blocking.
+            view = view[os.write(fd, view[: select.PIPE_BUF]) :]
+        else:
+            view = view[await anyio.to_thread.run_sync(os.write, fd, view) :]
 
 
 @asynccontextmanager

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._dispatch._policy import Policy
-from .._exceptions import ConfigurationError
+from ..._dispatch._policy import Policy
+from ..._exceptions import ConfigurationError
 
 __all__ = ["POLICY_KEYS", "load_policy_file", "policy_from_mapping"]
 
@@ -103,7 +103,7 @@ def _read_toml(text: str) -> Any:
         try:
             tomllib = importlib.import_module("tomli")
         except ImportError:
-            from .._install import install_hint
+            from ..._install import install_hint
 
             raise ConfigurationError(
                 "reading a TOML policy on Python 3.10 needs tomli, in the `mcp` extra: "

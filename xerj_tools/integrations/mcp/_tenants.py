@@ -19,11 +19,11 @@ from typing import Any
 
 from mcp import types
 
-from .._dispatch._async import AsyncDispatcher
-from .._dispatch._policy import Policy
-from ..tools import Tool
-from ._mcp_auth import CallerVerifier, caller_of
-from ._mcp_callers import LOCAL, Caller
+from ..._dispatch._async import AsyncDispatcher
+from ..._dispatch._policy import Policy
+from ...tools import Tool
+from ._auth import CallerVerifier, caller_of
+from ._callers import LOCAL, Caller
 
 __all__ = ["Tenants"]
 

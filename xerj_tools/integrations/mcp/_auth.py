@@ -3,7 +3,7 @@
 One `TokenVerifier` (the MCP SDK's protocol; the SDK's bearer middleware calls it for every
 request) answers both kinds:
 
-- a token whose SHA-256 is in the callers file (`_mcp_callers`) is that caller;
+- a token whose SHA-256 is in the callers file (`_callers`) is that caller;
 - otherwise, with an issuer configured, the token is read as a JWT access token: its signature
   is checked against the issuer's keys (JWKS, fetched over HTTP and cached; fetched again when a
   token names a key id not seen yet, at most once every 30 s), then `iss`, `aud` (this server's
@@ -25,8 +25,8 @@ from typing import Any
 import httpx2
 from mcp.server.auth.provider import AccessToken
 
-from .._exceptions import ConfigurationError
-from ._mcp_callers import Caller, CallersFile
+from ..._exceptions import ConfigurationError
+from ._callers import Caller, CallersFile
 
 __all__ = ["CallerVerifier", "OAuthSettings", "caller_of"]
 

@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._dispatch._policy import Policy
-from .._exceptions import ConfigurationError
+from ..._dispatch._policy import Policy
+from ..._exceptions import ConfigurationError
 from ._policy_file import _read_toml, load_policy_file
 
 __all__ = ["SETTLE_SECONDS", "Caller", "CallersFile", "hash_token", "new_token"]

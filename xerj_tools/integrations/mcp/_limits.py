@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._exceptions import ToolCallError
-from .._message._format import error_payload
-from ._mcp_callers import Caller
+from ..._exceptions import ToolCallError
+from ..._message._format import error_payload
+from ._callers import Caller
 
 __all__ = ["CallLimits", "rate_limited"]
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._exceptions import ConfigurationError
+from ..._exceptions import ConfigurationError
 
 __all__ = ["HangUpWatch", "HostOriginGuard", "allowed_names", "bind", "is_loopback", "parse_bind"]
 
@@ -206,12 +206,13 @@ class HangUpWatch:
                 watcher.cancel()
 
 
-async def until_hung_up(work: Any, hung_up: asyncio.Event | None) -> Any:
-    """Await `work` (a coroutine); if `hung_up` is set first, cancel it and return None."""
-    if hung_up is None:
+async def cancelled_on(work: Any, event: asyncio.Event | None) -> Any:
+    """Await `work` (a coroutine); if `event` is set first (the client hung up, the server is
+    stopping), cancel it, wait for it to end, and return None."""
+    if event is None:
         return await work
     task = asyncio.ensure_future(work)
-    waiter = asyncio.ensure_future(hung_up.wait())
+    waiter = asyncio.ensure_future(event.wait())
     try:
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -18,7 +18,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..tools import Tool
+    from ...tools import Tool
 
 __all__ = ["output_schema"]
 
