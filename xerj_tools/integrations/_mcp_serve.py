@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .._dispatch._async import AsyncDispatcher
-from .._dispatch._options import DispatchOptions
+from .._dispatch._options import Settings
 from .._dispatch._policy import Policy
 from .._exceptions import ConfigurationError
 from .._log_text import OneLineFormatter
@@ -156,11 +156,11 @@ def configure(
         )
     limits = CallLimits(max_in_flight)
     # One configuration, checked before the socket is bound; each caller's policy replaces it.
-    configured = DispatchOptions(url=url, authorization=authorization, pool_size=pool_size)
+    Settings(url=url, authorization=authorization, pool_size=pool_size)
     sock = bind(*parse_bind(http, allow_remote=allow_remote)) if http is not None else None
 
     def make(p: Policy) -> AsyncDispatcher:
-        return AsyncDispatcher(options=configured.replace(policy=p))
+        return AsyncDispatcher(url=url, authorization=authorization, pool_size=pool_size, policy=p)
 
     try:
         dispatcher = make(policy)
