@@ -1,4 +1,4 @@
-"""What an invalid call costs offline (issue 24): µs per reported call, and the whole `validate`.
+"""What an invalid call costs offline: µs per reported call, and the whole `validate`.
 
 Run:  .venv/bin/python benchmarks/invalid.py [--against DIR] [--calls N] [--rounds N] [--quick]
       (writes invalid.json and invalid.md to --out DIR, else to a new temporary directory)

@@ -1,4 +1,4 @@
-"""Offline validation at scale (issue 24): `xerj-tools validate` beside plain validator loops.
+"""Offline validation at scale: `xerj-tools validate` beside plain validator loops.
 
 Run:  .venv/bin/python benchmarks/validate.py     (writes validate.json and validate.md to a new temporary directory; --out benchmarks to update the kept results)
       --quick: 10,000 calls, one round (the test suite's smoke run); --out DIR; --calls N;

@@ -6,7 +6,7 @@ failure. This module reads that suite from a XERJ checkout, never from this repo
 
     git -C <xerj> archive HEAD engine/tests/es-compat-yaml | tar -x -C /tmp/xerj-yaml
     XERJ_COMPAT_YAML_DIR=/tmp/xerj-yaml/engine/tests/es-compat-yaml \\
-        .venv/bin/python -m pytest tests/test_conformance.py
+        .venv/bin/python -m pytest tests/contract/test_conformance.py
     XERJ_COMPAT_YAML_DIR=… .venv/bin/python tests/conformance.py          # the summary
     XERJ_COMPAT_YAML_DIR=… .venv/bin/python tests/conformance.py --write  # rewrite the list
 

@@ -32,7 +32,7 @@ import time_limit
 # or worker starts; a test that needs one sets it (monkeypatch.setenv). The suite's own settings
 # stay: XERJ_TEST_TIME_LIMIT, XERJ_HYPOTHESIS_EXAMPLES, XERJ_UPDATE_GOLDEN, XERJ_COMPAT_YAML_DIR,
 # and XERJ_CONTRACT_URL / XERJ_CONTRACT_API_KEY, the node the live contract tests run on
-# (tests/test_contract.py, docs/testing.md).
+# (tests/contract/test_contract.py, docs/testing.md).
 SUITE_SETTINGS = frozenset({
     "XERJ_TEST_TIME_LIMIT", "XERJ_HYPOTHESIS_EXAMPLES", "XERJ_UPDATE_GOLDEN", "XERJ_COMPAT_YAML_DIR",
     "XERJ_CONTRACT_URL", "XERJ_CONTRACT_API_KEY",
@@ -193,7 +193,8 @@ def success_payload(
 ) -> dict[str, Any]:
     """The payload tool `tool` makes of a 2xx reply (a first-party tool by name, else as the
     plain handler's request kind says): the reading stage alone, without a socket."""
-    from xerj_tools.tools import Received, reading_tool
+    from xerj_tools.tools import Received
+    from xerj_tools.tools._table import reading_tool
 
     return reading_tool(tool, request).answer(Received(tool, reply, request, rerank_note))
 

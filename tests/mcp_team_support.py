@@ -7,7 +7,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -158,13 +158,3 @@ class Issuer:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-
-async def until(condition: Callable[[], Any], deadline: float = 30.0) -> Any:
-    """Wait for a condition (not for a time); fail after `deadline` seconds."""
-    stop = time.monotonic() + deadline
-    while not (value := condition()):
-        if time.monotonic() > stop:
-            raise AssertionError("the condition never held")
-        await asyncio.sleep(0.01)
-    return value

@@ -1,6 +1,6 @@
 """The README's Python blocks written out as files of a user's project: `python tests/readme_tour.py
 DIR` writes `tour_0.py`, `tour_1.py` there (.ci/run type-checks them against the built wheel;
-tests/test_user_types.py against the clone)."""
+tests/project/test_user_types.py against the clone)."""
 
 from __future__ import annotations
 

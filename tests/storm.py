@@ -1,6 +1,6 @@
-"""Cancellation storms against `AsyncDispatcher` (issue 25, N1): hundreds of seeded
+"""Cancellation storms against `AsyncDispatcher`: hundreds of seeded
 cancellations of `dispatch_many` turns and `arun_agent` runs at every delay, then a look at
-what they left behind (tests/test_storm.py; `python tests/storm.py` for the measurement that
+what they left behind (tests/dispatch/test_storm.py; `python tests/storm.py` for the measurement that
 docs/configuration.md records)."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from typing import Any
 from canned import listing
 
 from xerj_tools import AsyncDispatcher, arun_agent
+
+from conftest import chat_call
 
 SEARCH_ANSWER = json.dumps({
     "took": 1, "timed_out": False,
@@ -72,13 +74,8 @@ def threaded_server() -> Iterator[str]:
         thread.join(5)
 
 
-def search(i: int, j: int) -> tuple[str, str, dict[str, Any]]:
-    return (f"c{j}", "xerj_search", {"index": "docs", "query": {"match": {"body": f"w{i}-{j}"}}})
-
-
-def chat_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    return {"id": call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+def search(i: int, j: int) -> tuple[str, dict[str, Any], str]:
+    return ("xerj_search", {"index": "docs", "query": {"match": {"body": f"w{i}-{j}"}}}, f"c{j}")
 
 
 class _Model:

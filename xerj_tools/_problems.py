@@ -28,7 +28,7 @@ class Problem:
     def __init__(self, path: str, message: str) -> None:
         # The frozen dataclass's own __init__ sets each field with `object.__setattr__`; this
         # writes them straight to the instance's dict, the same object in 60% of the time (a
-        # refused call makes several; issue 24). Equality, order, hash, repr: the dataclass's.
+        # refused call makes several). Equality, order, hash, repr: the dataclass's.
         fields = self.__dict__
         fields["path"] = path
         fields["message"] = message

@@ -37,7 +37,7 @@ Models make a few calls a turn (parallel calls are rarely more than five); 16 is
 the dispatcher's 8 workers, and 16 answers at the default budget of 12,000 characters are about
 190,000 characters, some 48,000 tokens: the next model request still fits a 128k-token context
 with the conversation beside it. Without a bound, 500 calls in one turn all ran and the next
-request carried 6.6 MB (adversarial review, N15)."""
+request carried 6.6 MB."""
 
 
 class CreateOptions(TypedDict, total=False):

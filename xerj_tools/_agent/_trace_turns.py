@@ -7,7 +7,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, TypeVar
 
-from .._http._tracing import NAME_LIMIT, active_tracer, mark_failed, use_span
+from .._dispatch._trace import NAME_LIMIT
+from .._http._tracing import active_tracer, mark_failed, use_span
 from ._streams import aclose_stream, close_stream
 
 __all__ = ["NO_TURN", "TurnSpan", "turn"]

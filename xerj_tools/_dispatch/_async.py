@@ -16,7 +16,6 @@ from .._http._deadline import Deadline
 from .._http._gate import AsyncGate, resolve_bound
 from .._http._models import Failure, HttpRequest, Outcome
 from .._http._retry import RetryPolicy, async_retrying, should_retry
-from .._http._tracing import tool_call as tool_call_scope
 from .._http._transport import AsyncTransport
 from .._message._budget import DEFAULT_BUDGET, Budget
 from .._schema._registry import ToolRegistry
@@ -28,6 +27,7 @@ from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._options import DEFAULT_DEADLINE, Settings
 from ._policy import Policy
+from ._trace import tool_call as tool_call_scope
 
 if TYPE_CHECKING:
     import ssl

@@ -146,7 +146,7 @@ class BaseDispatcher:
         `transcript`, is never left without its answers. `assistant` (the model's turn) joins
         `transcript` with the answers, in one operation."""
         size = -1 if transcript is None else len(transcript)
-        try:  # an interrupt can land outside it on `size` or on `try` only (N17)
+        try:  # an interrupt can land outside it on `size` or on `try` only
             if assistant is not None and transcript is None:
                 raise ConfigurationError(
                     "assistant= goes with transcript=: it joins the transcript"

@@ -24,9 +24,7 @@ from .._exceptions import (
     UnknownToolError,
 )
 from .._http._models import HttpRequest, Outcome, Reply
-from .._http._rerank_memory import EVERY_PROVIDER, RerankMemory, rerank_provider
-from .._http._retry import rerank_refusal
-from .._http._tracing import record, rerank_fallback
+from .._http._rerank import EVERY_PROVIDER, RerankMemory, rerank_provider, rerank_refusal
 from .._json import fast_raw
 from .._message._budget import (
     DEFAULT_BUDGET,
@@ -45,15 +43,17 @@ from .._problems import ValidationResult
 from .._schema._fused import checked_arguments
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolCall, ToolMessage
-from ..tools import Handler, Received, Tool, reading_tool, served_advice, served_hints, tool_table
+from ..tools import Handler, Received, Tool
 from ..tools._discovery import LIST_INDICES, pattern_refusal
 from ..tools._listing import LISTING_TTL, IndexListing
 from ..tools._mappings import MAPPING_TTL, MappingCache
 from ..tools._paths import dot_segment
+from ..tools._table import reading_tool, served_advice, served_hints, tool_table
 from . import _index_guard as guard
 from ._after import Flow, after_answer, with_known_vectors
 from ._body_indices import may_name_indices
 from ._policy import Policy, PolicyDenied
+from ._trace import record, rerank_fallback
 
 __all__ = ["DispatchCore", "ToolResult"]
 

@@ -197,7 +197,7 @@ class Policy:
         `may_name_indices`).
         """
         if isinstance(tool, str):
-            from ..tools import handler_tool, tool_named
+            from ..tools._table import handler_tool, tool_named
 
             tool = tool_named(tool) or handler_tool(tool, _no_request)
         args = dict(arguments)

@@ -24,7 +24,6 @@ from .._http._deadline import Deadline
 from .._http._gate import Gate, resolve_bound
 from .._http._models import Failure, HttpRequest, Outcome
 from .._http._retry import RetryPolicy, retrying, should_retry
-from .._http._tracing import tool_call as tool_call_scope
 from .._http._transport import SyncTransport
 from .._message._budget import DEFAULT_BUDGET, Budget
 from .._schema._registry import ToolRegistry
@@ -36,6 +35,7 @@ from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._options import DEFAULT_DEADLINE, Settings
 from ._policy import Policy
+from ._trace import tool_call as tool_call_scope
 
 if TYPE_CHECKING:
     import ssl
@@ -234,7 +234,7 @@ class Dispatcher(BaseDispatcher):
         not run (None, the default: no bound; `run_agent` bounds its turns by itself).
         """
         # The answers are in `transcript` before the turn is counted as running: an interrupt
-        # landing in `_enter` finds every call answered ``cancelled`` (issue 25, N17).
+        # landing in `_enter` finds every call answered ``cancelled``.
         answers, started = self._open_turn(calls, transcript, assistant, policy, max_calls)
         token = self._enter()
         try:

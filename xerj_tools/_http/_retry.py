@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._models import Failure, HttpRequest, Outcome, Reply
+from ._rerank import rerank_refusal
 from ._tracing import backoff
 
 if TYPE_CHECKING:  # tenacity is imported when a dispatcher first retries, not by offline validation
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # tenacity is imported when a dispatcher first retries, not b
 
     from ._deadline import Deadline
 
-__all__ = ["RerankRefusal", "RetryPolicy", "rerank_refusal", "retry_after_seconds", "should_retry"]
+__all__ = ["RetryPolicy", "retry_after_seconds", "should_retry"]
 
 
 @dataclass(frozen=True)
@@ -51,55 +52,6 @@ class RetryPolicy:
     def never(cls) -> RetryPolicy:
         """One attempt, no retries."""
         return cls(max_attempts=1)
-
-
-@dataclass(frozen=True)
-class RerankRefusal:
-    """Why XERJ would not rerank. `lasting` refusals come from the node's configuration and are
-    remembered per cluster and provider (every provider when `provider_specific` is False: the
-    node has no rerank stage at all); the others are faults of this one call."""
-
-    reason: str
-    lasting: bool
-    provider_specific: bool = True
-
-
-# The newer rerank stage (engine/crates/xerj-api/src/rerank_stage.rs @ 11b0cd0, `status_for`
-# and `error_type_for`) answers every fault but a bad request (400 illegal_argument_exception)
-# with type `rerank_exception`:
-#   403  DisabledByOperator, LocalDisabledByOperator     the operator switched it off
-#   501  LocalUnavailable                                no local judge compiled into this build
-#   503  MissingKey, LocalModel                          no key, or the local model cannot load
-#   502  Transport, Status, Malformed, Deadline          the provider failed this call
-#   500  LocalInference                                  the local model failed on this call
-# The first three are how the node is set up: repeating the call cannot help, and the cluster
-# is not asked again for a while. 502 and 500 are faults of one call: this search falls back,
-# later ones try rerank again.
-_CONFIGURATION = frozenset({403, 501, 503})
-_TRANSIENT = frozenset({500, 502})
-
-
-def rerank_refusal(request: HttpRequest, reply: Reply) -> RerankRefusal | None:
-    """Why XERJ refused to rerank `request`, or None. A refusal is never retried as such: the
-    search is repeated once without `rerank` instead.
-
-    Besides the statuses above, a node older than the rerank stage (1.0.0-rc.4) answers the
-    unknown key with 400 ``Unknown key for a START_OBJECT in [rerank].``
-    (es_compat.rs:2499-2513, 2797-2806 at e6e8e6a): a lasting refusal too.
-    """
-    if not request.reranked:
-        return None
-    status = reply.status
-    if status in _CONFIGURATION | _TRANSIENT and reply.error_type == "rerank_exception":
-        reason = reply.error_reason or f"rerank refused with HTTP {status}"
-        return RerankRefusal(reason, lasting=status in _CONFIGURATION)
-    if status == 400 and "[rerank]" in (reply.error_reason or ""):
-        return RerankRefusal(
-            "this XERJ node does not support rerank (an older version refused the key)",
-            lasting=True,
-            provider_specific=False,
-        )
-    return None
 
 
 def retry_after_seconds(reply: Reply, now: Callable[[], float] = time.time) -> float | None:

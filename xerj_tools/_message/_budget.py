@@ -15,6 +15,9 @@ names no tool of its own, since the dispatcher may not serve it.
 - ``"json"``: any JSON: structure kept breadth first, long strings shortened, long arrays
   reduced to their first items with a count of the rest, deep subtrees summarised (`_fit_json`).
 
+Aggregations keep the first buckets of each bucket list (`cap_buckets`, the message's bucket
+cap) and count the rest in ``buckets_omitted``.
+
 Whatever the response, the serialized message never exceeds the budget and is never an empty
 shell (property tests check both).
 """
@@ -26,7 +29,6 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigurationError
 from .._json import fast_dumps, fast_raw, written
-from ._buckets import cap_buckets
 from ._fit_hits import (
     MIN_CUT,
     Measured,
@@ -372,4 +374,33 @@ def fit_error(payload: dict[str, Any], budget: int, max_problems: int = 20) -> d
         out["error"]["problems_omitted"] = out["error"].get("problems_omitted", 0) + 1
     if _size(out) > budget:
         out = _cut_strings(out, 100, "", [])
+    return out
+
+
+def cap_buckets(aggregations: Any, max_buckets: int) -> Any:
+    """Keep the first `max_buckets` buckets of every bucket list or keyed bucket object (nested
+    too); count the rest in `buckets_omitted`.
+
+    A composite's `after_key` names the last bucket XERJ sent (aggs.rs:6736-6748 at e6e8e6a),
+    and its next page starts after that key (6509-6593): once buckets are cut it is set to the
+    last bucket kept, so paging with it resumes at the first bucket the model did not see."""
+    if isinstance(aggregations, list):
+        return [cap_buckets(v, max_buckets) for v in aggregations]
+    if not isinstance(aggregations, dict):
+        return aggregations
+    out = {k: cap_buckets(v, max_buckets) for k, v in aggregations.items()}
+    buckets = aggregations.get("buckets")
+    if isinstance(buckets, (list, dict)) and len(buckets) > max_buckets:
+        if isinstance(buckets, list):
+            kept: Any = [cap_buckets(b, max_buckets) for b in buckets[:max_buckets]]
+            last = kept[-1] if kept else None
+            if "after_key" in out and isinstance(last, dict) and "key" in last:
+                out["after_key"] = last["key"]
+        else:
+            kept = {k: cap_buckets(v, max_buckets) for k, v in list(buckets.items())[:max_buckets]}
+        out["buckets"] = kept
+        already = aggregations.get("buckets_omitted", 0)
+        out["buckets_omitted"] = (
+            len(buckets) - max_buckets + (already if isinstance(already, int) else 0)
+        )
     return out

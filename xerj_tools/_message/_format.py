@@ -9,12 +9,13 @@ from typing import Any
 
 from .._exceptions import ArgumentsError, EngineError, ToolCallError
 from .._http._models import Failure, HttpRequest, Reply
-from .._http._retry import rerank_refusal, retry_after_seconds
+from .._http._rerank import rerank_refusal
+from .._http._retry import retry_after_seconds
 from .._json import dumps
-from ._hints import block_hint
 
 __all__ = [
     "ERROR_CODES",
+    "block_hint",
     "dumps",
     "engine_error",
     "error_payload",
@@ -268,3 +269,22 @@ def _body_excerpt(reply: Reply, limit: int = 200) -> str:
     if not text:
         return f"HTTP {reply.status} with an empty body"
     return text + ("…" if len(reply.body) > limit else "")
+
+
+_BLOCKED = re.compile(r"index \[(?P<index>[^\]]*)\] is blocked for (?P<op>\S+) operations")
+
+
+def block_hint(reason: str) -> str:
+    # XERJ's reason: "index [<name>] is blocked for <read|write|...> operations"
+    # (common error.rs:115-117).
+    found = _BLOCKED.search(reason)
+    what = (
+        f"index {found['index']!r} is blocked for {found['op'].replace('_', ' ')} operations"
+        if found
+        else "index is blocked"
+    )
+    return (
+        f"The {what} on the node (an index block set by its operator, or a full disk); "
+        "credentials are not the problem and calling again will not help soon. "
+        "Use another index or namespace, or tell the user."
+    )

@@ -1,4 +1,4 @@
-"""The valid lane of offline validation (issue 24): a JSONL line holding one plain, valid Chat
+"""The valid lane of offline validation: a JSONL line holding one plain, valid Chat
 Completions tool call is counted in a few microseconds, without the objects of the full path.
 
 `validate_lines` reads a file a block of lines at a time (`LaneLines`: 1 MiB chunks, split at
@@ -11,7 +11,7 @@ state, one jsonschema-rs `is_valid`) and its Python rest; where the strict schem
 schema check and the quick yes (`Tool.yes_for`; where a tool has none, its checks themselves).
 A line passes only when the full path (`_offline._validate.line_calls` + `validate_calls`) would count
 one valid call with nothing to report; any other goes to that path, which writes the report it
-always wrote. So the lane changes the speed, never the report (tests/test_lane.py compares
+always wrote. So the lane changes the speed, never the report (tests/offline/test_lane.py compares
 both, with `ENABLED` off, on mixed files, a file of hostile lines, chunks of a few bytes).
 
 What sends a line to the full path, each for the guarantee it keeps:
@@ -152,7 +152,7 @@ class Lane:
                 and not _plain_record(record, line)
             ):
                 return at  # a Batch output line, a fine-tuning example, or maybe too deep
-            # `_quick.quick_object`, inline (tests/test_lane.py holds the lane to the full path)
+            # `_quick.quick_object`, inline (tests/offline/test_lane.py holds the lane to the full path)
             if len(arguments) > MAX_QUICK:
                 return at
             try:

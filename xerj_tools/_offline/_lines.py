@@ -1,4 +1,4 @@
-"""The lines offline validation reads (issue 24): a binary stream cut into blocks of lines, numbered
+"""The lines offline validation reads: a binary stream cut into blocks of lines, numbered
 as text mode numbers them, for the lane (`_lane`) and the full path; and whether an input is JSON
 Lines at all (`starts_jsonl`)."""
 

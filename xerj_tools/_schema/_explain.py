@@ -2,8 +2,8 @@
 
 `_fastcheck` answers "valid?" for the plain subset of JSON Schema that tool definitions use
 (`type`, `properties`, `required`, `items`, `enum` of strings, `additionalProperties`, and the
-annotations). When it says no, the problems used to be jsonschema's errors (`iter_errors`), each
-made a `Problem` by `_validation._schema_problem`: about 25 µs for a `xerj_search` call with
+annotations). When it says no, jsonschema's errors (`iter_errors`), each made a `Problem` by
+`_validation._schema_problem`, would cost about 25 µs for a `xerj_search` call with
 one argument missing, jsonschema's import (~50 ms) on the first. For a schema of that subset,
 `compile_explainer` builds, once, a function that lists the same problems directly: the same
 paths, the same messages (jsonschema's own text for unexpected properties), in a microsecond
@@ -11,7 +11,7 @@ or two. jsonschema stays the reference. A schema outside the subset is explained
 is a value this module could read otherwise: a key that is not a string among the properties a
 schema forbids, or an `enum` compared with a value of no JSON type (a str subclass, a tuple).
 Property tests over random schemas and values, the JSON-Schema-Test-Suite's cases and every
-bundled tool's schema check that both give the same set of problems (tests/test_explain.py).
+bundled tool's schema check that both give the same set of problems (tests/schema/test_explain.py).
 
 What jsonschema does, read in its sources (4.18, the lowest version pyproject.toml declares,
 and 4.26): `type` names as its type checker reads them (draft 6 and later: an integral float is

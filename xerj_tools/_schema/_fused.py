@@ -1,4 +1,4 @@
-"""The dispatcher's one pass over the typical valid call (issue 24): decoded, checked, normalised.
+"""The dispatcher's one pass over the typical valid call: decoded, checked, normalised.
 
 Between one dispatch and the next the HTTP stack evicts the validation code and data from the
 CPU caches, so there each Python call and each object touched costs more than in a loop. The
@@ -15,7 +15,7 @@ argument, a float for an integer, a type the table does not hold, a quick yes th
 the quick decode leaves to the full one) goes to the general path, which decides and explains,
 with the quick decode handed on rather than done again. So where `checked_arguments` answers, the
 general path answers the same arguments with no problem and no repair
-(tests/test_fused.py holds the two to that on random and mutated arguments).
+(tests/schema/test_fused.py holds the two to that on random and mutated arguments).
 """
 
 from __future__ import annotations

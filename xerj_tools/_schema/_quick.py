@@ -1,4 +1,4 @@
-"""The quick decode of a model's `arguments` text (issue 24): one mask and orjson, for the text
+"""The quick decode of a model's `arguments` text: one mask and orjson, for the text
 that needs none of `_bounds`' and `_json`'s slower guards.
 
 `quick_object(text)` returns the decoded object only where the full decode

@@ -85,7 +85,7 @@ class ToolSpec:
         """`validate` of arguments already decoded as `validate` decodes text (internal: the
         offline lane hands over its decode). `value` must be what `_quick.quick_object` makes of
         the text, a dict of JSON values within the bounds, which are not looked at again; then
-        the result is `validate`'s for the text (tests/test_lane.py)."""
+        the result is `validate`'s for the text (tests/offline/test_lane.py)."""
         return validate_decoded(
             self._validator,
             value,

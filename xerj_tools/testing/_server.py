@@ -50,7 +50,7 @@ class XerjStandIn:
     ``"provider_error"`` (502) or ``"unsupported"`` (an older node: 400 for the unknown key).
 
     Each behaviour cites the XERJ source it copies; ``xerj_tools/testing/CONTRACT.md`` is the
-    table of them, and ``tests/test_contract.py`` checks them here and on a real node.
+    table of them, and ``tests/contract/test_contract.py`` checks them here and on a real node.
     """
 
     def __init__(

@@ -1,10 +1,10 @@
-"""A quick "yes" per tool for the prose limits of `_checks` (issue 24).
+"""A quick "yes" per tool for the prose limits of `_checks`.
 
 Each predicate here returns True only when its tool's checks would report no problem for the
 arguments (a few dictionary look-ups and comparisons, no generator, no `Problem`). It may say
 False for arguments that are in fact fine: the checks then run and decide, and explain what they
 find. So a predicate is a shortcut to "valid" and never a verdict of its own; property tests
-(tests/test_fastyes.py) hold every one to its checks on random and mutated arguments.
+(tests/schema/test_fastyes.py) hold every one to its checks on random and mutated arguments.
 
 A predicate assumes nothing of the schema: it is asked after the schema check said yes, but
 holds on any dict. Integers must be Python ints (5000.0, a bool, a string say False): the checks

@@ -1,4 +1,4 @@
-"""A strict JSON Schema per quick yes (issue 24): the prose limits the schema language can state,
+"""A strict JSON Schema per quick yes: the prose limits the schema language can state,
 checked in Rust with the tool's schema in one `is_valid`.
 
 For each quick yes of `_fastyes` whose limits JSON Schema can state, `STRICT` holds a schema
@@ -6,20 +6,20 @@ fragment and a small Python rest (`Strict`). The valid lane (`xerj_tools._lane`)
 ``{"allOf": [tool schema, fragment, known argument names]}`` (jsonschema-rs; `compiled_strict`
 merges it into one schema where the keywords do not meet) and then the rest;
 where both say yes, the quick yes would say yes too, so the call is valid with nothing to report.
-Where either says no, the lane asks the schema and the quick yes as before. So a fragment may be
-stricter than its quick yes (a search with a ``rerank`` goes the old way), never looser; property
-tests (tests/test_strict.py) hold every fragment and rest to their quick yes, the tool's checks
-and `validate`.
+Where either says no, the lane takes the longer path: the schema, then the quick yes. So a
+fragment may be stricter than its quick yes (a search with a ``rerank`` takes the longer path),
+never looser; property tests (tests/schema/test_strict.py) hold every fragment and rest to their quick
+yes, the tool's checks and `validate`.
 
 What stays in Python, because JSON Schema cannot say it (`Strict.ints`, `Strict.vectors`):
 - an integer written ``5.0``: JSON Schema counts it an integer, the checks do not;
 - a vector's finite sum (``fsum``): bounds on each number say it at ten times the cost.
-What the fragments state more narrowly than the checks, so that such calls go the old way:
+What the fragments state more narrowly than the checks, so that such calls take the longer path:
 ``from + size <= 10,000`` only where both are at most 5,000 or ``from`` is absent; index names
 and namespaces by a pattern (a subset of `_paths`' rules); no ``rerank`` (its rules are many).
 
 Text that must not be blank (``str.strip``'s whitespace differs from the regex ``\\s``) must
-hold an ASCII letter or digit here: blank text cannot, and text without one goes the old way.
+hold an ASCII letter or digit here: blank text cannot, and text without one takes the longer path.
 """
 
 from __future__ import annotations
@@ -83,13 +83,13 @@ def _int(lo: int, hi: int | None = None) -> dict[str, Any]:
 
 # Names as a pattern: a subset of what `_paths` allows (lower-case letters, digits, ``_``, ``-``,
 # ``*``, no dot, not starting with ``_``, ``-`` or ``+``; an index also a comma list). Other
-# names (``_all``, ``.hidden``, upper case, Unicode) go the old way.
+# names (``_all``, ``.hidden``, upper case, Unicode) take the longer path.
 _NAME = "[a-z0-9*][a-z0-9_*-]{0,199}"
 _INDEX = {"pattern": f"^{_NAME}(?:,{_NAME})*$", "maxLength": 1024}
 _NAMESPACE = {"pattern": "^[a-z0-9][a-z0-9_-]{0,199}$", "not": {"pattern": "-edges$"}}
 
 
-_NO_RERANK: dict[str, Any] = {"not": {}}  # no rerank: its rules are the old way's
+_NO_RERANK: dict[str, Any] = {"not": {}}  # no rerank: its rules are the longer path's
 
 STRICT: dict[Callable[..., bool], Strict] = {
     search_yes: Strict(
@@ -280,7 +280,7 @@ def compiled_strict(
     root = _merged(_plain(fast.schema), found.fragment, frozenset(properties))
     try:
         is_valid = validator_for(root).is_valid
-    except Exception:  # a schema jsonschema-rs reads otherwise: the old way
+    except Exception:  # a schema jsonschema-rs reads otherwise: the longer path
         return None, None
     return is_valid, found
 

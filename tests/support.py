@@ -1,0 +1,56 @@
+"""Small helpers several test files share: waiting for a condition, a port nothing listens on,
+deeply nested values. (The tool call the tests send is conftest's `chat_call`.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
+
+
+def until(condition: Callable[[], T], deadline: float = 60.0, *, poll: float = 0.005) -> T:
+    """Wait for a condition (not for a time): poll until it holds, fail after `deadline` s."""
+    stop = time.monotonic() + deadline
+    while not (value := condition()):
+        if time.monotonic() > stop:
+            raise AssertionError("the condition never held")
+        time.sleep(poll)
+    return value
+
+
+async def until_async(condition: Callable[[], T], deadline: float = 60.0, *, poll: float = 0.005) -> T:
+    """`until` for a coroutine: the loop keeps running while it waits."""
+    stop = time.monotonic() + deadline
+    while not (value := condition()):
+        if time.monotonic() > stop:
+            raise AssertionError("the condition never held")
+        await asyncio.sleep(poll)
+    return value
+
+
+def closed_port() -> str:
+    """The URL of a loopback port that was free a moment ago: a connection there is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def nested(levels: int, leaf: Any = 1, *, kind: Literal["array", "object"] = "array") -> Any:
+    """`levels` arrays (or `{"k": …}` objects) inside one another, built without recursion."""
+    value = leaf
+    for _ in range(levels):
+        value = [value] if kind == "array" else {"k": value}
+    return value
+
+
+def nested_bytes(depth: int, leaf: str = "x", key: str | None = None) -> bytes:
+    """The JSON text of `nested` past any recursion limit: arrays, or objects keyed by `key`."""
+    if key is None:
+        return b"[" * depth + json.dumps(leaf).encode() + b"]" * depth
+    return (b'{"' + key.encode() + b'":') * depth + json.dumps(leaf).encode() + b"}" * depth
+
