@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from _services import services, show
 
-from xerj_tools import Dispatcher, run_agent
+from xerj_tools import AgentOptions, Dispatcher, run_agent
 from xerj_tools.testing import Turn
 
 SCRIPT = [
@@ -20,7 +20,7 @@ SCRIPT = [
 def main() -> None:
     with services(SCRIPT) as (client, model, xerj_url), Dispatcher(url=xerj_url) as dispatcher:
         result = run_agent(client, model=model, messages="How do I restore a search index?",
-                           dispatcher=dispatcher, api="responses")
+                           dispatcher=dispatcher, options=AgentOptions(api="responses"))
         show(result)
 
 

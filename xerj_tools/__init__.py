@@ -26,7 +26,6 @@ from ._agent._turns import (
 )
 from ._bounds import MAX_ARGUMENT_DEPTH
 from ._dispatch._core import ToolResult
-from ._dispatch._options import DispatchOptions
 from ._dispatch._policy import Policy, PolicyDenied
 from ._exceptions import (
     ArgumentsError,
@@ -86,7 +85,6 @@ __all__ = [
     "ClosedError",
     "ConfigurationError",
     "CreateOptions",
-    "DispatchOptions",
     "Dispatcher",
     "EngineError",
     "GeminiFunctionResponse",

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from xerj_tools import (
+    AgentOptions,
     AsyncDispatcher,
     ConfigurationError,
     Dispatcher,
@@ -85,15 +86,13 @@ def drive(mode: str, api: str, script: list[Turn], *, xerj: XerjStandIn | None =
         if mode == "sync":
             with openai_client(model.base_url) as client, \
                     Dispatcher(url=url, **(dispatcher_options or {})) as dispatcher:
-                events = list(stream_agent(client, model="scripted", messages=messages, dispatcher=dispatcher,
-                                           api=api, stream=stream, **options))
+                events = list(stream_agent(client, model="scripted", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api, stream=stream, **options)))
         else:
             async def go() -> list[Any]:
                 async with openai_client(model.base_url, "async") as client, \
                         AsyncDispatcher(url=url, **(dispatcher_options or {})) as dispatcher:
                     return [e async for e in astream_agent(client, model="scripted", messages=messages,
-                                                           dispatcher=dispatcher, api=api, stream=stream,
-                                                           **options)]
+                                                           dispatcher=dispatcher, options=AgentOptions(api=api, stream=stream, **options))]
 
             events = asyncio.run(go())
     assert isinstance(events[-1], RunFinished)
@@ -269,7 +268,7 @@ def test_async_cancellation_mid_turn_answers_every_call(api: str, xerj: XerjStan
     async def go() -> None:
         async with openai_client(model.base_url, "async") as client, \
                 AsyncDispatcher(url=xerj.url) as dispatcher:
-            task = asyncio.ensure_future(arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, api=api))
+            task = asyncio.ensure_future(arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api)))
             while len(xerj.requests) < 2:  # both calls are on the wire; the search is held up
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.05)
@@ -280,7 +279,7 @@ def test_async_cancellation_mid_turn_answers_every_call(api: str, xerj: XerjStan
             assert_valid(messages)
             assert list(codes(messages).values()) == [None, "cancelled"]
             # the transcript is valid for the next request
-            result = await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, api=api)
+            result = await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api))
             assert result.completed and result.output_text == "resumed"
 
     with ScriptedModel(script) as model:
@@ -306,12 +305,12 @@ def test_sync_interrupt_mid_turn_answers_every_call(api: str, xerj: XerjStandIn)
             openai_client(model.base_url) as client:
         threading.Thread(target=interrupt_after_the_503, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
-            run_agent(client, model="m", messages=messages, dispatcher=dispatcher, api=api)
+            run_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api))
         assert_valid(messages)
         assert list(codes(messages).values()) == [None, "cancelled"]
         searches = sum("_search" in r.path for r in xerj.requests)
         assert searches == 1  # the backoff was cut short and no retry was sent
-        result = run_agent(client, model="m", messages=messages, dispatcher=dispatcher, api=api)
+        result = run_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api))
         assert result.completed
     assert sum("_search" in r.path for r in xerj.requests) == searches
 
@@ -343,8 +342,7 @@ def test_dispatch_many_alone_answers_every_call_when_cancelled(xerj: XerjStandIn
 def test_a_plain_string_starts_a_responses_run(xerj: XerjStandIn) -> None:
     with ScriptedModel([Turn(text="hello")]) as model, Dispatcher(url=xerj.url) as dispatcher, \
             openai_client(model.base_url) as client:
-        result = run_agent(client, model="m", messages="hi", dispatcher=dispatcher, api="responses",
-                           temperature=0.2)
+        result = run_agent(client, model="m", messages="hi", dispatcher=dispatcher, options=AgentOptions(api="responses", create_options={"temperature": 0.2}))
     assert result.completed and result.output_text == "hello"
     assert model.requests[0]["input"] == [{"role": "user", "content": "hi"}]
     assert model.requests[0]["temperature"] == 0.2

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import Dispatcher, run_agent
+from xerj_tools import AgentOptions, Dispatcher, run_agent
 from xerj_tools.testing import XerjStandIn
 
 DOCS = {"index": "docs", "query": {"match_all": {}}, "size": 1}
@@ -91,8 +91,8 @@ def test_a_hook_denying_the_first_of_two_calls_with_one_id_denies_that_call_only
     with Dispatcher(url=xerj.url) as dispatcher:
         run_agent(
             Model(chat_turn(("dup", TICKETS), ("dup", DOCS)), CHAT_DONE), model="m", messages=messages,
-            dispatcher=dispatcher, on_tool_call=lambda c: "no tickets" if "tickets" in str(c.arguments) else None,
-        )  # fmt: skip
+            dispatcher=dispatcher,
+            options=AgentOptions(on_tool_call=lambda c: "no tickets" if "tickets" in str(c.arguments) else None))  # fmt: skip
     assert chat_pairs(messages)[1] == [("dup", "denied"), ("dup_1", "docs")]
 
 
@@ -112,8 +112,8 @@ def test_responses_calls_with_one_call_id_or_none_get_their_own_answers(xerj: Xe
     messages: list[Any] = [{"role": "user", "content": "q"}]
     with Dispatcher(url=xerj.url) as dispatcher:
         run_agent(
-            Model(turn, done), model="m", messages=messages, dispatcher=dispatcher, api="responses"
-        )
+            Model(turn, done), model="m", messages=messages, dispatcher=dispatcher
+        , options=AgentOptions(api="responses"))
     asked = [m["call_id"] for m in messages if m.get("type") == "function_call"]
     told = [
         (m["call_id"], index_of(m["output"]))

@@ -1,12 +1,12 @@
-"""`AgentOptions`: the agent loop's options carried once, with the keyword forms kept."""
+"""`AgentOptions`: the agent loop's options, the one way to set how a run goes."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import re
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -22,51 +22,25 @@ from xerj_tools import (
     run_agent,
     stream_agent,
 )
-from xerj_tools._agent._agent_options import AgentKeywords, CreateOptions
 from xerj_tools._agent._loop import _start
 from xerj_tools.testing import ScriptedModel, Turn
 
-
-# `run_agent` and `stream_agent` as they were before `AgentOptions` (main at 803c3bd), copied
-# verbatim; `arun_agent` and `astream_agent` had the same parameters and defaults.
-def run_agent_before(
-    client: Any,
-    *,
-    model: str,
-    messages: Any,
-    dispatcher: Any,
-    api: Literal["chat", "responses"] = "chat",
-    max_turns: int = 10,
-    max_repeats: int = 2,
-    max_calls_per_turn: int = 16,  # MAX_CALLS_PER_TURN
-    on_tool_call: Any = None,
-    on_tool_result: Any = None,
-    on_max_turns: Literal["return", "raise"] = "return",
-    stream: bool = False,
-    create_options: Mapping[str, Any] | None = None,
-    **create_kwargs: Any,
-) -> Any: ...
+# How the loop ran before its options were gathered into `AgentOptions`: these defaults are kept.
+BEFORE: dict[str, Any] = {
+    "api": "chat", "max_turns": 10, "max_repeats": 2, "max_calls_per_turn": 16,
+    "on_tool_call": None, "on_tool_result": None, "on_max_turns": "return",
+    "create_options": None,
+}  # fmt: skip
 
 
-def defaults(function: Any) -> dict[str, Any]:
-    return {p.name: p.default for p in inspect.signature(function).parameters.values()}
-
-
-@pytest.mark.parametrize(("function", "stream"), [(run_agent, False), (arun_agent, False),
-                                                  (stream_agent, True), (astream_agent, True)])  # fmt: skip
-def test_the_defaults_are_those_of_the_keywords_before(function: Any, stream: bool) -> None:
-    before = {**defaults(run_agent_before), "stream": stream}
+@pytest.mark.parametrize("function", [run_agent, arun_agent, stream_agent, astream_agent])
+def test_the_entry_points_take_the_run_s_inputs_and_one_options_object(function: Any) -> None:
     fields = {f.name: f.default for f in dataclasses.fields(AgentOptions)}
-    assert {**fields, "stream": stream} == {name: before[name] for name in fields}
-    assert AgentOptions().stream is None  # None: the entry point's own default, as before
-    assert defaults(function) == {**before, "options": None}
-
-
-def test_the_keyword_types_mirror_the_fields() -> None:
-    fields = {f.name: f.type for f in dataclasses.fields(AgentOptions)}
-    typed = {k: getattr(v, "__forward_arg__", v) for k, v in AgentKeywords.__annotations__.items()}
-    assert set(typed) == {*CreateOptions.__annotations__, *fields}
-    assert {k: typed[k] for k in fields} == fields
+    assert fields == {**BEFORE, "stream": None}  # None: the entry point's own default
+    parameters = inspect.signature(function).parameters
+    assert list(parameters) == ["client", "model", "messages", "dispatcher", "options"]
+    assert parameters["options"].default is None
+    assert "__signature__" not in vars(function)  # nothing rewritten at import
 
 
 @pytest.fixture(scope="module")
@@ -102,19 +76,14 @@ def test_every_field_has_a_case() -> None:
 
 
 @pytest.mark.parametrize("name", list(EFFECTS))
-def test_a_keyword_and_the_same_option_start_the_same_run(
-    dispatcher: Dispatcher, name: str
-) -> None:
+def test_each_option_changes_the_run(dispatcher: Dispatcher, name: str) -> None:
     value, effect = EFFECTS[name]
 
-    def start(options: AgentOptions | None, **keywords: Any) -> Any:
-        run, used, stream = _start("run_agent", dispatcher, "m", "hi", options, keywords, False)
+    def start(options: AgentOptions | None) -> Any:
+        run, used, stream = _start(dispatcher, "m", "hi", options, False)
         return effect(run, used, stream)
 
-    by_keyword = start(None, **{name: value})
-    by_options = start(AgentOptions(**{name: value}))
-    assert by_keyword == by_options != start(None)
-    assert start(AgentOptions(**{name: value}), **{name: EFFECTS[name][0]}) == by_options
+    assert start(AgentOptions(**{name: value})) != start(None) == start(AgentOptions())
 
 
 def one_run(model: ScriptedModel, **options: Any) -> Any:
@@ -123,47 +92,24 @@ def one_run(model: ScriptedModel, **options: Any) -> Any:
         return run_agent(client, model="m", messages="hi", dispatcher=dispatcher, **options)
 
 
-def test_a_run_behaves_the_same_with_keywords_and_with_options() -> None:
+def test_a_run_follows_its_options() -> None:
     calls = [Turn(tool_calls=[("xerj_search", {"index": "docs", "query": {}})])] * 2
-    outcomes = []
-    for options in ({"max_turns": 1, "temperature": 0, "on_tool_call": deny},
-                    {"options": AgentOptions(max_turns=1, on_tool_call=deny, create_options={"temperature": 0})}):  # fmt: skip
-        with ScriptedModel(calls) as model:
-            result = one_run(model, **options)
-            outcomes.append((result.outcome, result.turns, model.requests[0]["temperature"],
-                             result.transcript[-1]["content"]))  # fmt: skip
-    assert outcomes[0] == outcomes[1]
-    assert outcomes[0][:3] == ("max_turns", 1, 0) and "denied" in outcomes[0][3]
+    options = AgentOptions(max_turns=1, on_tool_call=deny, create_options={"temperature": 0})
+    with ScriptedModel(calls) as model:
+        result = one_run(model, options=options)
+        assert (result.outcome, result.turns, model.requests[0]["temperature"]) == (
+            "max_turns", 1, 0,
+        )  # fmt: skip
+        assert "denied" in result.transcript[-1]["content"]
     with ScriptedModel(calls) as model, pytest.raises(MaxTurnsExceeded):
-        one_run(model, options=AgentOptions(max_turns=1), on_max_turns="raise")
-
-
-def test_a_keyword_beside_options_wins() -> None:
-    base = AgentOptions(max_turns=4, create_options={"temperature": 1, "seed": 3})
-    with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
-        run, used, _ = _start(
-            "run_agent", dispatcher, "m", "hi", base, {"max_turns": 2, "temperature": 0}, False
-        )
-        assert (run.max_turns, run.create_options) == (2, {"temperature": 0, "seed": 3})
-        assert used == base.replace(max_turns=2, create_options={"temperature": 0, "seed": 3})
-        with pytest.raises(
-            ConfigurationError, match="temperature given both"
-        ):  # in one call: a mistake
-            _start("run_agent", dispatcher, "m", "hi", base, {"temperature": 0, "create_options": {"temperature": 1}},
-                   False)  # fmt: skip
-    assert base.max_turns == 4
+        one_run(model, options=options.replace(on_max_turns="raise"))
 
 
 @pytest.mark.parametrize("function", [run_agent, stream_agent])
-def test_an_unknown_keyword_is_a_type_error_with_the_nearest_name(function: Any) -> None:
-    with pytest.raises(
-        TypeError, match=r"got an unexpected keyword argument 'max_turn'; did you mean 'max_turns'"
-    ):
-        list(function(None, model="m", messages="hi", dispatcher=None, max_turn=3) or [])
-    with pytest.raises(
-        TypeError, match=r"'frequency_penalty'"
-    ):  # untyped create() options go in create_options
-        list(function(None, model="m", messages="hi", dispatcher=None, frequency_penalty=0.5) or [])
+def test_a_loop_keyword_or_a_create_option_as_a_keyword_is_a_type_error(function: Any) -> None:
+    for keyword in ("max_turns", "temperature", "create_options"):
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{keyword}'"):
+            list(function(None, model="m", messages="hi", dispatcher=None, **{keyword: 3}) or [])
     with pytest.raises(TypeError, match="options= takes an AgentOptions, not dict"):
         list(
             function(None, model="m", messages="hi", dispatcher=None, options={"max_turns": 3})

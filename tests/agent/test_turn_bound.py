@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, arun_agent, run_agent
+from xerj_tools import (
+    AgentOptions,
+    AsyncDispatcher,
+    ConfigurationError,
+    Dispatcher,
+    arun_agent,
+    run_agent,
+)
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
 from conftest import openai_client
@@ -44,8 +51,7 @@ def run(
                     model="scripted",
                     messages=messages,
                     dispatcher=dispatcher,
-                    api=api,
-                    **options,
+                    options=AgentOptions(api=api, **options),
                 )
         else:
 
@@ -59,8 +65,7 @@ def run(
                         model="scripted",
                         messages=messages,
                         dispatcher=dispatcher,
-                        api=api,
-                        **options,
+                        options=AgentOptions(api=api, **options),
                     )
 
             result = asyncio.run(go())
@@ -108,4 +113,4 @@ def test_a_turn_within_the_bound_runs_every_call(xerj: XerjStandIn) -> None:
 
 def test_the_bound_must_be_positive(xerj: XerjStandIn) -> None:
     with pytest.raises(ConfigurationError), Dispatcher(url=xerj.url) as dispatcher:
-        run_agent(object(), model="m", messages="q", dispatcher=dispatcher, max_calls_per_turn=0)
+        run_agent(object(), model="m", messages="q", dispatcher=dispatcher, options=AgentOptions(max_calls_per_turn=0))

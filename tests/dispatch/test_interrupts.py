@@ -19,6 +19,7 @@ import openai
 import pytest
 
 from xerj_tools import (
+    AgentOptions,
     AsyncDispatcher,
     Dispatcher,
     RunFinished,
@@ -142,8 +143,7 @@ def run_sync(rig: Rig, api: str, stream: bool, consumer: Callable[[int, Any], No
         original, once = getattr(obj, patch[1]), Once(patch[2])
         setattr(obj, patch[1], lambda *a: (once(), original(*a))[1])
     try:
-        events = stream_agent(client, model="m", messages=messages, dispatcher=dispatcher, api=api,
-                              stream=stream, **options)
+        events = stream_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api, stream=stream, **options))
         try:
             for i, event in enumerate(events):
                 consumer(i, event)
@@ -193,7 +193,7 @@ def _events(rig: Rig, api: str, stream: bool) -> list[Any]:
     model, client, dispatcher = rig
     model.restart()
     messages: list[Any] = [{"role": "user", "content": "go"}]
-    return list(stream_agent(client, model="m", messages=messages, dispatcher=dispatcher, api=api, stream=stream))
+    return list(stream_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api, stream=stream)))
 
 
 def test_a_stream_abandoned_at_tool_call_started_leaves_answered_calls(rig: Rig, xerj: XerjStandIn) -> None:
@@ -220,7 +220,7 @@ def test_a_stream_closed_mid_answer_closes_the_models_response(mode: str, api: s
         if mode == "sync":
             with openai_client(model.base_url, event_hooks={"response": [responses.append]}) as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
-                events = stream_agent(client, model="m", messages="hi", dispatcher=dispatcher, api=api)
+                events = stream_agent(client, model="m", messages="hi", dispatcher=dispatcher, options=AgentOptions(api=api))
                 assert isinstance(next(events), TextDelta)
                 assert [r.is_closed for r in responses] == [False]  # the rest of the answer is due
                 events.close()
@@ -229,7 +229,7 @@ def test_a_stream_closed_mid_answer_closes_the_models_response(mode: str, api: s
             async def go() -> None:
                 async with openai_client(model.base_url, "async", event_hooks={"response": [arecord]}) as client, \
                         AsyncDispatcher(url=xerj.url) as dispatcher:
-                    events = astream_agent(client, model="m", messages="hi", dispatcher=dispatcher, api=api)
+                    events = astream_agent(client, model="m", messages="hi", dispatcher=dispatcher, options=AgentOptions(api=api))
                     assert isinstance(await events.__anext__(), TextDelta)
                     assert [r.is_closed for r in responses] == [False]
                     await events.aclose()
@@ -248,8 +248,7 @@ def test_async_loop_cancelled_at_every_point(api: str, stream: bool, xerj: XerjS
         async def consume() -> bool:
             try:
                 async for i, event in _aenumerate(astream_agent(client, model="m", messages=messages,
-                                                                dispatcher=dispatcher, api=api, stream=stream,
-                                                                extra_headers=run)):
+                                                                dispatcher=dispatcher, options=AgentOptions(api=api, stream=stream, create_options={"extra_headers": run}))):
                     if i == consumer_at:
                         seen.set()
                         await asyncio.Event().wait()  # cancelled while handling this event
@@ -311,8 +310,7 @@ def test_async_hooks_raising_or_cancelling_leave_a_valid_transcript(xerj: XerjSt
                     async with openai_client(model.base_url, "async") as client, \
                             AsyncDispatcher(url=xerj.url) as dispatcher:
                         with pytest.raises(Boom):
-                            await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher,
-                                             **{hook: Once(at)})
+                            await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(**{hook: Once(at)}))
                 assert_answered_in_order(messages)
 
     asyncio.run(go())

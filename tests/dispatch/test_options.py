@@ -1,4 +1,4 @@
-"""`DispatchOptions`: the dispatchers' keywords carried once, with the keyword forms kept."""
+"""The dispatchers' options: keywords only, each checked when the dispatcher is made."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import inspect
 import os
+import pydoc
 import re
 import ssl
 import subprocess
@@ -18,24 +19,23 @@ import pytest
 
 import xerj_tools
 from xerj_tools import (
+    AgentOptions,
     AsyncDispatcher,
     Budget,
     ConfigurationError,
     Dispatcher,
-    DispatchOptions,
     HttpRequest,
     Policy,
     RetryPolicy,
     Tool,
 )
-from xerj_tools._dispatch._options import AsyncDispatchKeywords, DispatchKeywords
+from xerj_tools._dispatch._options import Settings
 
 MiB = 1024 * 1024
 
 
-# The dispatchers' signatures as they were before `DispatchOptions` (main at 803c3bd), copied
-# verbatim: the options' defaults must stay what callers got.
-def dispatcher_before(
+# The dispatchers' keywords and their defaults, written out: what callers get must not drift.
+def dispatcher_keywords(
     registry: Any = None,
     *,
     url: str | Sequence[str] | None = None,
@@ -73,27 +73,42 @@ def defaults(function: Any) -> dict[str, Any]:
     }
 
 
-def test_the_defaults_are_those_of_the_keywords_before() -> None:
-    before = defaults(dispatcher_before)
-    fields = {f.name: f.default for f in dataclasses.fields(DispatchOptions)}
-    assert fields == {name: before[name] for name in fields}
-    # what is not an option stays a keyword of each dispatcher, with the same default
-    assert set(before) - set(fields) == {"registry", "client", "sleep"}
+def test_the_keywords_and_their_defaults_are_the_documented_ones() -> None:
+    expected = defaults(dispatcher_keywords)
     now = defaults(Dispatcher)
-    assert {**before, "options": None} == now
-    assert before["sleep"] is now["sleep"] is time.sleep
+    assert now == expected
+    assert now["sleep"] is time.sleep
     async_now = defaults(AsyncDispatcher)
     assert set(async_now) == set(now) - {"max_workers"}
+    assert {k: v for k, v in async_now.items() if k != "sleep"} == {
+        k: v for k, v in expected.items() if k not in ("sleep", "max_workers")
+    }
+    # what the dispatchers check is what they take, with the same defaults
+    fields = {f.name: f.default for f in dataclasses.fields(Settings)}
+    assert fields == {name: expected[name] for name in fields}
+    assert set(expected) - set(fields) == {"registry", "client", "sleep"}
 
 
-def test_the_keyword_types_mirror_the_fields() -> None:
-    fields = {f.name: f.type for f in dataclasses.fields(DispatchOptions)}
+@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
+def test_every_option_is_a_keyword_only_parameter_of_the_real_signature(kind: Any) -> None:
+    init = kind.__init__
+    assert "__signature__" not in vars(init)  # nothing rewritten at import
+    parameters = list(inspect.signature(init).parameters.values())[1:]
+    assert parameters[0].name == "registry"
+    assert all(p.kind is p.KEYWORD_ONLY for p in parameters[1:])
+    assert "options" not in {p.name for p in parameters}
 
-    def typed(keywords: type) -> dict[str, str]:
-        return {k: getattr(v, "__forward_arg__", v) for k, v in keywords.__annotations__.items()}
 
-    assert typed(DispatchKeywords) == fields
-    assert typed(AsyncDispatchKeywords) == {k: v for k, v in fields.items() if k != "max_workers"}
+def test_help_of_the_dispatcher_lists_every_keyword_with_its_default() -> None:
+    text = pydoc.render_doc(Dispatcher, renderer=pydoc.plaintext)
+    doc = inspect.getdoc(Dispatcher) or ""
+    for name in defaults(Dispatcher):
+        assert re.search(rf"\b{name}\b", str(inspect.signature(Dispatcher))), name
+        assert f"``{name}``" in text, name
+        [line] = [x for x in doc.splitlines() if x.startswith(f"- ``{name}``: ")]
+        paragraph = doc[doc.index(line) :].split("\n- ")[0]
+        assert "Default" in paragraph, name
+    assert "``max_workers``" not in (AsyncDispatcher.__doc__ or "").replace("no ``max_workers``", "")
 
 
 def build(request: Mapping[str, Any]) -> HttpRequest:
@@ -117,7 +132,7 @@ def revealed(dispatcher: Any) -> str | None:
     return None if secret is None else secret.reveal()
 
 
-# field -> (a value other than its default, what of a dispatcher shows it)
+# keyword -> (a value other than its default, what of a dispatcher shows it)
 EFFECTS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "url": ("http://127.0.0.1:9", lambda d: d.url),
     "api_key": ("k" * 12, lambda d: revealed(d)),
@@ -144,26 +159,8 @@ EFFECTS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
 }
 
 
-def test_every_field_has_a_case() -> None:
-    assert set(EFFECTS) == {f.name for f in dataclasses.fields(DispatchOptions)}
-
-
-@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
-@pytest.mark.parametrize("name", list(EFFECTS))
-def test_a_keyword_and_the_same_option_make_the_same_dispatcher(kind: Any, name: str) -> None:
-    if kind is AsyncDispatcher and name == "max_workers":
-        pytest.skip("Dispatcher only")
-    value, effect = EFFECTS[name]
-    by_keyword = kind(**{name: value})
-    by_options = kind(options=DispatchOptions(**{name: value}))
-    plain = kind()
-    try:
-        assert by_keyword.options == by_options.options != plain.options
-        assert effect(by_keyword) == effect(by_options) != effect(plain)
-        assert getattr(by_options.options, name) == value or name in ("tools",)
-    finally:
-        for dispatcher in (by_keyword, by_options, plain):
-            close(dispatcher)
+def test_every_checked_keyword_has_a_case() -> None:
+    assert set(EFFECTS) == {f.name for f in dataclasses.fields(Settings)}
 
 
 def close(*dispatchers: Any) -> None:
@@ -174,37 +171,32 @@ def close(*dispatchers: Any) -> None:
             dispatcher.close()
 
 
-def test_async_dispatcher_ignores_max_workers_in_options_but_refuses_the_keyword() -> None:
-    close(AsyncDispatcher(options=DispatchOptions(max_workers=2)))
-    with pytest.raises(TypeError, match=r"AsyncDispatcher.*'max_workers'"):
-        AsyncDispatcher(max_workers=2)  # type: ignore[call-arg]
-
-
-def test_a_keyword_beside_options_wins_and_the_rest_is_kept() -> None:
-    base = DispatchOptions(budget=5000, deadline=9.0, api_key="k" * 12)
-    dispatcher = Dispatcher(options=base, budget=8000)
-    assert dispatcher.options == base.replace(budget=8000)
-    assert (dispatcher._core.budget, dispatcher.deadline) == (8000, 9.0)
-    assert base.budget == 5000  # frozen: the shared value is unchanged
-    plain = Dispatcher(options=base)
-    assert plain.options is base
-    close(dispatcher, plain)
+@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
+@pytest.mark.parametrize("name", list(EFFECTS))
+def test_each_keyword_changes_the_dispatcher(kind: Any, name: str) -> None:
+    if kind is AsyncDispatcher and name == "max_workers":
+        pytest.skip("Dispatcher only")
+    value, effect = EFFECTS[name]
+    given, plain = kind(**{name: value}), kind()
+    try:
+        assert effect(given) != effect(plain)
+    finally:
+        close(given, plain)
 
 
 @pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
-def test_an_unknown_keyword_is_a_type_error_with_the_nearest_name(kind: Any) -> None:
-    with pytest.raises(
-        TypeError, match=r"got an unexpected keyword argument 'budgett'; did you mean 'budget'"
-    ):
+def test_an_unknown_keyword_or_an_options_object_is_a_type_error(kind: Any) -> None:
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'budgett'"):
         kind(budgett=8000)
-    with pytest.raises(TypeError, match=r"'colour'$"):
-        kind(colour="red")
-    with pytest.raises(TypeError, match="options= takes a DispatchOptions, not dict"):
-        kind(options={"budget": 8000}, budget=9000)
-    with pytest.raises(
-        TypeError, match=r"DispatchOptions.replace\(\) got an unexpected keyword argument 'dedline'"
-    ):
-        DispatchOptions().replace(dedline=3)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'options'"):
+        kind(options={"budget": 8000})
+    with pytest.raises(TypeError, match="positional argument"):
+        kind(None, "http://127.0.0.1:9")
+
+
+def test_the_async_dispatcher_takes_no_max_workers() -> None:
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'max_workers'"):
+        AsyncDispatcher(max_workers=2)  # type: ignore[call-arg]
 
 
 BAD: list[tuple[str, Any, str]] = [
@@ -252,96 +244,84 @@ BAD: list[tuple[str, Any, str]] = [
 ]
 
 
+@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
 @pytest.mark.parametrize(
     ("name", "value", "message"), BAD, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(BAD)]
 )
-def test_a_bad_value_is_refused_when_the_options_are_made(
-    name: str, value: Any, message: str
+def test_a_bad_value_is_refused_when_the_dispatcher_is_made(
+    kind: Any, name: str, value: Any, message: str
 ) -> None:
-    with pytest.raises(ConfigurationError, match=re.escape(message)):
-        DispatchOptions(**{name: value})
-    with pytest.raises(ConfigurationError, match=re.escape(message)):
-        DispatchOptions().replace(**{name: value})
-    with pytest.raises(ConfigurationError) as raised:
-        Dispatcher(**{name: value})
+    if kind is AsyncDispatcher and name == "max_workers":
+        pytest.skip("Dispatcher only")
+    with pytest.raises(ConfigurationError, match=re.escape(message)) as raised:
+        kind(**{name: value})
     if name in ("api_key", "authorization"):
         assert str(value) not in str(raised.value)  # a credential is never quoted
 
 
-def test_the_repr_shows_what_differs_and_never_a_secret() -> None:
-    options = DispatchOptions(
-        api_key="sk-live-123456789", authorization="Bearer tok-987654321", budget=8000
-    )
-    dispatcher = Dispatcher(options=options)
+def test_no_repr_shows_a_credential() -> None:
+    secrets = {"api_key": "sk-live-123456789", "authorization": "Bearer tok-987654321"}
+    dispatcher = Dispatcher(budget=8000, **secrets)
+    settings = Settings(budget=8000, **secrets)
     close(dispatcher)
-    for text in (repr(options), str(options), repr(dispatcher)):
+    for text in (repr(settings), str(settings), repr(dispatcher)):
         assert "sk-live-123456789" not in text and "tok-987654321" not in text
-    assert (
-        repr(options)
-        == "DispatchOptions(api_key=<redacted>, authorization=<redacted>, budget=8000)"
-    )
-    assert repr(DispatchOptions()) == "DispatchOptions()"
+    assert repr(settings) == "Settings(api_key=<redacted>, authorization=<redacted>, budget=8000)"
 
 
-def test_the_options_are_frozen_and_hold_copies() -> None:
+def test_what_the_dispatcher_keeps_is_frozen_and_holds_copies() -> None:
     handlers = {"xerj_search": handler}
     budgets = {"xerj_search": 3000}
     tools = [CUSTOM]
-    options = DispatchOptions(
+    settings = Settings(
         handlers=handlers, budgets=budgets, tools=tools, url=["http://a:1", "http://b:2"]
     )
     handlers.clear(), budgets.clear(), tools.clear()
-    assert dict(options.handlers or {}) == {"xerj_search": handler}
-    assert dict(options.budgets or {}) == {"xerj_search": 3000} and options.tools == (CUSTOM,)
-    assert options.url == ("http://a:1", "http://b:2")
+    assert dict(settings.handlers or {}) == {"xerj_search": handler}
+    assert dict(settings.budgets or {}) == {"xerj_search": 3000} and settings.tools == (CUSTOM,)
+    assert settings.url == ("http://a:1", "http://b:2")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        options.budget = 5000  # type: ignore[misc]
+        settings.budget = 5000  # type: ignore[misc]
     with pytest.raises(TypeError):
-        options.budgets["x"] = 1  # type: ignore[index]
-    assert dataclasses.replace(options, budget=6000).budget == 6000
+        settings.budgets["x"] = 1  # type: ignore[index]
 
 
-def test_one_options_object_serves_both_dispatchers() -> None:
-    options = DispatchOptions(url="http://127.0.0.1:9", budget=4000, deadline=3.0)
-    sync, asynchronous = Dispatcher(options=options), AsyncDispatcher(options=options)
-    assert sync.options is asynchronous.options is options
+def test_one_set_of_keywords_serves_both_dispatchers() -> None:
+    keywords: dict[str, Any] = {"url": "http://127.0.0.1:9", "budget": 4000, "deadline": 3.0}
+    sync, asynchronous = Dispatcher(**keywords), AsyncDispatcher(**keywords)
     assert (sync.url, sync._core.budget, asynchronous.deadline) == ("http://127.0.0.1:9", 4000, 3.0)
+    assert asynchronous._core.budget == 4000
     close(sync, asynchronous)
 
 
-def test_the_options_are_documented_field_by_field() -> None:
-    doc = DispatchOptions.__doc__ or ""
-    for f in dataclasses.fields(DispatchOptions):
-        [line] = [x for x in doc.splitlines() if x.startswith(f"- ``{f.name}``: ")]
-        assert "Default: " in line
-    assert "``options``" in (Dispatcher.__doc__ or "") and "``options``" in (
-        AsyncDispatcher.__doc__ or ""
-    )
+@pytest.mark.parametrize("kind", [Policy, AgentOptions, Settings])
+def test_options_objects_are_made_with_keywords_only(kind: Any) -> None:
+    with pytest.raises(TypeError, match="positional argument"):
+        kind(1)
 
 
-def test_the_options_are_exported_without_the_http_stack() -> None:
-    assert xerj_tools.DispatchOptions is DispatchOptions and "DispatchOptions" in xerj_tools.__all__
-    code = "import sys, xerj_tools; xerj_tools.DispatchOptions(budget=5000); print('httpx2' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+def test_the_options_object_of_the_loop_is_exported_and_the_dispatchers_have_none() -> None:
+    assert "AgentOptions" in xerj_tools.__all__ and "Policy" in xerj_tools.__all__
+    assert not hasattr(xerj_tools, "DispatchOptions")
 
 
 TYPED = """
-from xerj_tools import AgentOptions, AsyncDispatcher, Dispatcher, DispatchOptions, run_agent
+from xerj_tools import AgentOptions, AsyncDispatcher, Dispatcher, Policy, run_agent
 
-d = Dispatcher(budget=8000, deadline=5.0, options=DispatchOptions(budget=5000).replace(deadline=2.0))
+d = Dispatcher(budget=8000, deadline=5.0, policy=Policy(max_size=5))
 e = Dispatcher(budgett=8000)
 f = Dispatcher(pool_size="ten")
 g = AsyncDispatcher(max_workers=3)
-run_agent(None, model="m", messages="hi", dispatcher=d, max_turns=3, temperature=0)
-run_agent(None, model="m", messages="hi", dispatcher=d, max_turn=3)
-run_agent(None, model="m", messages="hi", dispatcher=d, options=AgentOptions(max_turns=2), stream=True)
+run_agent(None, model="m", messages="hi", dispatcher=d, options=AgentOptions(max_turns=3))
+run_agent(None, model="m", messages="hi", dispatcher=d, max_turns=3)
+AgentOptions(max_turn=2)
+Policy(("*",))
 """
 
 
 @pytest.mark.slow
 def test_a_type_checker_checks_each_keyword(tmp_path: Any) -> None:
-    """The keywords are typed (``Unpack``): mypy refuses an unknown name or a wrong type."""
+    """The keywords are real parameters: mypy refuses an unknown name or a wrong type."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
@@ -355,21 +335,13 @@ def test_a_type_checker_checks_each_keyword(tmp_path: Any) -> None:
         for line in run.stdout.splitlines()
         if line.startswith("typed.py:") and ": error:" in line
     ]
-    assert [line.split(":")[1] for line in errors] == ["5", "6", "7", "9"], run.stdout
-    assert 'did you mean "budget"' in errors[0] and 'did you mean "max_turns"' in errors[3]
+    assert sorted({line.split(":")[1] for line in errors}, key=int) == ["5", "6", "7", "9", "10", "11"], run.stdout
+    assert 'did you mean "budget"' in errors[0]
 
 
-def test_the_options_pickle_and_copy_whole() -> None:
+def test_the_loop_options_pickle_and_copy_whole() -> None:
     import copy
     import pickle
 
-    from xerj_tools import AgentOptions
-
-    options = DispatchOptions(
-        budgets={"xerj_search": 2000}, handlers={"xerj_search": handler}, api_key="k" * 12
-    )
     loop = AgentOptions(max_turns=3, create_options={"temperature": 0})
-    for value in (options, loop):
-        assert (
-            pickle.loads(pickle.dumps(value)) == value == copy.deepcopy(value) == copy.copy(value)
-        )
+    assert pickle.loads(pickle.dumps(loop)) == loop == copy.deepcopy(loop) == copy.copy(loop)

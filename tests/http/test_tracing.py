@@ -29,6 +29,7 @@ from opentelemetry.util._once import Once
 from support import closed_port
 
 from xerj_tools import (
+    AgentOptions,
     AsyncDispatcher,
     Dispatcher,
     TextDelta,
@@ -188,12 +189,12 @@ def run_loop(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -
         if mode == "sync":
             with openai_client(model.base_url, api_key="s") as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
-                return run_agent(client, model="m", messages=messages, dispatcher=dispatcher, **options)
+                return run_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(**options))
 
         async def go() -> Any:
             async with openai_client(model.base_url, "async", api_key="s") as client, \
                     AsyncDispatcher(url=xerj.url) as dispatcher:
-                return await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, **options)
+                return await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(**options))
 
         return asyncio.run(go())
 

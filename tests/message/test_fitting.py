@@ -245,6 +245,26 @@ def test_a_payload_without_hits_is_fitted_as_json_by_default() -> None:
     assert len(content) <= 2000 and payload["truncated"]["items_omitted"]
 
 
+def test_a_plain_handler_s_recall_is_read_and_fitted_as_memories() -> None:
+    """The prepared call always carries the tool that reads it: a plain handler's is chosen by
+    its request's kind, so a recall it builds is fitted as memories (hits with ``id``)."""
+    from xerj_tools import HttpRequest
+    from xerj_tools._dispatch._core import Prepared
+    from xerj_tools._shapes import ToolCall
+
+    def recall(arguments: Any) -> HttpRequest:
+        return HttpRequest("POST", "/_memory/n/_recall", {"query": "q"}, kind="memory_recall")
+
+    core = DispatchCore(load_registry(), {"xerj_memory_recall": recall},
+                        rerank_fallback=True, rerank_memory_seconds=0, budget=1000)  # fmt: skip
+    prepared = core.prepare(ToolCall("c", "xerj_memory_recall", json.dumps({"namespace": "n", "query": "q"})))
+    assert isinstance(prepared, Prepared) and prepared.tool.fit == "memories"
+    memories = [{"id": f"m{n}", "text": "w" * 400, "score": 1.0 - n / 100} for n in range(8)]
+    _, content = core._shape("xerj_memory_recall", {"ok": True, "hits": memories}, prepared)
+    shown = json.loads(content)["hits"]
+    assert len(content) <= 1000 and shown and all(h["id"].startswith("m") for h in shown)
+
+
 def test_the_docs_snippet_runs() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "budget.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)

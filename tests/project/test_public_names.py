@@ -70,10 +70,16 @@ def test_errors_survive_pickling_whole(error: Exception) -> None:
 
 @pytest.mark.parametrize("name", ["Dispatcher", "AsyncDispatcher"])
 def test_every_constructor_argument_is_documented_with_its_default(name: str) -> None:
+    """In the class's own docstring, or for `AsyncDispatcher` in `Dispatcher`'s, which its own
+    docstring points to: ``help()`` shows each keyword with its meaning and default."""
     cls = getattr(xerj_tools, name)
-    lines = cls.__doc__.splitlines()
+    items = {}
+    for doc in (xerj_tools.Dispatcher.__doc__ or "", cls.__doc__ or ""):  # the class's own last
+        for item in inspect.cleandoc(doc).split("\n- ")[1:]:
+            key = item.split(": ", 1)[0]
+            items[key] = " ".join(item.split("\n\n")[0].split())
     for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-        [line] = [x for x in lines if x.startswith(f"- ``{parameter.name}``: ")]
+        line = items[f"``{parameter.name}``"]
         assert "Default: " in line
         if isinstance(parameter.default, (bool, int, float)):
             assert f"Default: {parameter.default}" in line or f"{parameter.default} " in line

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import Dispatcher, load_registry, run_agent
+from xerj_tools import AgentOptions, Dispatcher, load_registry, run_agent
 from xerj_tools._cli._main import main
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
@@ -150,7 +150,7 @@ def test_strict_as_the_model_server_receives_it(xerj: XerjStandIn, api: str) -> 
         Dispatcher(url=xerj.url) as dispatcher,
         openai_client(model.base_url) as client,
     ):
-        run_agent(client, model="m", messages="hi", dispatcher=dispatcher, api=api)  # type: ignore[arg-type]
+        run_agent(client, model="m", messages="hi", dispatcher=dispatcher, options=AgentOptions(api=api))  # type: ignore[arg-type]
     tools = model.requests[0]["tools"]
     assert len(tools) == len(REGISTRY.names)
     if api == "responses":

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from support import nested
 
-from xerj_tools import MAX_ARGUMENT_DEPTH, AsyncDispatcher, Dispatcher, load_registry, run_agent
+from xerj_tools import (
+    MAX_ARGUMENT_DEPTH,
+    AgentOptions,
+    AsyncDispatcher,
+    Dispatcher,
+    load_registry,
+    run_agent,
+)
 from xerj_tools._agent._turns import call_key
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 
@@ -169,15 +176,14 @@ def test_run_agent_answers_hostile_calls(xerj: XerjStandIn, api: str, flavour: s
         if flavour == "sync":
             with openai_client(model.base_url) as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
-                result = run_agent(client, model="scripted", messages=messages, dispatcher=dispatcher, api=api)
+                result = run_agent(client, model="scripted", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api))
         else:
             from xerj_tools import arun_agent
 
             async def go() -> Any:
                 async with openai_client(model.base_url, "async") as client, \
                         AsyncDispatcher(url=xerj.url) as dispatcher:
-                    return await arun_agent(client, model="scripted", messages=messages, dispatcher=dispatcher,
-                                            api=api)
+                    return await arun_agent(client, model="scripted", messages=messages, dispatcher=dispatcher, options=AgentOptions(api=api))
 
             result = asyncio.run(go())
     assert result.completed and result.output_text == "done"

@@ -186,6 +186,22 @@ def test_policy_apply_normalises_numbers_itself() -> None:
     assert isinstance(refused, PolicyDenied) and "rerank.window" in refused.reason
 
 
+def test_policy_apply_reads_the_query_for_index_names_unless_told_the_text_names_none() -> None:
+    """The one public way in, for the dispatcher too: ``read_body=False`` is what the dispatcher
+    passes when the arguments' text shows no clause that can name an index."""
+    lookup = {"index": "docs", "query": {"terms": {"user": {"index": ".secrets", "id": "1", "path": "u"}}}}
+    refused = Policy().apply("xerj_search", lookup)
+    assert isinstance(refused, PolicyDenied) and refused.details["refused"] == "index"
+    assert not isinstance(Policy().apply("xerj_search", lookup, read_body=False), PolicyDenied)
+    assert not hasattr(Policy, "_apply")
+
+
+def test_policy_is_made_with_keywords_only() -> None:
+    with pytest.raises(TypeError, match="positional"):
+        Policy(("docs",))  # type: ignore[misc]
+    assert Policy(allow_indices=("docs",)).allow_indices == ("docs",)
+
+
 # Query clauses that name an index of their own. XERJ (e6e8e6a) fetches a terms lookup's document
 # from any index with no check, in the query and in aggregations (es_compat.rs:3229-3299, called at
 # 6262-6273); the others it ignores or refuses today, and the policy checks them all the same.

@@ -17,6 +17,7 @@ from openai.types.chat import ChatCompletionMessageToolCall  # the function kind
 from openai.types.responses import ResponseFunctionToolCall
 
 from xerj_tools import (
+    AgentOptions,
     AsyncDispatcher,
     ConfigurationError,
     Dispatcher,
@@ -258,7 +259,7 @@ def test_dispatch_many_refuses_a_turn_with_an_unknown_item_before_anything_happe
 def test_the_agent_loop_says_it_speaks_the_openai_apis_only() -> None:
     with XerjStandIn() as xerj, Dispatcher(url=xerj.url) as d, \
             pytest.raises(ConfigurationError, match="'chat' or 'responses'"):  # fmt: skip
-        run_agent(object(), model="m", messages="hi", dispatcher=d, api="anthropic")
+        run_agent(object(), model="m", messages="hi", dispatcher=d, options=AgentOptions(api="anthropic"))
 
 
 # Offline validation.

@@ -9,7 +9,15 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response
 
-from xerj_tools import AgentResult, AsyncDispatcher, Dispatcher, TokenUsage, arun_agent, run_agent
+from xerj_tools import (
+    AgentOptions,
+    AgentResult,
+    AsyncDispatcher,
+    Dispatcher,
+    TokenUsage,
+    arun_agent,
+    run_agent,
+)
 from xerj_tools._shapes import ChatAssembler, ResponsesAssembler, chat_step, responses_step
 from xerj_tools._shapes._usage import read_usage
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
@@ -95,7 +103,7 @@ def test_a_run_sums_the_usage_of_every_turn(mode: str, api: str, stream: bool, x
     # streamed Chat Completion reports it only when asked (stream_options.include_usage).
     options: dict[str, Any] = {"api": api, "stream": stream}
     if stream and api == "chat":
-        options["stream_options"] = {"include_usage": True}
+        options["create_options"] = {"stream_options": {"include_usage": True}}
     result = drive(mode, xerj, options)
     assert result.turns == 3 and result.tool_stats["xerj_search"].calls == 2
     assert result.usage == TokenUsage(30, 30, 60, 0, 0, 3)
@@ -111,11 +119,11 @@ def drive(mode: str, xerj: XerjStandIn, options: dict[str, Any]) -> AgentResult:
         if mode == "sync":
             with openai_client(model.base_url) as client, \
                     Dispatcher(url=xerj.url) as dispatcher:
-                return run_agent(client, model="scripted", messages="q", dispatcher=dispatcher, **options)
+                return run_agent(client, model="scripted", messages="q", dispatcher=dispatcher, options=AgentOptions(**options))
 
         async def go() -> AgentResult:
             async with openai_client(model.base_url, "async") as client, \
                     AsyncDispatcher(url=xerj.url) as dispatcher:
-                return await arun_agent(client, model="scripted", messages="q", dispatcher=dispatcher, **options)
+                return await arun_agent(client, model="scripted", messages="q", dispatcher=dispatcher, options=AgentOptions(**options))
 
         return asyncio.run(go())

@@ -1,10 +1,10 @@
-"""The agent loop's options, carried once: `AgentOptions`, and the options handed to ``create()``.
+"""The agent loop's options: `AgentOptions`, and the options handed to ``create()``.
 
-As openai-agents' `RunConfig` does for its runner, `AgentOptions` holds what `run_agent`,
-`arun_agent`, `stream_agent` and `astream_agent` share: made once, checked once, passed as
-``options=``. Their keywords stay as conveniences, turned into it in one place
-(`loop_options`); a keyword given beside ``options=`` wins. The run's own inputs (`model`,
-`messages`, `dispatcher`) stay parameters of each entry point.
+As openai-agents' `RunConfig` does for its runner, `AgentOptions` holds how `run_agent`,
+`arun_agent`, `stream_agent` and `astream_agent` run: made once, checked once, passed as
+``options=``, the one way to set them. The run's own inputs (`client`, `model`, `messages`,
+`dispatcher`) are parameters of each entry point; the model's ``create()`` options travel in
+`AgentOptions.create_options`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from .._dispatch._core import ToolResult
-from .._dispatch._keywords import advertise, options_repr, plain_fields, rebuilt, unexpected
+from .._dispatch._keywords import options_repr, plain_fields, rebuilt, unexpected
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
 
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentKeywords", "AgentOptions", "CreateOptions",
-    "ToolCallHook", "ToolResultHook", "advertise_loop", "loop_options", "merge_create_options",
+    "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentOptions", "CreateOptions", "ToolCallHook",
+    "ToolResultHook",
 ]  # fmt: skip
 
 ToolCallHook = Callable[[ToolCall], Any]
@@ -42,8 +42,8 @@ request carried 6.6 MB."""
 
 class CreateOptions(TypedDict, total=False):
     """Options the loop hands to ``client.chat.completions.create`` / ``client.responses.create``
-    unchanged: the common ones, typed. Pass them as keywords (``temperature=0``) or in
-    ``create_options={...}``, which also takes any other option your client accepts."""
+    unchanged: the common ones, typed, for ``AgentOptions(create_options=CreateOptions(...))``.
+    A plain dict there works as well, and takes any other option your client accepts."""
 
     temperature: float
     top_p: float
@@ -80,26 +80,10 @@ def _owned(options: Mapping[str, Any]) -> None:
         )
 
 
-def merge_create_options(
-    options: Mapping[str, Any] | None, keywords: Mapping[str, Any]
-) -> dict[str, Any]:
-    """`create_options` and the pass-through keywords as one dict; raises `ConfigurationError`
-    for a key given both ways or one the loop owns (`LOOP_OWNED`)."""
-    merged = dict(options or {})
-    if twice := sorted(set(merged) & set(keywords)):
-        raise ConfigurationError(
-            f"{', '.join(twice)} given both as a keyword and in create_options; pass it once"
-        )
-    merged.update(keywords)
-    _owned(merged)
-    return merged
-
-
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class AgentOptions:
     """How the agent loop runs, checked when made; ``options=`` of `run_agent`, `arun_agent`,
-    `stream_agent` and `astream_agent`, whose keywords of the same names change it (the keyword
-    wins). A bad value raises `ConfigurationError` here; the repr lists the fields that differ
+    `stream_agent` and `astream_agent`; ``replace`` makes a changed copy. A bad value raises `ConfigurationError` here; the repr lists the fields that differ
     from their defaults, without the values of create() options that may carry a credential
     (``extra_headers``, ``extra_body``, ``extra_query``, names with key, auth, token...).
 
@@ -115,8 +99,9 @@ class AgentOptions:
     - `on_max_turns`: ``"return"`` the result, or ``"raise"`` `MaxTurnsExceeded`.
     - `stream`: True streams each model answer; None (the default) is the entry point's own
       default: False for `run_agent`/`arun_agent`, True for `stream_agent`/`astream_agent`.
-    - `create_options`: options handed to the model's ``create()`` unchanged (any your client
-      takes); the loop's own (`LOOP_OWNED`) are refused. Default: None.
+    - `create_options`: options handed to the model's ``create()`` unchanged: the common ones
+      typed by `CreateOptions` (``temperature``, ``tool_choice``, ``stream_options``...), or any
+      your client takes; the loop's own (`LOOP_OWNED`) are refused. Default: None.
     """
 
     api: Literal["chat", "responses"] = "chat"
@@ -163,59 +148,3 @@ class AgentOptions:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(AgentOptions))
-
-
-class AgentKeywords(CreateOptions, total=False):
-    """The keywords of the agent entry points beside their own parameters: `AgentOptions`'
-    fields and the typed `CreateOptions` (typed by ``Unpack``)."""
-
-    api: Literal["chat", "responses"]
-    max_turns: int
-    max_repeats: int
-    max_calls_per_turn: int
-    on_tool_call: ToolCallHook | None
-    on_tool_result: ToolResultHook | None
-    on_max_turns: Literal["return", "raise"]
-    stream: bool | None
-    create_options: Mapping[str, Any] | None
-
-
-def loop_options(
-    owner: str, options: AgentOptions | None, keywords: Mapping[str, Any]
-) -> AgentOptions:
-    """`options` (default: ``AgentOptions()``) with the loop's keywords on top and the create()
-    keywords merged into `create_options`.
-
-    A keyword that is neither an `AgentOptions` field nor a `CreateOptions` key raises
-    `TypeError` (another create() option goes in ``create_options={...}``); one the loop owns,
-    `ConfigurationError`. A create() option given as a keyword and in the ``create_options=``
-    keyword of the same call is refused; over ``options.create_options`` the keyword wins."""
-    loop = {k: v for k, v in keywords.items() if k in _FIELDS}
-    create = {k: v for k, v in keywords.items() if k not in _FIELDS}
-    _owned(create)
-    unexpected(owner, create, (*_FIELDS, *CreateOptions.__annotations__))
-    if options is not None and not isinstance(options, AgentOptions):
-        raise TypeError(f"options= takes an AgentOptions, not {type(options).__name__}")
-    base = options if options is not None else _DEFAULT
-    if "create_options" in loop:
-        loop["create_options"] = merge_create_options(loop["create_options"], create)
-    elif create:
-        loop["create_options"] = {**(base.create_options or {}), **create}
-    return base.replace(**loop) if loop else base
-
-
-_DEFAULT = AgentOptions()
-
-
-def advertise_loop(function: Callable[..., Any], stream: bool) -> None:
-    """`advertise` for an entry point of the loop: `AgentOptions`' fields as keywords (`stream`
-    with the entry point's own default), then ``**create_kwargs: Unpack[CreateOptions]``."""
-    import inspect
-
-    fields = dataclasses.fields(AgentOptions)
-    defaults = {f.name: (stream if f.name == "stream" else f.default) for f in fields}
-    annotations = {f.name: ("bool" if f.name == "stream" else f.type) for f in fields}
-    rest = inspect.Parameter(
-        "create_kwargs", inspect.Parameter.VAR_KEYWORD, annotation="Unpack[CreateOptions]"
-    )
-    advertise(function, defaults, annotations, rest)

@@ -8,27 +8,18 @@ loop adds no retries of its own, so attempts never multiply.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
-from ._agent_options import (
-    AgentKeywords,
-    AgentOptions,
-    ToolCallHook,
-    ToolResultHook,
-    advertise_loop,
-    loop_options,
-)
+from ._agent_options import AgentOptions, ToolCallHook, ToolResultHook
 from ._run import AgentRun
 from ._streams import aclose_stream, close_stream
 from ._turns import AgentEvent, AgentResult, RunFinished, TextDelta, ToolResultEvent
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
     from .._dispatch._async import AsyncDispatcher
     from .._dispatch._sync import Dispatcher
 
@@ -53,17 +44,17 @@ async def _async_hook(hook: Callable[..., Any] | None, value: Any) -> Any:
     return await out if inspect.isawaitable(out) else out
 
 
+_DEFAULT = AgentOptions()
+
+
 def _start(
-    owner: str,
-    dispatcher: Any,
-    model: str,
-    messages: Any,
-    options: AgentOptions | None,
-    keywords: Mapping[str, Any],
-    stream: bool,
+    dispatcher: Any, model: str, messages: Any, options: AgentOptions | None, stream: bool
 ) -> tuple[AgentRun, AgentOptions, bool]:
-    """The run, its options (`loop_options`) and whether it streams (`stream` by default)."""
-    options = loop_options(owner, options, keywords)
+    """The run, its options and whether it streams (`stream` unless the options say)."""
+    if options is None:
+        options = _DEFAULT
+    elif not isinstance(options, AgentOptions):
+        raise TypeError(f"options= takes an AgentOptions, not {type(options).__name__}")
     run = AgentRun(dispatcher, model, messages, options)
     return run, options, stream if options.stream is None else options.stream
 
@@ -185,7 +176,6 @@ def stream_agent(
     messages: Any,
     dispatcher: Dispatcher,
     options: AgentOptions | None = None,
-    **keywords: Unpack[AgentKeywords],
 ) -> Iterator[AgentEvent]:
     """Run the loop and yield its events: `TextDelta`, `ToolCallStarted`, `ToolResultEvent`,
     `TurnFinished`, and last `RunFinished` with the `AgentResult`.
@@ -194,7 +184,7 @@ def stream_agent(
     deltas assembled; ``run_agent`` is this loop with ``stream=False``, drained. Its parameters
     are those of `run_agent`.
     """
-    run, o, stream = _start("stream_agent", dispatcher, model, messages, options, keywords, True)
+    run, o, stream = _start(dispatcher, model, messages, options, True)
     yield from _turns(client, run, stream, o.on_tool_call, o.on_tool_result)
 
 
@@ -205,7 +195,6 @@ def run_agent(
     messages: Any,
     dispatcher: Dispatcher,
     options: AgentOptions | None = None,
-    **keywords: Unpack[AgentKeywords],
 ) -> AgentResult:
     """Run a tool-calling conversation to its end with `openai.OpenAI` (or any compatible
     server), and return the `AgentResult`.
@@ -219,21 +208,14 @@ def run_agent(
     ``incomplete_call``, the turn's whole calls run, and the run goes on.
 
     Parameters, beside the `client`: `model`; `messages`, the conversation (a list, extended in
-    place, or a string for one user message); `dispatcher`; `options`, an `AgentOptions`; and as
-    keywords, each changing `options` (the keyword wins): ``api="chat" | "responses"``;
-    `max_turns` (10); `max_repeats` (2, the loop guard: a call repeated more often is answered
-    ``repeated_call``); `max_calls_per_turn` (16: the calls of one turn past it are answered
-    ``too_many_calls`` without being run); `on_tool_call` (return False or a reason to deny a call);
-    `on_tool_result`; `on_max_turns` (``"return"`` or ``"raise"``: `MaxTurnsExceeded`);
-    `stream` (False: each answer whole; True: streamed, as `stream_agent` does). A keyword that
-    is none of these nor a `CreateOptions` key raises `TypeError`.
-
-    Options for the model's ``create()`` go through unchanged: as keywords typed by
-    `CreateOptions` (``temperature=0``, ``tool_choice=``, ``stream_options=``…), or in
-    `create_options` (any option your client takes). ``model``, ``messages``, ``input``,
-    ``tools`` and ``stream`` belong to the loop; passing one there raises `ConfigurationError`.
+    place, or a string for one user message); `dispatcher`; and `options`, an `AgentOptions`:
+    how the loop runs (``api="chat" | "responses"``, `max_turns` 10, `max_repeats` 2,
+    `max_calls_per_turn` 16, the `on_tool_call` and `on_tool_result` hooks, `on_max_turns`,
+    `stream`: False here) and the model's ``create()`` options (`create_options`, handed over
+    unchanged; ``model``, ``messages``, ``input``, ``tools`` and ``stream`` belong to the loop).
+    Default: ``AgentOptions()``.
     """
-    run, o, stream = _start("run_agent", dispatcher, model, messages, options, keywords, False)
+    run, o, stream = _start(dispatcher, model, messages, options, False)
     for event in _turns(client, run, stream, o.on_tool_call, o.on_tool_result):
         if isinstance(event, RunFinished):
             return event.result
@@ -247,10 +229,9 @@ async def astream_agent(
     messages: Any,
     dispatcher: AsyncDispatcher,
     options: AgentOptions | None = None,
-    **keywords: Unpack[AgentKeywords],
 ) -> AsyncIterator[AgentEvent]:
     """The asyncio twin of `stream_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
-    run, o, stream = _start("astream_agent", dispatcher, model, messages, options, keywords, True)
+    run, o, stream = _start(dispatcher, model, messages, options, True)
     # `async for` alone would leave the loop suspended when this generator is closed: its open
     # answer (if any) is closed here, not whenever the garbage collector gets to it.
     async with aclosing(_aturns(client, run, stream, o.on_tool_call, o.on_tool_result)) as events:
@@ -265,19 +246,11 @@ async def arun_agent(
     messages: Any,
     dispatcher: AsyncDispatcher,
     options: AgentOptions | None = None,
-    **keywords: Unpack[AgentKeywords],
 ) -> AgentResult:
     """The asyncio twin of `run_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
-    run, o, stream = _start("arun_agent", dispatcher, model, messages, options, keywords, False)
+    run, o, stream = _start(dispatcher, model, messages, options, False)
     async with aclosing(_aturns(client, run, stream, o.on_tool_call, o.on_tool_result)) as events:
         async for event in events:
             if isinstance(event, RunFinished):
                 return event.result
     raise AssertionError("the loop ended without a result")  # pragma: no cover
-
-
-# `inspect.signature` and `help()` list every keyword with its entry point's default.
-advertise_loop(run_agent, stream=False)
-advertise_loop(arun_agent, stream=False)
-advertise_loop(stream_agent, stream=True)
-advertise_loop(astream_agent, stream=True)

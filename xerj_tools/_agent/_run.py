@@ -15,13 +15,7 @@ from .._dispatch._core import ToolResult
 from .._exceptions import MaxTurnsExceeded
 from .._shapes import Assembler, Step, ToolCall, loop_shape
 from . import _trace_turns
-from ._agent_options import (
-    LOOP_OWNED,
-    MAX_CALLS_PER_TURN,
-    AgentOptions,
-    CreateOptions,
-    merge_create_options,
-)
+from ._agent_options import LOOP_OWNED, MAX_CALLS_PER_TURN, AgentOptions, CreateOptions
 from ._turns import (
     AgentEvent,
     AgentResult,
@@ -41,7 +35,7 @@ if TYPE_CHECKING:
 from .._shapes._usage import TokenUsage
 
 __all__ = [
-    "CUT_OFF", "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentRun", "CreateOptions", "merge_create_options",
+    "CUT_OFF", "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentRun", "CreateOptions",
     "whole_arguments",
 ]  # fmt: skip
 

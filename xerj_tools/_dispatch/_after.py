@@ -48,7 +48,7 @@ class PreparedView(Protocol):
     """What this module reads of a prepared call (`_core.Prepared` is one)."""
 
     @property
-    def tool(self) -> Tool | None: ...
+    def tool(self) -> Tool: ...
     @property
     def arguments(self) -> Mapping[str, Any]: ...
     @property
@@ -77,7 +77,7 @@ def with_known_vectors(
 ) -> HttpRequest:
     """`request`, with the dense_vector fields of its index's cached mapping among `vectors`."""
     tool = prepared.tool
-    if tool is None or tool.fit not in ("hits", "document"):
+    if tool.fit not in ("hits", "document"):
         return request
     index = _searched_index(request)
     per_index = core.mappings.get(node, index) if index is not None else None
@@ -99,7 +99,7 @@ def after_answer(
         core.mappings.put(node, *got)
     error = payload.get("error") if isinstance(payload.get("error"), dict) else None
     if error is not None and error.get("code") == "index_not_found":
-        if tool is not None and tool.index_arguments(prepared.arguments):
+        if tool.index_arguments(prepared.arguments):
             # The model guessed an index name: tell it which ones exist (those it may search).
             # An alias only when every index behind it is allowed (`_index_guard.offered`).
             if "indices" in error:
@@ -109,14 +109,12 @@ def after_answer(
             if names:
                 error["indices"] = names
                 error["hint"] = "Use one of the indices listed in `indices`, or a pattern."
-        elif tool is not None and tool.name == "xerj_list_indices":
+        elif tool.name == "xerj_list_indices":
             # `_cat/indices/{pattern}` compares index names only (es_compat.rs:424-429)
             error["hint"] = (
                 "`pattern` takes index names and patterns only: an alias or data stream is not "
                 "one (it is listed beside its indices, or as a data stream); list without it"
             )
-        return payload
-    if tool is None:
         return payload
     if payload.get("ok") and tool.after is not None:
         payload = yield from tool.after(payload, prepared.policy)

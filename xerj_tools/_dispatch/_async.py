@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -14,20 +15,24 @@ from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
 from .._http._gate import AsyncGate, resolve_bound
 from .._http._models import Failure, HttpRequest, Outcome
-from .._http._retry import async_retrying, should_retry
+from .._http._retry import RetryPolicy, async_retrying, should_retry
 from .._http._transport import AsyncTransport
+from .._message._budget import DEFAULT_BUDGET, Budget
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolMessage
+from ..tools import Handler, Tool
 from ._after import Flow
 from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
-from ._options import AsyncDispatchKeywords, DispatchOptions, documented, from_keywords
+from ._options import DEFAULT_DEADLINE, Settings
 from ._policy import Policy
 from ._trace import tool_call as tool_call_scope
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    import ssl
+
+    from .._http._gate import MaxInFlight
 
 __all__ = ["AsyncDispatcher"]
 
@@ -36,28 +41,56 @@ async def _asyncio_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-@documented(
-    "`httpx2.AsyncClient`",
-    "aclose()",
-    "an async function that waits between attempts",
-    "``asyncio.sleep``",
-    AsyncDispatchKeywords,
-)
 class AsyncDispatcher(BaseDispatcher):
-    """The asyncio twin of `Dispatcher`, on a pooled `httpx2.AsyncClient`."""
+    """The asyncio twin of `Dispatcher`, on a pooled `httpx2.AsyncClient`.
+
+    Its keywords are `Dispatcher`'s, each with the same meaning and default (``help(Dispatcher)``
+    lists them by concern), but three:
+
+    - ``client``: your own `httpx2.AsyncClient`, left open by `aclose()`. Default: None, an
+      owned client built from the HTTP keywords.
+    - ``sleep``: an async function that waits between attempts, called with seconds. Default:
+      ``asyncio.sleep``.
+    - no ``max_workers``: a turn's calls run as tasks, as many as it has.
+    """
 
     def __init__(
         self,
         registry: ToolRegistry | None = None,
         *,
-        options: DispatchOptions | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        tools: Sequence[Tool] = (),
+        url: str | Sequence[str] | None = None,
+        api_key: str | None = None,
+        authorization: str | None = None,
         client: httpx2.AsyncClient | None = None,
+        policy: Policy | None = None,
+        repair: bool = True,
+        budget: int | Budget = DEFAULT_BUDGET,
+        budgets: Mapping[str, int | Budget] | None = None,
+        max_buckets: int = 25,
+        rerank_fallback: bool = True,
+        rerank_memory_seconds: float = 300.0,
+        retry: RetryPolicy | None = None,
+        deadline: float = DEFAULT_DEADLINE,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        verify: bool | str | ssl.SSLContext = True,
+        pool_size: int = 10,
+        max_response_bytes: int = 32 * 1024 * 1024,
+        max_in_flight: MaxInFlight = "pool",
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
-        **keywords: Unpack[AsyncDispatchKeywords],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        options = from_keywords(
-            "AsyncDispatcher", options, keywords, AsyncDispatchKeywords.__annotations__
-        )
+        options = Settings(
+            handlers=handlers, tools=tools, url=url, api_key=api_key,
+            authorization=authorization, policy=policy, repair=repair, budget=budget,
+            budgets=budgets, max_buckets=max_buckets, rerank_fallback=rerank_fallback,
+            rerank_memory_seconds=rerank_memory_seconds, retry=retry, deadline=deadline,
+            connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
+            pool_size=pool_size, max_response_bytes=max_response_bytes,
+            max_in_flight=max_in_flight, clock=clock,
+        )  # fmt: skip
         super().__init__(registry, options)
         pool_size = options.pool_size
         bound = resolve_bound(options.max_in_flight, client, pool_size)  # before a client is made
@@ -83,7 +116,7 @@ class AsyncDispatcher(BaseDispatcher):
                 return self._core.refusal(tool_call, prepared, started)
             try:
                 payload, attempts = await self._drive(
-                    self._core.flow(tool_call.name, prepared, self._endpoint.label),
+                    self._core.flow(prepared, self._endpoint.label),
                     Deadline(self.deadline, self._core.clock),
                     self._response_cap(prepared),
                 )

@@ -14,7 +14,7 @@ from .._shapes import ToolCall, parse_tool_call, parse_turn
 from ..tools import Tool
 from ._answers import PendingAnswers, checked_max_calls, too_many_calls
 from ._core import DispatchCore, Prepared, ToolResult, _raised
-from ._options import DispatchOptions
+from ._options import Settings
 from ._policy import Policy, call_policy
 
 __all__ = ["BaseDispatcher", "Begun"]
@@ -39,8 +39,7 @@ class BaseDispatcher:
     """What `Dispatcher` and `AsyncDispatcher` share: their configuration, and a turn's plan
     (identical calls sent once) and its answers, whole or salvaged after an interruption."""
 
-    def __init__(self, registry: ToolRegistry | None, options: DispatchOptions) -> None:
-        self.options = options
+    def __init__(self, registry: ToolRegistry | None, options: Settings) -> None:
         self.deadline = options.deadline
         self._core = DispatchCore(
             registry if registry is not None else load_registry(),

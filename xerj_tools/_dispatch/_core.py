@@ -89,23 +89,25 @@ class ToolResult:
         return self.call.answer(self.content, ok=self.ok)
 
 
-def _raised(tool: str, part: str, exc: Exception) -> ToolCallError:
+def _raised(tool_name: str, part: str, exc: Exception) -> ToolCallError:
     # Where it was raised, not its message: a message may quote the arguments or the answer.
     where = traceback.extract_tb(exc.__traceback__)[-1]
     logger.error(
         "%s for %s raised %s at %s:%s",
-        part, tool, type(exc).__name__, where.filename, where.lineno,
+        part, tool_name, type(exc).__name__, where.filename, where.lineno,
     )  # fmt: skip
     return ToolCallError(f"the {part} raised {type(exc).__name__}", code="handler_error")
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """A call that passed validation: its request, the repairs made, and its identity."""
+    """A call that passed validation: its request, the tool that built it and reads its answer
+    (a plain handler's reader chosen by the request's kind: `reading_tool`), the repairs made,
+    and its identity."""
 
     request: HttpRequest
+    tool: Tool
     repairs: tuple[str, ...] = ()
-    tool: Tool | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict, repr=False)
     page_from: int | None = None  # where a hit list that can page started (its `paging`)
     body_indices: guard.BodyNames = ()  # the indices the query names in its body, where (`_body_indices`)
@@ -114,8 +116,7 @@ class Prepared:
     @property
     def key(self) -> str:
         """Tool and canonical arguments: identical calls in one turn share it."""
-        name = self.tool.name if self.tool is not None else ""
-        return name + "\x00" + dumps(dict(sorted(self.arguments.items())))
+        return self.tool.name + "\x00" + dumps(dict(sorted(self.arguments.items())))
 
 
 class DispatchCore:
@@ -208,7 +209,7 @@ class DispatchCore:
         arguments, repairs = checked
         tool = self.tools[call.name]
         read_body = bool(tool.queries) and may_name_indices(call.arguments, arguments)
-        applied = policy._apply(tool, arguments, read_body=read_body)
+        applied = policy.apply(tool, arguments, read_body=read_body)
         if isinstance(applied, PolicyDenied):
             return applied
         if tool.name == LIST_INDICES.name and (said := pattern_refusal(arguments, policy)):
@@ -243,16 +244,18 @@ class DispatchCore:
             value = (request.body or {}).get(tool.paging, 0)
             page_from = value if isinstance(value, int) else 0
         named = guard.body_indices(tool, arguments) if read_body else ()
-        return Prepared(request, repairs, tool, arguments, page_from, named, policy)
+        return Prepared(request, tool, repairs, arguments, page_from, named, policy)
 
-    def flow(self, tool: str, prepared: Prepared, node: str) -> Flow:
+    def flow(self, prepared: Prepared, node: str) -> Flow:
         """Yield each request to send; receive ``(outcome, attempts)``; return the payload."""
-        request, concrete, policy = prepared.request, None, prepared.policy
-        if prepared.tool is not None:  # index names resolved, held to the policy, sent concrete
-            ready = yield from guard.concrete_request(self.listing, policy, prepared, request, node)
-            if isinstance(ready, ToolCallError):
-                return error_payload(ready)
-            concrete, request = ready, ready.request
+        tool, policy = prepared.tool, prepared.policy
+        # index names resolved, held to the policy, sent concrete
+        concrete = yield from guard.concrete_request(
+            self.listing, policy, prepared, prepared.request, node
+        )
+        if isinstance(concrete, ToolCallError):
+            return error_payload(concrete)
+        request = concrete.request
         request = with_known_vectors(self, prepared, request, node)  # a cached mapping only
         note: dict[str, Any] | None = None
         provider = rerank_provider(request)
@@ -263,42 +266,38 @@ class DispatchCore:
             rerank_fallback(None)
             request = request.without_rerank()
         outcome, attempts = yield request
-        if concrete is not None and prepared.tool is not None:  # a closed index reached: again
-            sent = yield from guard.resend_without_closed(prepared.tool, concrete, request, outcome)
-            if isinstance(sent, dict):
-                return sent
-            concrete, request, outcome, more = sent
-            attempts += more
+        # a closed index reached: sent again without it
+        sent = yield from guard.resend_without_closed(tool, concrete, request, outcome)
+        if isinstance(sent, dict):
+            return sent
+        concrete, request, outcome, more = sent
+        attempts += more
         if isinstance(outcome, Reply) and (refusal := rerank_refusal(request, outcome)) is not None:
             if refusal.lasting:  # the node's configuration; a transient fault is not remembered
                 scope = provider if refusal.provider_specific else EVERY_PROVIDER
                 self.rerank_memory.remember(node, refusal.reason, scope)
             if not self.rerank_fallback:
-                advice = served_advice(prepared.tool, self.tools) if prepared.tool else None
-                error = engine_error(outcome, request, advice)
+                error = engine_error(outcome, request, served_advice(tool, self.tools))
                 return error_payload(error, attempts=attempts)
             note = {"applied": False, "reason": refusal.reason, "fallback": FALLBACK}
             rerank_fallback(outcome.status)
             request = request.without_rerank()
             outcome, attempts = yield request
-        payload = self.payload_for(prepared.tool or tool, request, outcome, attempts, note)
-        if payload.get("ok") and (follow := getattr(prepared.tool, "follow_up", None)):
-            payload = yield from follow(prepared.arguments, payload, policy.allows_index)
-        if concrete is not None:
-            payload = guard.checked_answer(policy, payload, concrete.authorised)
+        payload = self.payload_for(tool, request, outcome, attempts, note)
+        if payload.get("ok") and tool.follow_up is not None:
+            payload = yield from tool.follow_up(prepared.arguments, payload, policy.allows_index)
+        payload = guard.checked_answer(policy, payload, concrete.authorised)
         return (yield from after_answer(self, prepared, request, outcome, payload, node))
 
     def payload_for(
         self,
-        tool: Tool | str,
+        tool: Tool,
         request: HttpRequest,
         outcome: Outcome,
         attempts: int,
         note: dict[str, Any] | None,
     ) -> dict[str, Any]:
         """The payload for what came back: the tool's reading of an answer, else the error."""
-        if isinstance(tool, str):
-            tool = reading_tool(self.tools.get(tool) or tool, request)
         try:
             answered = isinstance(outcome, Reply) and tool.answered(outcome)
             if answered and isinstance(outcome, Reply):
@@ -320,19 +319,19 @@ class DispatchCore:
         return error_payload(error, attempts=attempts)
 
     def _shape(
-        self, tool: str, payload: dict[str, Any], prepared: Prepared | None
+        self, name: str, payload: dict[str, Any], prepared: Prepared | None
     ) -> tuple[dict[str, Any], str]:
         """Add the repairs, then fit the payload into the tool's budget; return it serialized.
 
-        The strategy is the tool's own (`fit` on the prepared call's tool object); without one,
-        a payload with a list of hits is fitted as hits (as memories for a recall), anything
-        else as any JSON."""
+        The strategy is the prepared call's tool's own (`Tool.fit`; a plain handler's is chosen
+        by its request's kind, `reading_tool`); an answer with no prepared call (a refusal) is
+        fitted as hits when it holds a list of hits, else as any JSON."""
         if prepared is not None and prepared.repairs:
             payload = {**payload, "repairs": list(prepared.repairs)}
-        limit = self.budgets.get(tool, self.budget)
+        limit = self.budgets.get(name, self.budget)
         hits = payload.get("hits")
         # a reader of the library's writes plain JSON, which orjson may measure and write
-        plain = prepared is not None and getattr(prepared.tool, "origin", "custom") != "custom"
+        plain = prepared is not None and prepared.tool.origin != "custom"
         short = not isinstance(hits, list) or len(hits) <= 10
         raw = fast_raw(payload) if plain and short else None
         if short and not (type(limit) is int and surely_longer(raw, limit)):
@@ -346,13 +345,13 @@ class DispatchCore:
         def next_page(shown: int) -> dict[str, int] | None:
             return None if page_from is None else {"from": page_from + shown}
 
-        tool_object = prepared.tool if prepared is not None else None
-        fit: Fit | None = getattr(tool_object, "fit", None)
-        if fit is None:
-            memories = prepared is not None and prepared.request.kind == "memory_recall"
-            fit = ("memories" if memories else "hits") if isinstance(hits, list) else "json"
-        # how to read a cut field whole, from the tool, naming only tools served here
-        refetch = tool_object.refetch_hint(self.tools) if tool_object is not None else None
+        fit: Fit
+        if prepared is not None:
+            fit = prepared.tool.fit
+            # how to read a cut field whole, from the tool, naming only tools served here
+            refetch = prepared.tool.refetch_hint(self.tools)
+        else:
+            fit, refetch = ("hits" if isinstance(hits, list) else "json"), None
         return fit_message(
             payload, limit, fit=fit, next_page=next_page, plain=plain, refetch=refetch
         )

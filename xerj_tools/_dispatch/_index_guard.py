@@ -112,7 +112,7 @@ class PreparedCall(Protocol):
     """What this module reads of a prepared call (`_core.Prepared` is one)."""
 
     @property
-    def tool(self) -> Tool | None: ...
+    def tool(self) -> Tool: ...
     @property
     def arguments(self) -> Mapping[str, Any]: ...
     @property
@@ -128,7 +128,6 @@ def concrete_request(
     (a plain name, an exclusion, a pattern it cannot glob) or the query names an index; a
     cached one is used unless it does not know a name, which makes it read again."""
     tool, arguments, body = prepared.tool, prepared.arguments, prepared.body_indices
-    assert tool is not None
     expressions = _expressions(tool, arguments)
     wanted = [e for v in expressions.values() for e in ([v] if isinstance(v, str) else v)]
     cached = cache.get(cluster)

@@ -1,20 +1,18 @@
-"""Options objects and their keywords: what `DispatchOptions` and `AgentOptions` share.
+"""What the options objects share (`AgentOptions`, the dispatchers' `Settings`).
 
-An unknown keyword is a `TypeError` naming the nearest one, as Python's own; a repr lists what
-differs from the defaults and hides secrets; an options object pickles and copies whole; an entry
-point whose keywords arrive as ``**keywords`` advertises them in its signature.
+A repr lists what differs from the defaults and hides secrets; an options object pickles and
+copies whole; ``replace`` refuses an unknown name with a `TypeError` naming the nearest one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import inspect
 from collections.abc import Callable, Collection, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-__all__ = ["advertise", "names", "options_repr", "plain_fields", "rebuilt", "unexpected"]
+__all__ = ["options_repr", "plain_fields", "rebuilt", "unexpected"]
 
 _SECRETS = frozenset({"api_key", "authorization"})
 _O = TypeVar("_O")
@@ -31,10 +29,6 @@ def plain_fields(options: Any) -> dict[str, Any]:
 
 def rebuilt(cls: Callable[..., _O], fields: Mapping[str, Any]) -> _O:
     return cls(**fields)
-
-
-def names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def options_repr(options: Any, masked: Collection[str] = ()) -> str:
@@ -69,23 +63,3 @@ def unexpected(owner: str, keywords: Collection[str], known: Collection[str]) ->
             near = difflib.get_close_matches(name, list(known), n=1)
             maybe = f"; did you mean {near[0]!r}?" if near else ""
             raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}{maybe}")
-
-
-def advertise(
-    function: Callable[..., Any],
-    defaults: Mapping[str, Any],
-    annotations: Mapping[str, Any],
-    rest: inspect.Parameter | None = None,
-) -> None:
-    """Give `function`, whose keywords arrive as ``**keywords``, the signature that lists each
-    keyword with its default (for `inspect.signature`, `help()` and IPython): its own parameters,
-    then the keywords in place of ``**keywords``, then `rest` (a ``**`` parameter, if any)."""
-    real = inspect.signature(function)
-    own = [p for p in real.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    listed = [
-        inspect.Parameter(name, keyword, default=value, annotation=annotations[name])
-        for name, value in defaults.items()
-    ]
-    parameters = [*own, *listed, *([rest] if rest is not None else [])]
-    function.__signature__ = real.replace(parameters=parameters)  # type: ignore[attr-defined]

@@ -66,7 +66,7 @@ def _may_overlap(part: str, pattern: str) -> bool:
     return a.startswith(b) or b.startswith(a)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Policy:
     """What the operator allows the model to do; given to the dispatcher as ``policy=``.
 
@@ -186,24 +186,20 @@ class Policy:
         return None
 
     def apply(
-        self, tool: str | Tool, arguments: Mapping[str, Any]
+        self, tool: str | Tool, arguments: Mapping[str, Any], *, read_body: bool = True
     ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
         """Check validated arguments; return them (clamped where allowed) with notes, or a refusal.
 
         A name is looked up among the library's own tools; any other name is judged by its
         arguments' names (the traits a `Tool` leaves undeclared are inferred the same way).
+        `read_body` False skips reading the arguments' query DSL for index names: only for
+        arguments whose text shows no clause that can name one (the dispatcher knows the text,
+        `may_name_indices`).
         """
         if isinstance(tool, str):
             from ..tools._table import handler_tool, tool_named
 
             tool = tool_named(tool) or handler_tool(tool, _no_request)
-        return self._apply(tool, arguments, read_body=True)
-
-    def _apply(
-        self, tool: Tool, arguments: Mapping[str, Any], *, read_body: bool
-    ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
-        # `read_body=False` only where the arguments' text shows no clause that names an index
-        # (`may_name_indices`); the dispatcher knows the text, `apply` does not.
         args = dict(arguments)
         notes: list[str] = []
         for key in tool.index_arguments(args):

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
 from dataclasses import replace
@@ -23,20 +23,24 @@ from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
 from .._http._gate import Gate, resolve_bound
 from .._http._models import Failure, HttpRequest, Outcome
-from .._http._retry import retrying, should_retry
+from .._http._retry import RetryPolicy, retrying, should_retry
 from .._http._transport import SyncTransport
+from .._message._budget import DEFAULT_BUDGET, Budget
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolMessage
+from ..tools import Handler, Tool
 from ._after import Flow
 from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
-from ._options import DispatchKeywords, DispatchOptions, documented, from_keywords
+from ._options import DEFAULT_DEADLINE, Settings
 from ._policy import Policy
 from ._trace import tool_call as tool_call_scope
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    import ssl
+
+    from .._http._gate import MaxInFlight
 
 __all__ = ["Dispatcher"]
 
@@ -49,29 +53,86 @@ class _Call:
     __slots__ = ("__weakref__",)
 
 
-@documented(
-    "`httpx2.Client`", "close()", "how to wait between attempts", "``time.sleep``", DispatchKeywords
-)
 class Dispatcher(BaseDispatcher):
     """Runs tool calls against XERJ with a pooled `httpx2.Client`; thread-safe.
 
     ``dispatch(call)`` takes a Chat Completions tool call, a Responses ``function_call`` item or
     an Anthropic ``tool_use`` block (SDK object or dict) and returns the answer in the same
     shape. Nothing the model or the engine does raises out of it; configuration mistakes raise
-    here, in the constructor, and an object that is no tool call raises `InvalidToolCallError`.
-    `tools` takes your own `Tool` objects (docs/tools.md).
+    `ConfigurationError` here, and an object that is no tool call `InvalidToolCallError`.
+
+    Arguments, every one optional (all but `registry` keyword-only), by concern. What is served:
+    - ``registry``: the `ToolRegistry` whose tools the model may call. Default: ``load_registry()``.
+    - ``handlers``: ``{tool name: function}``, each building an `HttpRequest`. Default: None.
+    - ``tools``: your own `Tool` objects (docs/tools.md). Default: none.
+
+    Where XERJ is:
+    - ``url``: XERJ's URL or a list of nodes. Default: ``$XERJ_URL``, else ``http://localhost:9200``.
+    - ``api_key``: sent as ``Authorization: ApiKey <key>``, never shown. Default: ``$XERJ_API_KEY``.
+    - ``authorization``: a whole ``Authorization`` value; it wins over `api_key`. Default: None.
+    - ``client``: your own `httpx2.Client`, left open by `close()`. Default: None, an owned one.
+
+    What the model may do and read:
+    - ``policy``: the operator's guardrails (`Policy`, docs/policy.md). Default: None: ``Policy()``.
+    - ``repair``: repair mistakes that have one reading, and say so (False: strict). Default: True.
+    - ``budget``: the most a tool message holds: characters (int) or a `Budget`. Default: 12000.
+    - ``budgets``: ``{tool name: budget}`` for tools that need another. Default: None.
+    - ``max_buckets``: aggregation buckets kept per bucket list; the rest counted. Default: 25.
+    - ``rerank_fallback``: a search XERJ refuses to rerank is repeated without it. Default: True.
+    - ``rerank_memory_seconds``: how long a node's rerank refusal is remembered. Default: 300.0.
+
+    How a request is sent:
+    - ``retry``: how a request is retried (`RetryPolicy`). Default: ``RetryPolicy()``, 4 attempts.
+    - ``deadline``: seconds one call may take in all: attempts, waits, reads. Default: 60.0.
+    - ``connect_timeout``: seconds to open a connection to a node. Default: 5.0.
+    - ``read_timeout``: seconds per read or write, and to get a pooled connection. Default: 30.0.
+    - ``verify``: TLS: True, False, a CA bundle path or an `ssl.SSLContext`. Default: True.
+    - ``pool_size``: connections kept by the owned client (and at most open). Default: 10.
+    - ``max_response_bytes``: largest body read. Default: 33554432 (32 MiB), or the policy's cap.
+    - ``max_in_flight``: requests on the wire at once, the rest wait: ``'pool'`` (the pool's
+      limit), an int, or None (no bound; docs/configuration.md). Default: ``'pool'``.
+    - ``max_workers``: threads that run a turn's calls at once in `dispatch_many`. Default: 8.
+    - ``sleep``: waits between attempts, given seconds (for tests). Default: ``time.sleep``.
+    - ``clock``: monotonic seconds for deadlines and elapsed times. Default: ``time.monotonic``.
     """
 
     def __init__(
         self,
         registry: ToolRegistry | None = None,
         *,
-        options: DispatchOptions | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        tools: Sequence[Tool] = (),
+        url: str | Sequence[str] | None = None,
+        api_key: str | None = None,
+        authorization: str | None = None,
         client: httpx2.Client | None = None,
+        policy: Policy | None = None,
+        repair: bool = True,
+        budget: int | Budget = DEFAULT_BUDGET,
+        budgets: Mapping[str, int | Budget] | None = None,
+        max_buckets: int = 25,
+        rerank_fallback: bool = True,
+        rerank_memory_seconds: float = 300.0,
+        retry: RetryPolicy | None = None,
+        deadline: float = DEFAULT_DEADLINE,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        verify: bool | str | ssl.SSLContext = True,
+        pool_size: int = 10,
+        max_response_bytes: int = 32 * 1024 * 1024,
+        max_in_flight: MaxInFlight = "pool",
+        max_workers: int = 8,
         sleep: Callable[[float], None] = time.sleep,
-        **keywords: Unpack[DispatchKeywords],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        options = from_keywords("Dispatcher", options, keywords, DispatchKeywords.__annotations__)
+        options = Settings(
+            handlers=handlers, tools=tools, url=url, api_key=api_key, authorization=authorization,
+            policy=policy, repair=repair, budget=budget, budgets=budgets, max_buckets=max_buckets,
+            rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
+            retry=retry, deadline=deadline, connect_timeout=connect_timeout, verify=verify,
+            read_timeout=read_timeout, pool_size=pool_size, max_in_flight=max_in_flight,
+            max_response_bytes=max_response_bytes, max_workers=max_workers, clock=clock,
+        )  # fmt: skip
         super().__init__(registry, options)
         pool_size = options.pool_size
         bound = resolve_bound(options.max_in_flight, client, pool_size)  # before a client is made
@@ -138,7 +199,7 @@ class Dispatcher(BaseDispatcher):
         with tool_call_scope(tool_call):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
-            flow = self._core.flow(tool_call.name, prepared, self._endpoint.label)
+            flow = self._core.flow(prepared, self._endpoint.label)
             deadline = Deadline(self.deadline, self._core.clock)
             try:
                 payload, attempts = self._drive(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..._dispatch._async import AsyncDispatcher
-from ..._dispatch._options import DispatchOptions
+from ..._dispatch._options import Settings
 from ..._dispatch._policy import Policy
 from ..._exceptions import ConfigurationError
 from ..._log_text import OneLineFormatter
@@ -139,10 +139,12 @@ def dispatcher_factory(
 ) -> Callable[[Policy], AsyncDispatcher]:
     """One configuration of the XERJ side for every dispatcher of the server: the default one
     and one per caller's policy (the policy is all that differs)."""
-    configured = DispatchOptions(url=url, authorization=authorization, pool_size=pool_size)
+    Settings(url=url, authorization=authorization, pool_size=pool_size)  # checked once, here
 
     def make(policy: Policy) -> AsyncDispatcher:
-        return AsyncDispatcher(options=configured.replace(policy=policy))
+        return AsyncDispatcher(
+            url=url, authorization=authorization, pool_size=pool_size, policy=policy
+        )
 
     return make
 
