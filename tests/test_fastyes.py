@@ -151,7 +151,7 @@ def test_a_tool_without_a_quick_yes_runs_its_checks() -> None:
 
         yield Problem("$.q", "never")
 
-    tool = Tool("mine", lambda a: None, limits=(Limit(problems=refuse),))  # type: ignore[arg-type,return-value]
+    tool = Tool(name="mine", build=lambda a: None, limits=(Limit(problems=refuse),))  # type: ignore[arg-type,return-value]
     params = {"type": "object", "properties": {"q": {"type": "string"}}}
     registry = REGISTRY.with_definitions(
         [{"type": "function", "function": {"name": "mine", "parameters": params}}]

@@ -82,7 +82,7 @@ def handler_tool(name: str, handler: Handler) -> Tool:
     base = XERJ_TOOLS.get(name)
     if base is not None:
         return replace(base, build=handler, origin="handler")
-    return Tool(name, handler, strict_arguments=False, origin="handler")
+    return Tool(name=name, build=handler, strict_arguments=False, origin="handler")
 
 
 def reading_tool(tool: Tool | str, request: HttpRequest) -> Tool:

@@ -206,8 +206,8 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
 _after_listing_typed: After = _after_listing
 
 LIST_INDICES = Tool(
-    "xerj_list_indices",
-    list_indices,
+    name="xerj_list_indices",
+    build=list_indices,
     title="List the indices",
     read=_read_listing,
     limits=(Limit(problems=_list_problems, kind="list indices"),),
@@ -347,8 +347,8 @@ def _read_mapping(received: Received) -> dict[str, Any]:
 
 
 DESCRIBE_INDEX = Tool(
-    "xerj_describe_index",
-    describe_index,
+    name="xerj_describe_index",
+    build=describe_index,
     title="Describe an index's fields",
     read=_read_mapping,
     limits=(Limit(problems=_describe_problems, kind="describe index"),),

@@ -155,8 +155,8 @@ def _too_large(request: HttpRequest) -> str:
 
 
 GET_DOCUMENT = Tool(
-    "xerj_get_document",
-    get_document,
+    name="xerj_get_document",
+    build=get_document,
     title="Get a document by id",
     read=read_document,
     limits=_LIMITS,

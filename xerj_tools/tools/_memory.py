@@ -132,8 +132,8 @@ _MEMORY: dict[str, Any] = {
 }
 
 STORE = Tool(
-    "xerj_memory_store",
-    memory_store,
+    name="xerj_memory_store",
+    build=memory_store,
     title="Store a memory",
     read=read_store,
     limits=STORE_LIMITS,
@@ -151,8 +151,8 @@ STORE = Tool(
     **_MEMORY,
 )
 RECALL = Tool(
-    "xerj_memory_recall",
-    memory_recall,
+    name="xerj_memory_recall",
+    build=memory_recall,
     title="Recall memories",
     read=read_recall,
     limits=RECALL_LIMITS,

@@ -342,8 +342,8 @@ _SEARCHING: dict[str, Any] = {
 }
 
 SEARCH = Tool(
-    "xerj_search",
-    search,
+    name="xerj_search",
+    build=search,
     title="Search an index (query DSL)",
     limits=SEARCH_LIMITS,
     paging="from",
@@ -356,8 +356,8 @@ SEARCH = Tool(
     **_SEARCHING,
 )
 SEMANTIC = Tool(
-    "xerj_semantic_search",
-    semantic_search,
+    name="xerj_semantic_search",
+    build=semantic_search,
     title="Semantic search",
     limits=SEMANTIC_LIMITS,
     caps={"size": "max_size", "k": "max_k"},
@@ -365,8 +365,8 @@ SEMANTIC = Tool(
     **_SEARCHING,
 )
 VECTOR = Tool(
-    "xerj_vector_search",
-    vector_search,
+    name="xerj_vector_search",
+    build=vector_search,
     title="Vector (kNN) search",
     limits=VECTOR_LIMITS,
     caps={"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"},
@@ -374,8 +374,8 @@ VECTOR = Tool(
     **_SEARCHING,
 )
 HYBRID = Tool(
-    "xerj_hybrid_search",
-    hybrid_search,
+    name="xerj_hybrid_search",
+    build=hybrid_search,
     title="Hybrid search",
     limits=HYBRID_LIMITS,
     caps={"size": "max_size"},

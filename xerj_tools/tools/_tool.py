@@ -129,9 +129,10 @@ def inferred_caps(arguments: Mapping[str, Any]) -> dict[str, str]:
     return {k: _CAP_NAMES[k] for k in arguments if k in _CAP_NAMES}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Tool:
     """One tool, declared once: how it checks, builds, reads and fits, and what the policy guards.
+    Every field is given by keyword (``Tool(name="count_docs", build=...)``).
 
     - `name`: the function name. `description` and `parameters` (a JSON Schema) are the
       definition the model sees: give them and the tool needs no tools file, the dispatcher adds
