@@ -61,7 +61,7 @@ from ._shapes import (
     turn_messages,
 )
 from ._shapes._usage import TokenUsage
-from .tools import HANDLERS, XERJ_TOOLS, Handler, Received, Tool
+from .tools import HANDLERS, XERJ_TOOLS, Handler, Limit, Received, Tool
 
 if TYPE_CHECKING:
     from ._dispatch._async import AsyncDispatcher
@@ -91,6 +91,7 @@ __all__ = [
     "Handler",
     "HttpRequest",
     "InvalidToolCallError",
+    "Limit",
     "LoopError",
     "MaxTurnsExceeded",
     "MissingHandlerError",

@@ -274,7 +274,7 @@ def test_a_declared_tool_that_fails_to_read_is_answered_not_raised(tmp_path: Any
     extra = tmp_path / "tools.json"
     extra.write_text(json.dumps([{"type": "function", "function": {"name": "count_docs", "parameters": {
         "type": "object", "properties": {"index": {"type": "string"}}, "required": ["index"]}}}]))
-    tool = Tool("count_docs", lambda a: HttpRequest("POST", f"/{a['index']}/_search", {"size": 0}),
+    tool = Tool(name="count_docs", build=lambda a: HttpRequest("POST", f"/{a['index']}/_search", {"size": 0}),
                 read=lambda got: got.reply.data["no such key"])
     with Dispatcher(load_registry(extra), url=xerj.url, tools=[tool]) as d:
         payload = json.loads(d.dispatch(chat_call("count_docs", {"index": "tickets"}))["content"])
@@ -283,7 +283,7 @@ def test_a_declared_tool_that_fails_to_read_is_answered_not_raised(tmp_path: Any
         payload = json.loads(d.dispatch(chat_call("count_docs", {"index": "tickets", "size": 3}))["content"])
         assert payload["error"]["code"] == "invalid_arguments"
     with pytest.raises(ConfigurationError):
-        Dispatcher(load_registry(extra), url=xerj.url, tools=[tool, Tool("nowhere", tool.build)])
+        Dispatcher(load_registry(extra), url=xerj.url, tools=[tool, Tool(name="nowhere", build=tool.build)])
 
 
 def test_a_handler_without_a_definition_is_refused_when_the_dispatcher_is_built() -> None:
@@ -339,8 +339,8 @@ def test_a_custom_tool_is_one_tool_with_its_definition(xerj: XerjStandIn) -> Non
     from xerj_tools import Policy, Tool
 
     count = Tool(
-        "count_docs",
-        lambda a: HttpRequest("POST", f"/{a['index']}/_search", {"query": {"match_all": {}}, "size": a.get("size", 3)}),
+        name="count_docs",
+        build=lambda a: HttpRequest("POST", f"/{a['index']}/_search", {"query": {"match_all": {}}, "size": a.get("size", 3)}),
         description="Count the documents of one index.",
         parameters={"type": "object", "properties": {"index": {"type": "string"}, "size": {"type": "integer", "minimum": 0}},
                     "required": ["index"], "additionalProperties": False},
@@ -366,6 +366,6 @@ def test_a_custom_tool_is_one_tool_with_its_definition(xerj: XerjStandIn) -> Non
     # A bad schema is refused when the dispatcher is built, as a tools file's would be.
     from xerj_tools import ToolDefinitionError
 
-    broken = Tool("broken", count.build, description="", parameters={"type": "objekt"})
+    broken = Tool(name="broken", build=count.build, description="", parameters={"type": "objekt"})
     with pytest.raises(ToolDefinitionError):
         Dispatcher(url=xerj.url, tools=[broken])

@@ -115,7 +115,7 @@ def build(request: Mapping[str, Any]) -> HttpRequest:
     return HttpRequest("GET", "/")
 
 
-CUSTOM = Tool("notes_count", build, description="Count notes.",
+CUSTOM = Tool(name="notes_count", build=build, description="Count notes.",
               parameters={"type": "object", "properties": {}})  # fmt: skip
 
 

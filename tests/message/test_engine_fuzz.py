@@ -24,7 +24,7 @@ from xerj_tools.testing import XerjStandIn
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "250")) // 2
 BUDGET = 1000
 # A custom tool that carries its own definition is fuzzed like the library's own.
-CUSTOM = Tool("count_docs", lambda a: HttpRequest("POST", f"/{a['index']}/_count", {}),
+CUSTOM = Tool(name="count_docs", build=lambda a: HttpRequest("POST", f"/{a['index']}/_count", {}),
               description="Count the documents of an index.",
               parameters={"type": "object", "properties": {"index": {"type": "string"}}, "required": ["index"]})
 REGISTRY = load_registry().with_definitions([CUSTOM.definition() or {}])

@@ -77,7 +77,7 @@ def read_hits(received: Any) -> dict[str, Any]:
 
 def finder(refetch: Any) -> Tool:
     return Tool(
-        "find_notes", lambda a: HttpRequest("POST", "/notes/_search", body={"query": {}}),
+        name="find_notes", build=lambda a: HttpRequest("POST", "/notes/_search", body={"query": {}}),
         read=read_hits, fit="hits", description="Find notes.", refetch=refetch,
         parameters={"type": "object", "properties": {"q": {"type": "string"}}},
     )  # fmt: skip
@@ -152,11 +152,11 @@ def test_served_advice_drops_only_advice_that_names_an_absent_library_tool() -> 
     alone = served_advice(document, {"xerj_get_document"})
     assert alone is not None and alone(request) is None
     custom = Tool(
-        "t", lambda a: request, too_large=lambda r: "ask for less (xerj_logs is an index)"
+        name="t", build=lambda a: request, too_large=lambda r: "ask for less (xerj_logs is an index)"
     )
     advice = served_advice(custom, {"t"})
     assert advice is not None and advice(request) == "ask for less (xerj_logs is an index)"
-    assert served_advice(Tool("t", lambda a: request), {"t"}) is None
+    assert served_advice(Tool(name="t", build=lambda a: request), {"t"}) is None
 
 
 def test_every_library_hint_names_only_served_tools() -> None:

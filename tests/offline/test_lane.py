@@ -415,7 +415,7 @@ def test_a_check_that_tidies_the_arguments_it_is_given_gets_the_same_report(
             args["query"] = query.strip()
             yield Problem("$.query", "has spaces around it")
 
-    registry = load_registry().with_checks({"xerj_memory_recall": [trimmed]})
+    registry = load_registry().with_limits({"xerj_memory_recall": [trimmed]})
     recall = {"namespace": "agent", "query": " tea "}
     lines = [
         _call("xerj_memory_recall", json.dumps(recall)),

@@ -1,4 +1,4 @@
-"""Each tool's quick "yes" (`Tool.fast_yes`, `xerj_tools/tools/_fastyes.py`) against its checks.
+"""Each tool's quick "yes" (`ToolSpec.plan.admits`, its limits' `admits`) against its checks.
 
 A quick yes must never hide a problem: where it says yes, the tool's checks (unknown arguments
 included) find nothing, and `validate` reports the call ok with no repair. It may say no to a
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import load_registry
-from xerj_tools.tools import XERJ_TOOLS, Tool
+from xerj_tools.tools import XERJ_TOOLS, Limit, Tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls
@@ -79,7 +79,7 @@ def _problems(name: str, args: dict[str, Any]) -> list[Any]:
 def test_a_quick_yes_means_the_checks_find_nothing(case: tuple[str, dict[str, Any]]) -> None:
     name, args = case
     spec = REGISTRY[name]
-    if spec.fast_yes is None or not spec.fast_yes(args):
+    if spec.plan.admits is None or not spec.plan.admits(args):
         return
     assert _problems(name, args) == []
     if spec.fast_check is not None and spec.fast_check(args):
@@ -130,8 +130,9 @@ def test_a_quick_yes_means_the_checks_find_nothing(case: tuple[str, dict[str, An
     ],
 )
 def test_a_quick_yes_says_no_at_each_limit(name: str, args: dict[str, Any]) -> None:
-    assert REGISTRY[name].fast_yes is not None
-    assert not REGISTRY[name].fast_yes(args)
+    admits = REGISTRY[name].plan.admits
+    assert admits is not None
+    assert not admits(args)
 
 
 def test_recorded_valid_calls_pass_the_quick_yes() -> None:
@@ -140,7 +141,7 @@ def test_recorded_valid_calls_pass_the_quick_yes() -> None:
         spec = REGISTRY[name]
         for seed in range(200):
             args = _valid(name, seed)
-            assert spec.fast_yes is not None and spec.fast_yes(args), (name, args)
+            assert spec.plan.admits is not None and spec.plan.admits(args), (name, args)
             assert _problems(name, args) == []
 
 
@@ -150,24 +151,34 @@ def test_a_tool_without_a_quick_yes_runs_its_checks() -> None:
 
         yield Problem("$.q", "never")
 
-    tool = Tool("mine", lambda a: None, checks=(refuse,))  # type: ignore[arg-type,return-value]
+    tool = Tool(name="mine", build=lambda a: None, limits=(Limit(problems=refuse),))  # type: ignore[arg-type,return-value]
     params = {"type": "object", "properties": {"q": {"type": "string"}}}
-    assert tool.yes_for(params) is None
     registry = REGISTRY.with_definitions(
         [{"type": "function", "function": {"name": "mine", "parameters": params}}]
-    ).with_checks({"mine": tool.checks_for(params)}, {"mine": tool.yes_for(params)})
+    ).with_limits({"mine": tool.limits_for(params)})
+    assert registry["mine"].plan.admits is None
+    assert "has no quick yes" in (registry["mine"].plan.why or "")
     assert not registry.validate("mine", '{"q": "x"}').ok
-    # replacing a bundled tool's checks drops its quick yes, so the new checks always run
-    replaced = REGISTRY.with_checks({"xerj_search": (refuse,)})
-    assert replaced["xerj_search"].fast_yes is None
+    # replacing a bundled tool's limits drops its quick yes, so the new checks always run
+    replaced = REGISTRY.with_limits({"xerj_search": (refuse,)})
+    assert replaced["xerj_search"].plan.admits is None
     assert not replaced.validate("xerj_search", '{"index": "docs", "query": {}}').ok
-    assert REGISTRY["xerj_list_indices"].fast_yes is None  # its checks run every time
-    # a bundled tool given other checks keeps no quick yes of the checks it no longer runs
+    assert REGISTRY["xerj_list_indices"].plan.admits is None  # its checks run every time
+    # a bundled tool given other limits keeps no quick yes of the rules it no longer runs
     search = XERJ_TOOLS["xerj_search"]
     params = REGISTRY["xerj_search"].parameters
-    assert search.yes_for(params) is not None
-    assert replace(search, checks=(refuse,)).yes_for(params) is None
-    assert replace(search, checks=(refuse,), fast_yes=lambda a: False).yes_for(params) is not None
+    assert REGISTRY.with_limits({"xerj_search": search.limits_for(params)})[
+        "xerj_search"
+    ].plan.admits
+    mine = replace(search, limits=(Limit(problems=refuse),))
+    assert (
+        REGISTRY.with_limits({"xerj_search": mine.limits_for(params)})["xerj_search"].plan.admits
+        is None
+    )
+    given = replace(search, limits=(Limit(problems=refuse, admits=lambda a: False),))
+    assert REGISTRY.with_limits({"xerj_search": given.limits_for(params)})[
+        "xerj_search"
+    ].plan.admits
 
 
 def _integral_reference(value: Any, schema: Any) -> Any:

@@ -29,7 +29,8 @@ from xerj_tools._schema._registry import (
 )
 from xerj_tools._schema._validation import integral_numbers
 from xerj_tools._shapes import parse_tool_call
-from xerj_tools.tools._fastyes import known_only, search_yes
+from xerj_tools.tools._fastyes import search_yes
+from xerj_tools.tools._limits import Limit, known_arguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls
@@ -211,17 +212,31 @@ def _tool(parameters: dict[str, Any], *, trusted: bool = False) -> Any:
     return ToolRegistry([_spec_from_definition(definition, 0, {}, trusted=True)])  # (is valid)
 
 
+def _nothing(args: Any) -> Any:
+    return iter(())
+
+
+def _yes(args: Any) -> bool:
+    return True
+
+
 def test_a_tool_without_a_quick_yes_or_a_compiled_check_has_no_plan() -> None:
     assert REGISTRY["xerj_list_indices"].quick_plan is None  # its checks run every time
     plain = {"type": "object", "properties": {"q": {"type": "string"}}}
-    assert _tool(plain)["mine"].quick_plan is None  # a registry's tool without checks' yes
-    yes = _tool(plain).with_checks({"mine": ()}, {"mine": lambda a: True})["mine"]
+    assert _tool(plain)["mine"].quick_plan is not None  # a tool without limits: nothing to ask
+    slow = _tool(plain).with_limits({"mine": (Limit(problems=_nothing),)})["mine"]
+    assert slow.quick_plan is None  # a limit without a quick yes: the general path decides
+    yes = _tool(plain).with_limits({"mine": (Limit(problems=_nothing, admits=_yes),)})["mine"]
     assert yes.quick_plan is not None
-    assert quick_plan({**plain, "enum": ["x"]}, yes.fast_check, yes.fast_yes) is None
-    assert quick_plan({**plain, "type": ["object", "null"]}, yes.fast_check, yes.fast_yes) is None
+    assert quick_plan({**plain, "enum": ["x"]}, yes.fast_check, yes.plan.within) is None
+    assert (
+        quick_plan({**plain, "type": ["object", "null"]}, yes.fast_check, yes.plan.within) is None
+    )
     minimum = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}
     assert (
-        _tool(minimum).with_checks({"mine": ()}, {"mine": lambda a: True})["mine"].quick_plan
+        _tool(minimum)
+        .with_limits({"mine": (Limit(problems=_nothing, admits=_yes),)})["mine"]
+        .quick_plan
         is None
     )
 
@@ -261,8 +276,8 @@ def test_on_any_plain_schema_the_one_pass_answers_as_the_general_path(
     required = data.draw(st.lists(st.sampled_from(sorted(properties)), unique=True))
     parameters = {"type": "object", "properties": properties, "required": required}
     odd = data.draw(st.sampled_from([None, "x", "y"]))  # a quick yes that says no to a value
-    yes = {"mine": lambda a: a.get("a") != odd}
-    registry = _tool(parameters, trusted=True).with_checks({"mine": ()}, yes)
+    yes = Limit(problems=_nothing, admits=lambda a: a.get("a") != odd)
+    registry = _tool(parameters, trusted=True).with_limits({"mine": (yes,)})
     spec = registry["mine"]
     assert spec.quick_plan is not None
     keys = st.sampled_from([*properties, "z"])
@@ -281,7 +296,7 @@ def test_the_one_pass_makes_nested_integral_numbers_ints(monkeypatch: pytest.Mon
             "w": {"type": "array", "items": {"type": "number"}},
         },
     }
-    spec = _tool(parameters).with_checks({"mine": ()}, {"mine": lambda a: True})["mine"]
+    spec = _tool(parameters).with_limits({"mine": ()})["mine"]
     taken = Taken(monkeypatch)
     got = checked_arguments(spec, '{"ids": [1.0, 2], "page": {"n": 3.0}, "w": [1.0]}', False)
     assert taken.general == 0
@@ -308,14 +323,11 @@ def test_the_plan_asks_the_quick_yes_without_its_unknown_argument_look_only_wher
     None
 ):
     plain = {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}}
-    spec = _tool(plain).with_checks({"mine": ()}, {"mine": lambda a: True})["mine"]
-
-    def own(args: Any) -> bool:
-        return True
-
-    every = known_only(frozenset({"q", "n"}), own)
-    assert quick_plan(spec.schema, spec.fast_check, every)[-1] is own  # type: ignore[index]
-    fewer = known_only(frozenset({"q"}), own)  # "n" is a property, yet no known argument
-    plan = quick_plan(spec.schema, spec.fast_check, fewer)
-    assert plan is not None and plan[-1] is fewer
+    own = Limit(problems=_nothing, admits=_yes)
+    every = _tool(plain).with_limits({"mine": (known_arguments(["q", "n"]), own)})["mine"]
+    assert every.quick_plan[-1] is _yes  # type: ignore[index]
+    # "n" is a property, yet no known argument: the look stays
+    fewer = _tool(plain).with_limits({"mine": (known_arguments(["q"]), own)})["mine"]
+    assert fewer.quick_plan is not None and fewer.quick_plan[-1] is fewer.plan.admits
+    assert fewer.quick_plan[-1] is not _yes
     assert REGISTRY["xerj_search"].quick_plan[-1] is search_yes  # type: ignore[index]

@@ -1,4 +1,4 @@
-"""The strict schemas of the valid lane (`xerj_tools/tools/_strict.py`) against the quick yes,
+"""The strict schemas of the valid lane (`ToolSpec.plan.strict`, from the limits' fragments) against the quick yes,
 the checks and `validate`.
 
 Where a tool's strict schema (its schema, the fragment, its argument names: jsonschema-rs) and the
@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 
 from xerj_tools import load_registry
 from xerj_tools._offline import _lane
-from xerj_tools.tools._strict import strict_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls
@@ -90,9 +89,18 @@ def arguments(draw: Any) -> tuple[str, dict[str, Any]]:
 def _strict_yes(lane: Any, name: str, args: Any) -> bool:
     strict = lane.tools[name][0]
     assert strict is not None, name
-    found = strict_for(REGISTRY[name].fast_yes)
-    assert found is not None and lane.tools[name][1:3] == (found.ints, found.vectors)
-    return bool(strict(args) and found.rest(args))
+    plan = REGISTRY[name].plan
+    assert lane.tools[name][1:3] == (plan.ints, plan.vectors)
+    return bool(strict(args) and _rest(plan, args))
+
+
+def _rest(plan: Any, args: Any) -> bool:
+    """The fragment's Python rest: integers are Python ints, vectors have a finite sum."""
+    from xerj_tools._bounds import _finite_numbers
+
+    return all(type(args.get(key, 0)) is int for key in plan.ints) and all(
+        type(args.get(key)) is not list or _finite_numbers(args[key]) for key in plan.vectors
+    )
 
 
 def _strict_only(lane: Any) -> Any:
@@ -112,7 +120,7 @@ def _line(name: str, args: Any) -> bytes:
 
 def _holds(registry: Any, name: str, args: Any) -> None:
     spec = registry[name]
-    assert spec.fast_yes(args), (name, args)
+    assert spec.plan.admits(args), (name, args)
     assert [p for check in spec.checks for p in check(args)] == [], (name, args)
     result = registry.validate(name, json.dumps(args), repair=True)
     assert result.ok and not result.repairs, (name, args, result)
@@ -201,10 +209,11 @@ def test_recorded_valid_calls_pass_the_strict_schema(lanes: dict[str, Any]) -> N
                 _holds(REGISTRY, name, args)
 
 
-def test_only_the_bundled_quick_yes_has_a_strict_schema() -> None:
-    assert all(strict_for(REGISTRY[name].fast_yes) is not None for name in NAMES)
-    assert strict_for(REGISTRY["xerj_list_indices"].fast_yes) is None
-    replaced = REGISTRY.with_checks({"xerj_search": ()}, {"xerj_search": lambda args: True})
-    assert strict_for(replaced["xerj_search"].fast_yes) is None
+def test_a_tool_has_a_strict_schema_only_where_each_limit_has_a_fragment() -> None:
+    assert all(REGISTRY[name].plan.fragment is not None for name in NAMES)
+    assert REGISTRY["xerj_list_indices"].plan.fragment is None
+    assert "no fragment" in (REGISTRY["xerj_list_indices"].plan.why or "")
+    replaced = REGISTRY.with_limits({"xerj_search": (lambda args: iter(()),)})
+    assert replaced["xerj_search"].plan.fragment is None
     assert _lane.Lane(replaced).tools["xerj_search"][0] is None
     assert math.isfinite(1e308)  # the vector cases above: each finite, their sum is not

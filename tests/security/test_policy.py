@@ -424,7 +424,7 @@ def test_read_only_refuses_a_custom_tool_whose_request_writes(make_runner: Any, 
 
 def test_a_declared_tool_is_guarded_by_its_traits(make_runner: Any, xerj: XerjStandIn, tmp_path: Any) -> None:
     registry = custom_registry(tmp_path, "copy_docs", source={"type": "string"}, dest={"type": "string"})
-    tool = Tool("copy_docs", lambda a: HttpRequest("POST", "/_reindex", {"source": {"index": a["source"]},
+    tool = Tool(name="copy_docs", build=lambda a: HttpRequest("POST", "/_reindex", {"source": {"index": a["source"]},
                                                                          "dest": {"index": a["dest"]}}),
                 index_args=("source", "dest"), writes=True)
     runner = make_runner(registry=registry, url=xerj.url, tools=[tool])
@@ -476,16 +476,16 @@ def test_a_tool_names_its_rerank_and_plain_arguments() -> None:
     from xerj_tools import Tool
 
     build = lambda a: HttpRequest("POST", "/docs/_search", {})  # noqa: E731
-    second = Tool("second_stage", build, rerank_arg="second_stage_model")
+    second = Tool(name="second_stage", build=build, rerank_arg="second_stage_model")
     refused = Policy(allow_rerank=False).apply(second, {"q": "x", "second_stage_model": {"window": 9}})
     assert isinstance(refused, PolicyDenied) and refused.details == {"refused": "rerank"}
     capped = Policy(max_rerank_window=5).apply(second, {"second_stage_model": {"window": 9}})
     assert not isinstance(capped, PolicyDenied) and capped[0]["second_stage_model"] == {"window": 5}
     # Left undeclared, an argument named `rerank` is the reranker's, as before.
-    plain = Tool("plain", build)
+    plain = Tool(name="plain", build=build)
     assert isinstance(Policy(allow_rerank=False).apply(plain, {"rerank": {}}), PolicyDenied)
     assert not isinstance(Policy(allow_rerank=False).apply(plain, {"second_stage_model": {}}), PolicyDenied)
     # A stored template that merely looks like a query naming a dot-index.
     template = {"template": {"query": {"terms": {"x": {"index": ".secrets", "id": "1", "path": "x"}}}}}
-    assert isinstance(Policy().apply(Tool("store", build), template), PolicyDenied)
-    assert not isinstance(Policy().apply(Tool("store", build, plain_args=("template",)), template), PolicyDenied)
+    assert isinstance(Policy().apply(Tool(name="store", build=build), template), PolicyDenied)
+    assert not isinstance(Policy().apply(Tool(name="store", build=build, plain_args=("template",)), template), PolicyDenied)

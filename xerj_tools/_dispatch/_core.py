@@ -158,14 +158,13 @@ class DispatchCore:
                 "description and parameters, or add it to the registry's tools file"
             )
         # Your tools' checks join their definitions (the library's own are attached on load).
-        registry = registry.with_checks(
-            {t.name: t.checks_for(registry[t.name].parameters) for t in tools},
-            {t.name: t.yes_for(registry[t.name].parameters) for t in tools},
+        registry = registry.with_limits(
+            {t.name: t.limits_for(registry[t.name].parameters) for t in tools}
         )
         # An argument hint that names a library tool not served here is left out.
-        if rechecked := served_hints(table, {n: registry[n].checks for n in registry.names}):
-            registry = registry.with_checks(
-                {t.name: t.checks_for(registry[t.name].parameters) for t in rechecked}
+        if rechecked := served_hints(table, {n: registry[n].limits for n in registry.names}):
+            registry = registry.with_limits(
+                {t.name: t.limits_for(registry[t.name].parameters) for t in rechecked}
             )
         if max_buckets < 1:
             raise ConfigurationError("max_buckets must be at least 1")

@@ -12,10 +12,10 @@ the record with orjson and recognises its call as `_records.find_calls` would: a
 (``messages``). Arguments written as text are decoded as `_quick.quick_object` decodes them
 (inline, its bounds asked of `_quick.quick_bounds`); arguments the record holds as an object (Anthropic's ``input``, Gemini's ``args``, a plain record's object) are
 taken as orjson read them where `_quick.quick_bounds` finds nothing in the line for the bounds
-to refuse. Then the tool's strict schema (tools/_strict.py: the schema with the prose limits JSON
-Schema can state, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says
-no, the schema check and the quick yes (`Tool.yes_for`; where a tool has none, its checks
-themselves). A line passes only when the full path (`_offline._validate.line_calls` +
+to refuse. Then the tool's strict schema (`ToolSpec.plan.strict`: the schema with the limits'
+JSON Schema fragments, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema
+says no, the schema check and the quick yes (`ToolSpec.plan.admits`; where a tool has none, its
+checks themselves). A line passes only when the full path (`_offline._validate.line_calls` +
 `validate_calls`) would count one valid call with nothing to report; any other goes to that path,
 which writes the report it always wrote. So the lane changes the speed, never the report
 (tests/offline/test_lane.py and tests/offline/test_lane_shapes.py compare both, with `ENABLED` off, on mixed
@@ -48,7 +48,6 @@ from .._bounds import _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
 from .._schema._quick import MAX_QUICK, quick_bounds, quick_object
 from .._schema._registry import ToolRegistry, ToolSpec
-from ..tools._strict import compiled_strict, strict_for
 from ._lines import LaneLines, blocks_of
 from ._validate import (
     RECORD_DEPTH,
@@ -107,13 +106,16 @@ class Lane:
         for spec in registry:
             schema = _schema_yes(spec.fast_check)
             if schema is not None:
-                strict, found = (
-                    compiled_strict(spec, backend.validator_for) if backend else (None, None)
+                plan = spec.plan
+                fast = spec.fast_check
+                strict = (
+                    plan.strict(getattr(fast, "schema", None), backend.validator_for)
+                    if backend and getattr(fast, "backend", None) == "jsonschema-rs"
+                    else None
                 )
-                ints, vectors = (found.ints, found.vectors) if found is not None else ((), ())
                 self.tools[spec.name] = (
-                    strict, ints, vectors, schema, spec.fast_yes, tuple(spec.checks),
-                    strict_for(spec.fast_yes) is not None,
+                    strict, plan.ints, plan.vectors, schema, plan.admits, plan.checks,
+                    strict is not None,
                     plain and getattr(type(spec), "validate", None) is ToolSpec.validate,
                 )  # fmt: skip
 
@@ -201,7 +203,7 @@ class Lane:
             strict, ints, vectors, schema, yes, checks, own, holds = entry
             try:
                 # the strict schema (the tool's, with the limits it can state) and its Python
-                # rest say yes only where the schema and the quick yes would (tools/_strict.py)
+                # rest say yes only where the schema and the quick yes would (`_schema._plan`)
                 if strict is not None and strict(value):
                     plain = True
                     for key in ints:  # 5.0 is no int here

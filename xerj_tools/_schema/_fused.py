@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._problems import Check, ValidationResult
-from ..tools._fastyes import unknown_look_done
+from .._problems import ValidationResult
+from . import _plan
 from ._fastcheck import Predicate, compile_check
 from ._quick import quick_object
 from ._validation import _integer_only, integral_numbers, validate_arguments, validate_decoded
@@ -32,15 +32,15 @@ from ._validation import _integer_only, integral_numbers, validate_arguments, va
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = ["Plan", "Spec", "checked_arguments", "general_path", "quick_plan"]
+__all__ = ["Table", "Spec", "checked_arguments", "general_path", "quick_plan"]
 
 
-# Plan: (required names, {name: exact types allowed}, {name: its check}, the properties whose
+# Table: (required names, {name: exact types allowed}, {name: its check}, the properties whose
 # integral numbers can change, quick yes). A property in the second table has a plain `type` (no
 # other keyword that constrains); in the third, its compiled check (`compile_check`); where its
 # schema types something as an integer within (a nested `items` or `properties`), it is also in
 # the fourth, (name, schema), and `integral_numbers` visits it after the quick yes.
-Plan = tuple[
+Table = tuple[
     frozenset[str],
     dict[str, frozenset[type]],
     dict[str, Predicate],
@@ -67,13 +67,11 @@ class Spec(Protocol):
     @property
     def schema(self) -> Mapping[str, Any]: ...
     @property
-    def checks(self) -> tuple[Check, ...]: ...
-    @property
     def fast_check(self) -> Predicate | None: ...
     @property
-    def fast_yes(self) -> Predicate | None: ...
+    def plan(self) -> _plan.Plan: ...
     @property
-    def quick_plan(self) -> Plan | None: ...
+    def quick_plan(self) -> Table | None: ...
     def _validator(self) -> Validator: ...
 
 
@@ -85,10 +83,11 @@ _OBJECT = _ANNOTATIONS | {"type", "properties", "required", "additionalPropertie
 
 def quick_plan(
     schema: Mapping[str, Any], fast: Predicate | None, yes: Predicate | None
-) -> Plan | None:
+) -> Table | None:
     """The one-pass table of a tool, or None where the general path must always run: no compiled
     schema check (`fast` None: the schema steps outside its subset), no quick yes (`yes` None:
-    the checks always run), or a schema that is no object of named properties."""
+    the checks always run), or a schema that is no object of named properties. `yes` is asked
+    of arguments the table found among the schema's properties (`_plan.Table.within`)."""
     if fast is None or yes is None or schema.get("type") != "object":
         return None
     if not set(schema) <= _OBJECT:
@@ -114,7 +113,6 @@ def quick_plan(
         if check is None:
             return None
         nested[name] = check
-    yes = unknown_look_done(yes, properties.keys())  # the loop below admits no other name
     changing = tuple(
         (name, sub)
         for name, sub in properties.items()
@@ -144,7 +142,7 @@ def checked_arguments(
 ) -> tuple[dict[str, Any], tuple[str, ...]] | ValidationResult:
     """The validated arguments of a call (integral numbers made ints) and the repairs made, or
     the `ValidationResult` that says what is wrong. The typical valid call is settled by the
-    tool's `Plan` in one pass; any other by `validate_arguments` and `integral_numbers`."""
+    tool's `Table` in one pass; any other by `validate_arguments` and `integral_numbers`."""
     value = quick_object(raw) if type(raw) is str else None
     plan = spec.quick_plan
     if value is not None and plan is not None:
@@ -177,13 +175,14 @@ def general_path(
         return validate_decoded(
             spec._validator,
             value,
-            spec.checks,
+            spec.plan.checks,
             repair=repair,
             fast=spec.fast_check,
-            yes=spec.fast_yes,
+            yes=spec.plan.admits,
         )
+    plan = spec.plan
     return validate_arguments(
-        spec._validator, raw, spec.checks, repair=repair, fast=spec.fast_check, yes=spec.fast_yes
+        spec._validator, raw, plan.checks, repair=repair, fast=spec.fast_check, yes=plan.admits
     )
 
 

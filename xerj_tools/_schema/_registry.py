@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any, cast
 from .._exceptions import ToolDefinitionError
 from .._problems import Check, ValidationResult
 from .._shapes import ANTHROPIC, CHAT, GEMINI, RESPONSES
+from ..tools._limits import Limit
 from . import _fused
 from ._fastcheck import fast_check as _compiled_check
+from ._plan import Plan, plan_of
 from ._validation import validate_arguments, validate_decoded
 
 # jsonschema is imported when a schema is first checked or a call fails. The openai SDK's types
@@ -26,7 +28,20 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionToolParam
     from openai.types.responses import FunctionToolParam
 
-__all__ = ["ToolRegistry", "ToolSpec", "load_registry", "registry_from_definitions"]
+__all__ = ["ToolRegistry", "ToolSpec", "as_limits", "load_registry", "registry_from_definitions"]
+
+
+def as_limits(given: Sequence[Limit | Check]) -> tuple[Limit, ...]:
+    """`given` as limits: a plain check becomes ``Limit(problems=check)``, a Python-only rule."""
+    return tuple(
+        item if isinstance(item, Limit) else Limit(problems=item, kind=_name_of(item))
+        for item in given
+    )
+
+
+def _name_of(check: Any) -> str:
+    return str(getattr(check, "__qualname__", None) or type(check).__name__)
+
 
 # The name rule of both OpenAI APIs (and of Anthropic's): letters, digits, `_` and `-`, 1-64.
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -51,11 +66,10 @@ class ToolSpec:
     parameters: Mapping[str, Any]
     definition: Mapping[str, Any] = field(repr=False)
     schema: Mapping[str, Any] = field(repr=False, compare=False)
-    checks: tuple[Check, ...] = field(default=(), repr=False, compare=False)
+    # the limits beyond JSON Schema (`xerj_tools.tools._limits`), compiled once as `plan`
+    limits: tuple[Limit, ...] = field(default=(), repr=False, compare=False)
     strict: bool | None = None
     fast_check: Callable[[Any], bool] | None = field(default=None, repr=False, compare=False)
-    # True only when `checks` find nothing (`Tool.yes_for`); None: the checks always run.
-    fast_yes: Callable[[Any], bool] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
     def validator(self) -> Validator:
@@ -66,19 +80,30 @@ class ToolSpec:
         return self.validator
 
     @functools.cached_property
-    def quick_plan(self) -> _fused.Plan | None:
+    def plan(self) -> Plan:
+        """The tool's limits compiled once: their words, their quick yes, their strict schema
+        (`xerj_tools._schema._plan`)."""
+        return plan_of(self.limits, self.parameters)
+
+    @functools.cached_property
+    def quick_plan(self) -> _fused.Table | None:
         """The one pass the dispatcher gives the typical valid call (`_fused`), or None."""
-        return _fused.quick_plan(self.schema, self.fast_check, self.fast_yes)
+        return _fused.quick_plan(self.schema, self.fast_check, self.plan.within)
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        """Each limit's `problems`, in order: what explains a refused call."""
+        return self.plan.checks
 
     def validate(self, arguments: object, *, repair: bool = False) -> ValidationResult:
         """Validate what a model emitted for this tool (see `ToolRegistry.validate`)."""
         return validate_arguments(
             self._validator,
             arguments,
-            self.checks,
+            self.plan.checks,
             repair=repair,
             fast=self.fast_check,
-            yes=self.fast_yes,
+            yes=self.plan.admits,
         )
 
     def _validate_decoded(self, value: dict[str, Any], *, repair: bool = False) -> ValidationResult:
@@ -89,10 +114,10 @@ class ToolSpec:
         return validate_decoded(
             self._validator,
             value,
-            self.checks,
+            self.plan.checks,
             repair=repair,
             fast=self.fast_check,
-            yes=self.fast_yes,
+            yes=self.plan.admits,
         )
 
     def chat_tool(self) -> dict[str, Any]:
@@ -144,24 +169,14 @@ class ToolRegistry:
     def __getitem__(self, name: str) -> ToolSpec:
         return self._specs[name]
 
-    def with_checks(
-        self,
-        checks: Mapping[str, Sequence[Check]],
-        yes: Mapping[str, Callable[[Any], bool] | None] | None = None,
-    ) -> ToolRegistry:
-        """This registry with the checks of the named tools replaced (the same validators);
-        `yes` gives each its quick "the checks find nothing" (`Tool.yes_for`), else none."""
-        if not checks:
+    def with_limits(self, limits: Mapping[str, Sequence[Limit | Check]]) -> ToolRegistry:
+        """This registry with the limits of the named tools replaced (the same validators); a
+        plain check stands for ``Limit(problems=check)`` (no quick yes: it runs on every call)."""
+        if not limits:
             return self
         return ToolRegistry(
             [
-                replace(
-                    spec,
-                    checks=tuple(checks[spec.name]),
-                    fast_yes=(yes or {}).get(spec.name),
-                )
-                if spec.name in checks
-                else spec
+                replace(spec, limits=as_limits(limits[spec.name])) if spec.name in limits else spec
                 for spec in self._specs.values()
             ]
         )
@@ -251,7 +266,11 @@ def check_schema(name: str, schema: dict[str, Any]) -> None:
 
 
 def _spec_from_definition(
-    definition: Any, index: int, checks: Mapping[str, Sequence[Check]], *, trusted: bool = False
+    definition: Any,
+    index: int,
+    checks: Mapping[str, Sequence[Limit | Check]],
+    *,
+    trusted: bool = False,
 ) -> ToolSpec:
     if not isinstance(definition, dict):
         raise ToolDefinitionError(f"tool #{index} is not an object")
@@ -285,7 +304,7 @@ def _spec_from_definition(
         parameters=parameters,
         definition=definition,
         schema=widened,
-        checks=tuple(checks.get(name, ())),
+        limits=as_limits(checks.get(name, ())),
         strict=strict if isinstance(strict, bool) else None,
         fast_check=_compiled_check(widened),
     )
@@ -294,13 +313,14 @@ def _spec_from_definition(
 def load_registry(
     path: str | PathLike[str] | None = None,
     *,
-    checks: Mapping[str, Sequence[Check]] | None = None,
+    checks: Mapping[str, Sequence[Limit | Check]] | None = None,
 ) -> ToolRegistry:
     """Load a tools file (the bundled ``tools.json`` by default) into a `ToolRegistry`.
 
     Every schema of your file is checked here, once; a bad file raises `ToolDefinitionError`.
     The bundled file's schemas are not re-checked in each process: a test holds them valid.
-    `checks` adds per-tool checks beyond JSON Schema; the library's own tools' checks
+    `checks` adds per-tool limits beyond JSON Schema (each a `Limit`, or a plain check that
+    runs on every call: `ToolSpec.plan.why` says so); the library's own tools' limits
     (`xerj_tools.tools`) are attached by default, and a tool of the same name in your own file
     gets them too.
     """
@@ -317,7 +337,7 @@ def _bundled_registry() -> ToolRegistry:
 
 
 def _load(
-    path: str | PathLike[str] | None, checks: Mapping[str, Sequence[Check]] | None
+    path: str | PathLike[str] | None, checks: Mapping[str, Sequence[Limit | Check]] | None
 ) -> ToolRegistry:
     if path is None:
         from importlib import resources  # only for the bundled file; ~10 ms to import
@@ -345,7 +365,7 @@ def registry_from_definitions(definitions: Sequence[Any]) -> ToolRegistry:
 
 
 def _registry_of(
-    data: list[Any], checks: Mapping[str, Sequence[Check]] | None, *, trusted: bool
+    data: list[Any], checks: Mapping[str, Sequence[Limit | Check]] | None, *, trusted: bool
 ) -> ToolRegistry:
     from ..tools import XERJ_TOOLS
 
@@ -354,8 +374,7 @@ def _registry_of(
         [
             replace(
                 spec,
-                checks=XERJ_TOOLS[spec.name].checks_for(spec.parameters),
-                fast_yes=XERJ_TOOLS[spec.name].yes_for(spec.parameters),
+                limits=XERJ_TOOLS[spec.name].limits_for(spec.parameters),
             )
             if spec.name in XERJ_TOOLS and spec.name not in (checks or {})
             else spec

@@ -8,7 +8,20 @@ first-party additions beside them. A tool of yours is declared the same way and 
 
 from __future__ import annotations
 
+from ._limits import Limit, int_range, not_blank, number_range
 from ._table import HANDLERS, XERJ_TOOLS
 from ._tool import Handler, Origin, Received, Tool, read_json
 
-__all__ = ["HANDLERS", "XERJ_TOOLS", "Handler", "Origin", "Received", "Tool", "read_json"]
+__all__ = [
+    "HANDLERS",
+    "XERJ_TOOLS",
+    "Handler",
+    "Limit",
+    "Origin",
+    "Received",
+    "Tool",
+    "int_range",
+    "not_blank",
+    "number_range",
+    "read_json",
+]

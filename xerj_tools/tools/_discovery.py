@@ -36,6 +36,7 @@ from .._http._models import HttpRequest
 from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
 from ._catalog import describe_with_catalog, list_with_catalog
+from ._limits import Limit
 from ._listing import RESOLVE_ALL, alias_targets, aliases_by_index, names_only, streams_in
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
@@ -205,11 +206,11 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
 _after_listing_typed: After = _after_listing
 
 LIST_INDICES = Tool(
-    "xerj_list_indices",
-    list_indices,
+    name="xerj_list_indices",
+    build=list_indices,
     title="List the indices",
     read=_read_listing,
-    checks=(_list_problems,),
+    limits=(Limit(problems=_list_problems, kind="list indices"),),
     fit="json",
     index_args=(),  # each listed name is held to the policy instead (`after`)
     namespace_args=(),
@@ -346,11 +347,11 @@ def _read_mapping(received: Received) -> dict[str, Any]:
 
 
 DESCRIBE_INDEX = Tool(
-    "xerj_describe_index",
-    describe_index,
+    name="xerj_describe_index",
+    build=describe_index,
     title="Describe an index's fields",
     read=_read_mapping,
-    checks=(_describe_problems,),
+    limits=(Limit(problems=_describe_problems, kind="describe index"),),
     fit="json",
     index_args=("index",),
     namespace_args=(),

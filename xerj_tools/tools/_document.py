@@ -26,7 +26,9 @@ from urllib.parse import unquote
 from .._http._models import HttpRequest, Outcome, Reply
 from .._message._format import engine_error, invalid, unusable
 from .._problems import Problem
-from ._fastyes import document_yes, pair
+from . import _strict as strict
+from ._fastyes import document_yes
+from ._limits import Limit
 from ._paths import document_id_problem, index_problem, segment
 from ._source_view import SourceView
 from ._tool import Received, Tool
@@ -49,7 +51,9 @@ def _problems(args: Mapping[str, Any]) -> Iterator[Problem]:
         yield problem
 
 
-pair(_problems, document_yes)  # its quick yes (`Tool.yes_for`)
+_LIMITS = (
+    Limit(problems=_problems, admits=document_yes, **strict.DOCUMENT._asdict(), kind="document"),
+)
 
 
 def _answered(reply: Reply) -> bool:
@@ -151,11 +155,11 @@ def _too_large(request: HttpRequest) -> str:
 
 
 GET_DOCUMENT = Tool(
-    "xerj_get_document",
-    get_document,
+    name="xerj_get_document",
+    build=get_document,
     title="Get a document by id",
     read=read_document,
-    checks=(_problems,),
+    limits=_LIMITS,
     fit="document",
     index_args=("index",),
     namespace_args=(),

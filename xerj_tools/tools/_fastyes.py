@@ -8,46 +8,34 @@ find. So a predicate is a shortcut to "valid" and never a verdict of its own; pr
 
 A predicate assumes nothing of the schema: it is asked after the schema check said yes, but
 holds on any dict. Integers must be Python ints (5000.0, a bool, a string say False): the checks
-judge those. The unknown-argument check is not here: `Tool.yes_for` adds it from the schema.
-Each predicate is paired with its check (`pair`), not with a tool: a tool gets the quick yes of
-the checks it runs (`quick_yes`), so replacing a tool's checks drops it.
+judge those. The unknown-argument rule is not here: it is a limit of its own (`known_arguments`).
+Each predicate is bound to its check in one `Limit` (`_limits`), so a tool whose limits are
+replaced never keeps the quick yes of rules it no longer runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from .._bounds import _finite_numbers
-from .._problems import Check
 from ._checks import (
     _QUESTION_CLAUSES,
     _RERANK_KEYS,
     _RERANK_PROVIDERS,
     MAX_RECENCY_K,
     MAX_SOURCE_STARS,
-    hybrid_problems,
-    recall_problems,
-    search_problems,
-    semantic_problems,
-    store_problems,
-    vector_problems,
 )
 from ._paths import _DOT_SEGMENTS, QUICK_ID_CHARS, _index_problem_of, _namespace_problem_of
 
 __all__ = [
     "Yes",
-    "pair",
-    "quick_yes",
     "document_yes",
     "hybrid_yes",
-    "known_only",
     "recall_yes",
     "search_yes",
     "semantic_yes",
     "store_yes",
-    "unknown_look_done",
     "vector_yes",
 ]
 
@@ -332,57 +320,3 @@ def document_yes(args: Mapping[str, Any]) -> bool:
     if type(doc_id) is not str:
         return not isinstance(doc_id, str)
     return bool(doc_id) and len(doc_id) <= QUICK_ID_CHARS and doc_id not in _DOT_SEGMENTS
-
-
-# A quick yes made by `known_only` -> (its names, the quick yes it adds them to).
-_KNOWN_ONLY: WeakKeyDictionary[Yes, tuple[frozenset[str], Yes]] = WeakKeyDictionary()
-
-
-def known_only(known: frozenset[str], yes: Yes) -> Yes:
-    """`yes`, first asking that every argument be one of `known` (the quick yes of the
-    unknown-argument check, `Tool.yes_for`)."""
-
-    def made(args: Mapping[str, Any]) -> bool:
-        return args.keys() <= known and yes(args)
-
-    _KNOWN_ONLY[made] = (known, yes)
-    return made
-
-
-def unknown_look_done(yes: Yes, names: Collection[str]) -> Yes:
-    """`yes` for arguments known to be among `names`: where it is a `known_only` whose names
-    hold all of them, the quick yes inside it (the look is done), else `yes` itself. The
-    dispatcher's one pass (`_schema._fused`) admits only the schema's properties."""
-    found = _KNOWN_ONLY.get(yes)
-    return found[1] if found is not None and found[0].issuperset(names) else yes
-
-
-_QUICK: dict[Check, Yes] = {}  # a check -> its quick yes
-
-
-def pair(check: Check, yes: Yes) -> None:
-    """Declare `yes` the quick yes of `check` (True only where `check` finds nothing)."""
-    _QUICK[check] = yes
-
-
-def quick_yes(checks: tuple[Check, ...]) -> Yes | None:
-    """One quick yes for all of `checks`, where each has one; else None. Bound to the checks
-    themselves, so a tool whose checks are replaced (`dataclasses.replace`) never keeps the
-    quick yes of checks it no longer runs."""
-    found = [_QUICK.get(check) for check in checks]
-    if any(yes is None for yes in found):
-        return None
-    if len(found) == 1:
-        return found[0]
-    return lambda args: all(yes(args) for yes in found)  # type: ignore[misc]
-
-
-for _check, _yes in (
-    (search_problems, search_yes),
-    (semantic_problems, semantic_yes),
-    (vector_problems, vector_yes),
-    (hybrid_problems, hybrid_yes),
-    (store_problems, store_yes),
-    (recall_problems, recall_yes),
-):
-    pair(_check, _yes)

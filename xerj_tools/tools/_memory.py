@@ -8,7 +8,7 @@ from typing import Any
 
 from .._http._models import HttpRequest
 from .._message._format import engine_error, invalid, unusable
-from ._checks import recall_problems, store_problems
+from ._limits import RECALL_LIMITS, STORE_LIMITS
 from ._paths import segment
 from ._tool import Received, Tool, copy_args
 
@@ -132,11 +132,11 @@ _MEMORY: dict[str, Any] = {
 }
 
 STORE = Tool(
-    "xerj_memory_store",
-    memory_store,
+    name="xerj_memory_store",
+    build=memory_store,
     title="Store a memory",
     read=read_store,
-    checks=(store_problems,),
+    limits=STORE_LIMITS,
     caps={},
     writes=True,
     queries=False,  # text and metadata are stored, not run
@@ -151,11 +151,11 @@ STORE = Tool(
     **_MEMORY,
 )
 RECALL = Tool(
-    "xerj_memory_recall",
-    memory_recall,
+    name="xerj_memory_recall",
+    build=memory_recall,
     title="Recall memories",
     read=read_recall,
-    checks=(recall_problems,),
+    limits=RECALL_LIMITS,
     fit="memories",
     caps={"k": "max_k"},
     writes=False,

@@ -8,8 +8,8 @@ from typing import Any
 
 from .._http._models import HttpRequest
 from .._message._format import engine_error, invalid, unusable
-from ._checks import hybrid_problems, search_problems, semantic_problems, vector_problems
 from ._hits import decode_search, hit, shard_reasons
+from ._limits import HYBRID_LIMITS, SEARCH_LIMITS, SEMANTIC_LIMITS, VECTOR_LIMITS
 from ._paths import segment
 from ._source_view import SourceView, source_view
 from ._tool import Received, Tool, copy_args, integral
@@ -342,10 +342,10 @@ _SEARCHING: dict[str, Any] = {
 }
 
 SEARCH = Tool(
-    "xerj_search",
-    search,
+    name="xerj_search",
+    build=search,
     title="Search an index (query DSL)",
-    checks=(search_problems,),
+    limits=SEARCH_LIMITS,
     paging="from",
     caps={"size": "max_size"},
     hints={
@@ -356,28 +356,28 @@ SEARCH = Tool(
     **_SEARCHING,
 )
 SEMANTIC = Tool(
-    "xerj_semantic_search",
-    semantic_search,
+    name="xerj_semantic_search",
+    build=semantic_search,
     title="Semantic search",
-    checks=(semantic_problems,),
+    limits=SEMANTIC_LIMITS,
     caps={"size": "max_size", "k": "max_k"},
     too_large=_too_large_vectors,
     **_SEARCHING,
 )
 VECTOR = Tool(
-    "xerj_vector_search",
-    vector_search,
+    name="xerj_vector_search",
+    build=vector_search,
     title="Vector (kNN) search",
-    checks=(vector_problems,),
+    limits=VECTOR_LIMITS,
     caps={"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"},
     too_large=_too_large_vectors,
     **_SEARCHING,
 )
 HYBRID = Tool(
-    "xerj_hybrid_search",
-    hybrid_search,
+    name="xerj_hybrid_search",
+    build=hybrid_search,
     title="Hybrid search",
-    checks=(hybrid_problems,),
+    limits=HYBRID_LIMITS,
     caps={"size": "max_size"},
     hints={"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
     too_large=_too_large_hybrid,

@@ -15,9 +15,9 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from .._http._models import HttpRequest
-from .._problems import Check
 from ._discovery import DESCRIBE_INDEX, LIST_INDICES
 from ._document import GET_DOCUMENT
+from ._limits import Limit
 from ._memory import RECALL, STORE
 from ._search import HYBRID, SEARCH, SEMANTIC, VECTOR
 from ._tool import Handler, Tool, read_json
@@ -74,7 +74,7 @@ def handler_tool(name: str, handler: Handler) -> Tool:
     base = XERJ_TOOLS.get(name)
     if base is not None:
         return replace(base, build=handler, origin="handler")
-    return Tool(name, handler, strict_arguments=False, origin="handler")
+    return Tool(name=name, build=handler, strict_arguments=False, origin="handler")
 
 
 def reading_tool(tool: Tool | str, request: HttpRequest) -> Tool:
@@ -123,16 +123,16 @@ def served_advice(
 _NAMED = re.compile(r"\bxerj_[a-z_]+\b")
 
 
-def served_hints(table: Mapping[str, Tool], checks: Mapping[str, Sequence[Check]]) -> list[Tool]:
+def served_hints(table: Mapping[str, Tool], limits: Mapping[str, Sequence[Limit]]) -> list[Tool]:
     """Each tool of `table` whose argument `hints` name one of the library's tools that `table`
     lacks, with those hints left out, so that no message sends the model to a tool it does not
-    have (a hybrid search's ``aggs`` hint names ``xerj_search``); its checks are to be derived
-    again. `checks` are the registry's by tool: checks of your own there
+    have (a hybrid search's ``aggs`` hint names ``xerj_search``); its limits are to be derived
+    again. `limits` are the registry's by tool: limits of your own there
     (``load_registry(checks=...)``), not derived from the tool, are kept."""
     out = []
     for tool in table.values():
         kept = {k: v for k, v in tool.hints.items() if not _absent(v, table)}
-        derived = tuple(checks.get(tool.name, ()))[1:] == tool.checks  # `Tool.checks_for`'s
+        derived = tuple(limits.get(tool.name, ()))[1:] == tool.limits  # `Tool.limits_for`'s
         if len(kept) < len(tool.hints) and derived:
             out.append(replace(tool, hints=kept))
     return out

@@ -10,10 +10,7 @@ from .._exceptions import EngineError
 from .._http._models import HttpRequest, Outcome, Reply
 from .._message._budget import Fit
 from .._message._format import engine_error, unusable
-from .._problems import Check
-from ._checks import unknown_keys
-from ._fastyes import known_only, quick_yes
-from ._strict import note
+from ._limits import Limit, known_arguments
 
 __all__ = [
     "After", "FollowUp", "Handler", "IndexPolicy", "Origin", "Received", "Refetch", "Tool", "copy_args", "inferred_caps",
@@ -97,10 +94,6 @@ def copy_args(args: Mapping[str, Any], body: dict[str, Any], *keys: str) -> None
             body[key] = integral(args[key])
 
 
-def _always(args: Mapping[str, Any]) -> bool:
-    return True
-
-
 def is_2xx(reply: Reply) -> bool:
     return 200 <= reply.status < 300
 
@@ -136,17 +129,20 @@ def inferred_caps(arguments: Mapping[str, Any]) -> dict[str, str]:
     return {k: _CAP_NAMES[k] for k in arguments if k in _CAP_NAMES}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Tool:
     """One tool, declared once: how it checks, builds, reads and fits, and what the policy guards.
+    Every field is given by keyword (``Tool(name="count_docs", build=...)``).
 
     - `name`: the function name. `description` and `parameters` (a JSON Schema) are the
       definition the model sees: give them and the tool needs no tools file, the dispatcher adds
       it to its registry; leave them out and the registry must hold a definition of that name.
     - `build`: validated arguments → `HttpRequest`; pure, no I/O.
     - `read`: the answered reply → the payload the model reads (default: the JSON as ``result``).
-    - `checks`: limits beyond JSON Schema. With `strict_arguments`, an argument the schema does
-      not list is refused (derived from the schema's ``properties``; `hints` explain some).
+    - `limits`: rules beyond JSON Schema, each a `Limit` (its words, its quick yes, its JSON
+      Schema fragment; `xerj_tools.tools._limits`). With `strict_arguments`, an argument the
+      schema does not list is refused too (derived from the schema's ``properties``; `hints`
+      explain some).
     - `fit`: ``"hits"``, ``"memories"``, ``"document"`` or ``"json"``; `paging`: the argument
       that pages a hit list (``"from"``), or None.
     - Policy traits. `index_args`: the arguments that are index expressions; `namespace_args`:
@@ -173,8 +169,7 @@ class Tool:
     name: str
     build: Handler
     read: Reader = read_json
-    checks: tuple[Check, ...] = ()
-    fast_yes: Callable[[Mapping[str, Any]], bool] | None = field(default=None, repr=False)
+    limits: tuple[Limit, ...] = ()
     fit: Fit = "json"  # the fitting strategy (`xerj_tools._message._budget.Fit`)
     paging: str | None = None
     index_args: tuple[str, ...] | None = None
@@ -242,8 +237,8 @@ class Tool:
     def cap_arguments(self, arguments: Mapping[str, Any]) -> Mapping[str, str]:
         return self.caps if self.caps is not None else inferred_caps(arguments)
 
-    def checks_for(self, parameters: Mapping[str, Any]) -> tuple[Check, ...]:
-        """The checks attached to the tool's definition: unknown arguments (from the schema's
+    def limits_for(self, parameters: Mapping[str, Any]) -> tuple[Limit, ...]:
+        """The limits attached to the tool's definition: unknown arguments (from the schema's
         property list, unless it allows others), then the tool's own."""
         properties = parameters.get("properties")
         if (
@@ -252,23 +247,8 @@ class Tool:
             or not properties
             or parameters.get("additionalProperties", False) is not False
         ):
-            return self.checks
-        return (unknown_keys(tuple(properties), self.hints), *self.checks)
-
-    def yes_for(self, parameters: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool] | None:
-        """A quick "the checks of `checks_for(parameters)` find nothing" (unknown arguments
-        included), or None when this tool has checks and no `fast_yes`."""
-        checks = self.checks_for(parameters)
-        if not checks:
-            return _always
-        own = self.fast_yes or (quick_yes(self.checks) if self.checks else _always)
-        if own is None:
-            return None
-        if len(checks) == len(self.checks):  # no unknown-argument check
-            return own
-        made = known_only(frozenset(parameters["properties"]), own)
-        note(made, own)  # its strict schema (`_strict`) is own's
-        return made
+            return self.limits
+        return (known_arguments(tuple(properties), self.hints), *self.limits)
 
     def answer(self, received: Received) -> dict[str, Any]:
         """The payload for an answered reply: `read`, then the request's notes."""

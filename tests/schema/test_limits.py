@@ -1,0 +1,235 @@
+"""Limits (`xerj_tools.tools._limits`): each one rule in three forms, held together.
+
+For every limit the library declares (each tool's own, the unknown-argument rule) and every
+kind a user builds one from (`int_range`, `number_range`, `not_blank`), on random arguments:
+
+- `admits` says yes only where `problems` finds nothing;
+- where the strict schema made of its `fragment` (with the Python rest: integers are Python
+  ints, vectors have a finite sum) says yes, `admits` says yes.
+
+And a limit declared once on a tool of one's own gives that tool its words, its quick yes and
+its strict schema, with nothing else written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xerj_tools import Dispatcher, HttpRequest, Limit, Tool, load_registry
+from xerj_tools._bounds import _finite_numbers
+from xerj_tools._offline._lane import Lane
+from xerj_tools._problems import Problem
+from xerj_tools._schema._plan import plan_of
+from xerj_tools.tools import int_range, not_blank, number_range
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import calls
+
+from argument_values import argument_values
+
+REGISTRY = load_registry()
+
+# (id, limit, the argument names random calls use)
+_KINDS = [
+    ("int_range", int_range("n", 1, 5), ["n", "m"]),
+    ("int_range open", int_range("n", 0), ["n"]),
+    ("number_range", number_range("w", 0, 1), ["w", "n"]),
+    ("not_blank", not_blank("t", "name"), ["t", "n"]),
+]
+_LIBRARY = [
+    (f"{spec.name}:{limit.kind}", limit, [*spec.parameters.get("properties", {}), "_source"])
+    for spec in REGISTRY
+    for limit in spec.plan.limits
+]
+LIMITS = [*_KINDS, *_LIBRARY]
+TOOLS = {spec.name: spec for spec in REGISTRY}
+
+NUMBERS = [-2, -1, 0, 1, 2, 5, 6, 10, 30, 300, 301, 2500, 2501, 4999, 5000, 5001, 9990, 10_000,
+           10_001, 5000.0, 10.0, 1.0, 0.0, 0.5, 1.5, -0.0, 1e308, math.nan, math.inf, True, False]  # fmt: skip
+TEXTS = ["", " ", "\x1c", "\u3000", " a ", "東京", "docs", "agent", "_all", "a,b", "logs-*", ".",
+         "..", "x" * 300, "Bad NS", "jev", "false", "_private", "rrf", "linear", "docs,",
+         "m.*a*b*c*d*e"]  # fmt: skip
+LISTS = [[], [0.1, 0.2], [1e308, 1e308], [math.nan], [1, "a"], ["title"], [""], [None],
+         [{"_score": "desc"}], ["_score", 3], [True]]  # fmt: skip
+CLAUSES = [{}, {"match": {"body": "tea"}}, {"semantic": {"body": {"query": "q"}}},
+           {"match": {}, "size": 3}, {"bool": {"must": []}}]  # fmt: skip
+_RERANK = ["provider", "model", "window", "min_score", "query", "fields", "bogus"]
+leaf, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, _RERANK, rerank_size=4)
+
+
+@st.composite
+def arguments(draw: Any, names: list[str], tool: str | None) -> dict[str, Any]:
+    if tool in calls.TOOLS and draw(st.booleans()):  # a recorded valid call, changed
+        args = calls._valid(random.Random(draw(st.integers(0, 10_000))), tool)
+        for _ in range(draw(st.integers(1, 3))):
+            args[draw(st.sampled_from(names))] = draw(value)
+        return args
+    return draw(st.dictionaries(st.sampled_from(names), value, max_size=6))
+
+
+def _tool_of(case: str) -> str | None:
+    return case.split(":")[0] if ":" in case else None
+
+
+@pytest.mark.parametrize(("case", "limit", "names"), LIMITS, ids=[c for c, _, _ in LIMITS])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_limit_that_admits_finds_no_problem(
+    case: str, limit: Limit, names: list[str], data: Any
+) -> None:
+    if limit.admits is None:
+        return  # a Python-only limit: its problems run on every call
+    args = data.draw(arguments(names, _tool_of(case)))
+    if limit.admits(args):
+        assert list(limit.problems(args)) == [], (case, args)
+
+
+def _json_clean(args: Any) -> bool:
+    try:
+        json.dumps(args, allow_nan=False)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("case", "limit", "names"), LIMITS, ids=[c for c, _, _ in LIMITS])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_limit_whose_fragment_holds_admits(
+    case: str, limit: Limit, names: list[str], data: Any
+) -> None:
+    jsonschema_rs = pytest.importorskip("jsonschema_rs")
+    if limit.fragment is None:
+        return  # JSON Schema cannot state it: no strict schema
+    tool = _tool_of(case)
+    # the tool's own schema, or one that states nothing but the names: the fragment assumes
+    # nothing of the schema
+    schema = (
+        dict(TOOLS[tool].schema)
+        if tool is not None and data.draw(st.booleans())
+        else {"type": "object", "properties": {name: {} for name in limit.names or names}}
+    )  # (the unknown-argument rule's names are the schema's properties: `Tool.limits_for`)
+    plan = plan_of((limit,), schema)
+    strict = plan.strict(schema, jsonschema_rs.validator_for)
+    assert strict is not None, case
+    args = data.draw(arguments(names, tool))
+    if not _json_clean(args):
+        return  # the lane reads JSON: no NaN reaches the strict schema
+    rest = all(type(args.get(key, 0)) is int for key in plan.ints) and all(
+        type(args.get(key)) is not list or _finite_numbers(args[key]) for key in plan.vectors
+    )
+    if strict(args) and rest:
+        assert limit.admits is not None and limit.admits(args), (case, args)
+
+
+def _even(args: Any) -> Any:
+    pages = args.get("pages")
+    if type(pages) is int and pages % 2:
+        yield Problem("$.pages", f"must be even (pages are printed two to a sheet); got {pages}")
+
+
+PRINT = Tool(
+    name="print_pages",
+    build=lambda args: HttpRequest("POST", "/print/_search", {"size": 0}),
+    description="Print pages.",
+    parameters={
+        "type": "object",
+        "properties": {"pages": {"type": "integer"}, "title": {"type": "string"}},
+        "required": ["pages"],
+    },
+    limits=(
+        int_range("pages", 1, 20),
+        not_blank("title", "title"),
+        Limit(
+            problems=_even,
+            admits=lambda args: type(args.get("pages")) is not int or args["pages"] % 2 == 0,
+            fragment={"properties": {"pages": {"multipleOf": 2}}},
+            kind="even pages",
+        ),
+    ),
+)
+
+
+def test_a_limit_declared_once_gives_its_words_its_quick_yes_and_its_strict_schema() -> None:
+    jsonschema_rs = pytest.importorskip("jsonschema_rs")
+    with Dispatcher(url="http://127.0.0.1:9", tools=[PRINT]) as dispatcher:
+        registry = dispatcher.registry
+    spec = registry["print_pages"]
+    # the words: every limit's problems (the report orders them by path)
+    refused = registry.validate("print_pages", '{"pages": 31, "title": " ", "colour": 1}')
+    assert sorted((p.path, p.message) for p in refused.problems) == [
+        ("$.colour", "unknown argument; this tool takes: pages, title"),
+        ("$.pages", "must be between 1 and 20; got 31"),
+        ("$.pages", "must be even (pages are printed two to a sheet); got 31"),
+        ("$.title", "must be a non-empty title"),
+    ]
+    # the quick yes: one, from every limit's admits
+    plan = spec.plan
+    assert plan.why is None and plan.admits is not None
+    assert plan.admits({"pages": 4, "title": "x"})
+    assert not plan.admits({"pages": 3}) and not plan.admits({"pages": 22})
+    assert not plan.admits({"pages": 4, "colour": 1})
+    assert registry.validate("print_pages", '{"pages": 4, "title": "Tea"}').ok
+    # the strict schema: the tool's schema with every fragment, for the offline lane
+    strict = plan.strict(spec.schema, jsonschema_rs.validator_for)
+    assert strict is not None and plan.ints == ("pages",)
+    assert strict({"pages": 4, "title": "Tea"})
+    assert not strict({"pages": 3}) and not strict({"pages": 22}) and not strict({"title": " "})
+    lane = Lane(registry)
+    assert lane.tools["print_pages"][0] is not None  # the lane asks it
+
+
+def test_a_limit_without_a_quick_yes_or_a_fragment_is_named_by_the_plan() -> None:
+    slow = Tool(
+        name="slow",
+        build=lambda args: HttpRequest("GET", "/"),
+        description="Slow.",
+        parameters={"type": "object", "properties": {"pages": {"type": "integer"}}},
+        limits=(int_range("pages", 1, 20), Limit(problems=_even, kind="even pages")),
+    )
+    with Dispatcher(url="http://127.0.0.1:9", tools=[slow]) as dispatcher:
+        plan = dispatcher.registry["slow"].plan
+    assert plan.admits is None and plan.fragment is None
+    assert plan.why == (
+        "even pages has no quick yes: its problems run on every call; "
+        "even pages has no fragment: no strict schema"
+    )
+    assert not dispatcher.registry.validate("slow", '{"pages": 3}').ok
+
+
+def test_a_tool_with_two_limits_keeps_every_fragment() -> None:
+    plan = plan_of(
+        (int_range("n", 1, 5), int_range("n", 0, 3), number_range("w", 0, 1)),
+        {"type": "object", "properties": {"n": {}, "w": {}}},
+    )
+    jsonschema_rs = pytest.importorskip("jsonschema_rs")
+    strict = plan.strict(
+        {"type": "object", "properties": {"n": {}, "w": {}}}, jsonschema_rs.validator_for
+    )
+    assert strict is not None
+    assert strict({"n": 2, "w": 0.5})
+    assert not strict({"n": 4}) and not strict({"n": 0}) and not strict({"w": 2})
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["m.*a*b*c*d*e", ["m.*a*b*c*d*e"], {"includes": "a*b*c*d*e*"}, {"excludes": ["a*b*c*d*e*"]}],
+)
+def test_offline_validation_refuses_a_source_pattern_with_too_many_stars(source: Any) -> None:
+    from xerj_tools import validate_batch
+
+    args = {"index": "docs", "query": {}, "source": source}
+    function = {"name": "xerj_search", "arguments": json.dumps(args)}
+    line = json.dumps({"id": "c", "type": "function", "function": function})
+    report = validate_batch([line], REGISTRY)
+    assert report["invalid"] == 1
+    assert "at most 4 are allowed" in report["results"][0]["problems"][0]["message"]
