@@ -14,7 +14,7 @@ import httpx2
 from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
 from .._http._gate import AsyncGate, resolve_bound
-from .._http._models import Failure, HttpRequest, Outcome
+from .._http._models import Failure, HttpRequest, Outcome, Reply
 from .._http._retry import RetryPolicy, async_retrying, should_retry
 from .._http._transport import AsyncTransport
 from .._message._budget import DEFAULT_BUDGET, Budget
@@ -39,6 +39,28 @@ __all__ = ["AsyncDispatcher"]
 
 async def _asyncio_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
+
+
+OFF_LOOP_BYTES = 256 * 1024
+"""A reply whose body is larger than this is read, and its call's tool message shaped, on a
+worker thread (``asyncio.to_thread``: the loop's default executor), so that decoding a large
+answer (JSON of many megabytes, a mapping of 150,000 fields) never holds up the event loop's
+other tasks. Below it the work stays on the loop: a few milliseconds at most, which a thread
+hop would cost more than it saves."""
+
+
+def _step(flow: Flow, sent: tuple[Outcome, int] | None) -> tuple[HttpRequest | None, Any]:
+    """`flow.send(sent)` as a value: ``(next request, None)``, or ``(None, its payload)`` when
+    the flow ended (a `StopIteration` can neither cross a thread's future nor leave a
+    coroutine)."""
+    try:
+        return flow.send(sent), None  # type: ignore[arg-type]  # None starts the flow
+    except StopIteration as stop:
+        return None, stop.value
+
+
+def _large(outcome: Outcome) -> bool:
+    return isinstance(outcome, Reply) and len(outcome.body) > OFF_LOOP_BYTES
 
 
 class AsyncDispatcher(BaseDispatcher):
@@ -115,11 +137,15 @@ class AsyncDispatcher(BaseDispatcher):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
             try:
-                payload, attempts = await self._drive(
+                payload, attempts, large = await self._drive(
                     self._core.flow(prepared, self._endpoint.label),
                     Deadline(self.deadline, self._core.clock),
                     self._response_cap(prepared),
                 )
+                if large:  # a payload read from a large reply: fitted off the loop too
+                    return await asyncio.to_thread(
+                        self._core.result, tool_call, payload, attempts, started, prepared
+                    )
                 return self._core.result(tool_call, payload, attempts, started, prepared)
             except Exception as exc:  # see `_crashed`
                 return self._crashed(tool_call, exc, started)
@@ -225,19 +251,23 @@ class AsyncDispatcher(BaseDispatcher):
 
     async def _drive(
         self, flow: Flow, deadline: Deadline, cap: int | None = None
-    ) -> tuple[dict[str, Any], int]:
-        total = 0
-        try:
-            request = next(flow)
-            while True:
-                if cap is not None:  # the call's own policy reads less of a response
-                    request = replace(request, max_response_bytes=cap)
-                outcome, attempts = await self._send(request, deadline)
-                if request.kind != "listing":  # a follow-up for the message, not the call
-                    total += attempts
-                request = flow.send((outcome, attempts))
-        except StopIteration as stop:
-            return stop.value, total
+    ) -> tuple[dict[str, Any], int, bool]:
+        """Send the flow's requests; return its payload, the call's attempts, and whether a
+        reply was large (`OFF_LOOP_BYTES`): the flow reads each large one on a worker thread."""
+        total, large = 0, False
+        request, payload = _step(flow, None)
+        while request is not None:
+            if cap is not None:  # the call's own policy reads less of a response
+                request = replace(request, max_response_bytes=cap)
+            outcome, attempts = await self._send(request, deadline)
+            if request.kind != "listing":  # a follow-up for the message, not the call
+                total += attempts
+            if _large(outcome):
+                large = True
+                request, payload = await asyncio.to_thread(_step, flow, (outcome, attempts))
+            else:
+                request, payload = _step(flow, (outcome, attempts))
+        return payload, total, large
 
     async def aclose(self) -> None:
         """Close the owned HTTP client; any call after this raises `ClosedError`, and attempts

@@ -9,6 +9,7 @@ from typing import Any
 
 from .._http._models import Reply
 from .._json import fast_loads
+from ._number_runs import Counted, count_runs
 from ._source_view import SourceView
 
 __all__ = ["decode_search", "hit", "shard_reasons"]
@@ -32,16 +33,19 @@ def _shape_source(obj: dict[str, Any], view: SourceView) -> None:
         obj["_source"] = view.omit(source)
 
 
-def _hit_hook(view: SourceView) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def _hit_hook(
+    view: SourceView, counted: Counted | None = None
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """A json object_hook, which runs as each object closes: a hit's embeddings are dropped as
     soon as that hit is parsed, so even a large answer never holds all of them at once. It runs
     for every object of the answer, a `top_hits` hit inside an aggregation too; the request's
-    own `_source` filter is applied after (`_narrow`), to the search's hits only."""
+    own `_source` filter is applied after (`_narrow`), to the search's hits only. With
+    `counted`, the hit's long arrays stand in for themselves (`_number_runs`)."""
     omit = view.omit
 
     def drop(obj: dict[str, Any]) -> dict[str, Any]:
         if "_id" in obj and type(source := obj.get("_source")) is dict:
-            obj["_source"] = omit(source)
+            obj["_source"] = omit(source if counted is None else counted.expand(source))
         return obj
 
     return drop
@@ -101,12 +105,16 @@ def decode_search(reply: Reply, view: SourceView) -> Any:
                 return data
             except RecursionError:
                 pass  # deeper than Python walks: `json` answers as it always did
+    # its long arrays of numbers counted, not read, unless still there once the hits are shaped
+    counted = count_runs(reply.body)
+    text = reply.body if counted is None else counted.text
     try:
-        data = json.loads(reply.body, parse_constant=lambda _: None, object_hook=_hit_hook(view))
+        hook = _hit_hook(view, counted)
+        data = json.loads(text, parse_constant=lambda _: None, object_hook=hook)
+        _narrow(data, view)
+        return data if counted is None else counted.restored(data)
     except (ValueError, RecursionError):
         return None
-    _narrow(data, view)
-    return data
 
 
 # what the model reads of a hit, in this order
