@@ -32,8 +32,8 @@ def _filler(size: int) -> bytes:
 
 def _tool(name: str, path: str, read: Any) -> Tool:
     return Tool(
-        name,
-        lambda a: HttpRequest("GET", path, None),
+        name=name,
+        build=lambda a: HttpRequest("GET", path, None),
         read=read,
         description=f"reads {path}",
         parameters={"type": "object", "properties": {}},
