@@ -8,12 +8,12 @@ import contextlib
 import json
 import logging
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx2
 import pytest
+from support import until
 
 from xerj_tools import AsyncDispatcher, ClosedError, ConfigurationError, Dispatcher, RetryPolicy
 from xerj_tools.testing import Fault, XerjStandIn
@@ -200,9 +200,8 @@ def test_close_waits_for_the_turn_in_flight(xerj: XerjStandIn) -> None:
         target=lambda: out.append(codes(dispatcher.dispatch_many(turn(0, 3))))
     )
     worker.start()
-    deadline = time.monotonic() + 10
-    while len(xerj.requests) < 3 and time.monotonic() < deadline:  # one search is held up
-        time.sleep(0.01)
+    # all three searches on the wire (the index listing read first is not one), one held up
+    until(lambda: sum("_search" in r.path for r in xerj.requests) == 3)
     dispatcher.close()
     worker.join()
     assert out == [[None, None, None]]  # answered, not broken by the close
