@@ -248,7 +248,7 @@ def bench_fit_cost(url: str, post_body: bytes, rounds: int, scale: float) -> lis
     for n in (10, 50):
         arguments = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": n}
         core, prepared = _core_and_prepared(arguments)
-        payload = core.payload_for("xerj_search", prepared.request, Reply(200, {}, prose_hits(n), "bench"), 1, None)
+        payload = core.payload_for(prepared.tool, prepared.request, Reply(200, {}, prose_hits(n), "bench"), 1, None)
         shaped, content = core._shape("xerj_search", payload, prepared)
         assert "truncated" in shaped and len(content) <= core.budget, "the case must need fitting"
         calls = max(2, int(60 * scale))
@@ -290,7 +290,7 @@ def bench_big_response(rounds: int) -> dict[str, Any]:
     call = ToolCall("c", "xerj_search", "{}")
 
     def shape() -> int:
-        payload = core.payload_for("xerj_search", prepared.request, Reply(200, {}, body, "bench"), 1, None)
+        payload = core.payload_for(prepared.tool, prepared.request, Reply(200, {}, body, "bench"), 1, None)
         return len(core.result(call, payload, 1, 0.0, prepared).content)
 
     def loads() -> Any:

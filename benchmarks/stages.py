@@ -99,7 +99,7 @@ def install(hooks: Hooks, dispatcher: Any) -> Callable[[bool], None]:
     # the whole of validation: the one pass, or the general path and `integral_numbers` in it
     patch(_core, "checked_arguments", "validation")
     patch(ToolSpec, "validate", "validation")  # a call the operator's limits changed: again
-    for name in ("check_size", "_apply", "write_refusal"):
+    for name in ("check_size", "apply", "write_refusal"):
         patch(Policy, name, "policy")
     for tool in dispatcher._core.tools.values():
         patch(tool, "build", "request build")
