@@ -40,6 +40,7 @@ from xerj_tools import (
 )
 from xerj_tools._http import _tracing
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
+from xerj_tools.tools._mappings import mapping_request
 
 from conftest import Runner, SleepRecorder, chat_call, openai_client
 
@@ -348,6 +349,8 @@ def test_url_templates_take_the_models_names_out() -> None:
     assert template("xerj_get_document", {"index": "docs", "id": "1"}) == "/{index}/_doc/{id}"
     assert _tracing.url_template(RESOLVE_ALL) == "/_resolve/index/*"
     assert _tracing.url_template(CAT_INDICES) == "/_cat/indices"
+    # the mapping a field hint reads after an empty search: its index taken out too
+    assert _tracing.url_template(mapping_request("tickets")) == "/{index}/_mapping"
     # A request of another shape has no template: the span is named by the method.
     assert _tracing.url_template(HttpRequest("POST", "/docs/_count", {}, kind="search")) is None
     assert _tracing.url_template(HttpRequest("GET", "/docs/_stats", None)) is None

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from typing import Any
 
 import pytest
 
 from xerj_tools._http._models import Reply
 from xerj_tools.tools._hits import FAST_BODY, _hit_hook, _narrow, decode_search
-from xerj_tools.tools._number_runs import count_runs
+from xerj_tools.tools._number_runs import Counted, count_runs
 from xerj_tools.tools._source_view import LONG_ARRAY, SourceView
 
 
@@ -143,20 +142,21 @@ def test_a_malformed_array_that_is_read_makes_the_answer_unreadable(broken: byte
     assert decode_search(Reply(200, {}, body), SourceView()) is None
 
 
-def test_ten_hits_of_ten_thousand_small_vectors_decode_several_times_faster() -> None:
-    """Compared with decoding every number, in the same process and on the same body (no
-    fixed bound: a ratio holds on a loaded machine where a wall time does not)."""
+def test_ten_hits_of_ten_thousand_small_vectors_are_counted_not_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The long arrays stand in for themselves in the text that is decoded, and an embedding the
+    hits leave out is never decoded at all; the hits read as decoding every number reads them.
+    (What that saves is measured by benchmarks, not here: docs/performance.md.)"""
     source = '{"t":"x","v":[' + ",".join("[" + ",".join(["0.5"] * 65) + "]" for _ in range(2000)) + "]}"
     hits = ",".join(f'{{"_index":"d","_id":"{i}","_score":1,"_source":{source}}}' for i in range(10))
     body = ('{"hits":{"hits":[' + hits + "]}}").encode()
     reply, view = Reply(200, {}, body), SourceView()
-
-    def cost(read: Any) -> float:
-        start = time.process_time()
-        read()
-        return time.process_time() - start
-
-    counted = min(cost(lambda: decode_search(reply, view)) for _ in range(3))
-    every = min(cost(lambda: _every_number_read(body, view)) for _ in range(3))
+    counted = count_runs(body)
+    # each array of 65 numbers stands in as three (a tag, its place, its length)
+    assert counted is not None and len(counted.text) * 5 < len(body)
+    decoded: list[Any] = []
+    original = Counted._original
+    monkeypatch.setattr(Counted, "_original", lambda self, s: decoded.append(s) or original(self, s))
     assert decode_search(reply, view) == _every_number_read(body, view)
-    assert counted * 2.5 < every, (counted, every)
+    assert decoded == []  # no array was decoded: every one was left out of the hits

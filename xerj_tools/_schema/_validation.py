@@ -120,7 +120,7 @@ def validate_arguments(
 
     `validator` returns the tool's compiled validator; it is called only when `fast` is None or
     says no, so that a valid call never needs jsonschema (nor its import). `yes` returns True
-    only when `checks` find nothing (`Tool.yes_for`): where `fast` and it both say yes, the
+    only when `checks` find nothing (a tool's `ToolSpec.plan.admits`): where `fast` and it both say yes, the
     checks do not run.
 
     With `repair`, a call that fails is first repaired where the schema allows exactly one

@@ -47,7 +47,8 @@ Field = dict[str, Any]  # {"type": ..., "dims": n (dense_vector), "index": name}
 def mapping_request(index: str) -> HttpRequest:
     from ._paths import segment
 
-    return HttpRequest("GET", f"/{segment(index, keep=',*')}/_mapping", None, kind="listing")
+    path = f"/{segment(index, keep=',*')}/_mapping"
+    return HttpRequest("GET", path, None, kind="listing", template="/{index}/_mapping")
 
 
 def _walk(properties: Any, prefix: str, depth: int, out: dict[str, Field]) -> None:
