@@ -111,6 +111,7 @@ def test_an_adapter_without_its_framework_says_how_to_install_it(
 def test_a_toml_policy_on_python_3_10_without_tomli_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    pytest.importorskip("mcp.server", reason="the policy file is the MCP server's: it needs the SDK")
     from xerj_tools._exceptions import ConfigurationError
     from xerj_tools.integrations.mcp import _policy_file
 

@@ -14,7 +14,6 @@ import pytest
 
 from xerj_tools import ConfigurationError, Dispatcher, Policy
 from xerj_tools._cli._main import main
-from xerj_tools.integrations.mcp._policy_file import load_policy_file
 
 from conftest import chat_call
 
@@ -37,6 +36,14 @@ DUPLICATES = [
     ),
     pytest.param("p.toml", "read_only = true\nread_only = false\n", "not valid TOML", id="toml"),
 ]
+
+
+def load_policy_file(path: Path) -> Policy:
+    """The MCP server's policy-file reader (the server's package needs the MCP SDK)."""
+    pytest.importorskip("mcp.server", reason="the MCP SDK is not installed")
+    from xerj_tools.integrations.mcp import load_policy_file as load
+
+    return load(path)
 
 
 @pytest.mark.parametrize(("name", "text", "named"), DUPLICATES)

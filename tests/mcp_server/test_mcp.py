@@ -249,6 +249,7 @@ def test_a_policy_file_binds_the_server(guarded: Connected, xerj: XerjStandIn) -
 # The policy file and the command line's refusals: in-process, no server started.
 
 def test_a_toml_and_a_json_policy_file_give_the_same_policy(tmp_path: Path) -> None:
+    pytest.importorskip("mcp.server", reason="the MCP SDK is not installed")
     from xerj_tools.integrations.mcp._policy_file import load_policy_file
 
     (tmp_path / "p.toml").write_text(POLICY_TOML.replace("2048", "4096") + 'caps = "refuse"\n')
@@ -265,6 +266,7 @@ def test_a_toml_and_a_json_policy_file_give_the_same_policy(tmp_path: Path) -> N
 
 
 def test_every_policy_field_can_be_set_from_a_file() -> None:
+    pytest.importorskip("mcp.server", reason="the MCP SDK is not installed")
     from dataclasses import fields
 
     from xerj_tools.integrations.mcp._policy_file import POLICY_KEYS
