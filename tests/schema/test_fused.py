@@ -29,7 +29,6 @@ from xerj_tools._schema._registry import (
 )
 from xerj_tools._schema._validation import integral_numbers
 from xerj_tools._shapes import parse_tool_call
-from xerj_tools.tools._fastyes import search_yes
 from xerj_tools.tools._limits import Limit, known_arguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -330,4 +329,5 @@ def test_the_plan_asks_the_quick_yes_without_its_unknown_argument_look_only_wher
     fewer = _tool(plain).with_limits({"mine": (known_arguments(["q"]), own)})["mine"]
     assert fewer.quick_plan is not None and fewer.quick_plan[-1] is fewer.plan.admits
     assert fewer.quick_plan[-1] is not _yes
-    assert REGISTRY["xerj_search"].quick_plan[-1] is search_yes  # type: ignore[index]
+    search = REGISTRY["xerj_search"]
+    assert search.quick_plan[-1] is search.plan.within  # type: ignore[index]

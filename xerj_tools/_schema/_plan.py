@@ -107,7 +107,14 @@ def _all(found: list[Yes]) -> Yes:
         first, second = found
         return lambda args: first(args) and second(args)
     every = tuple(found)
-    return lambda args: all(yes(args) for yes in every)
+
+    def admits(args: Mapping[str, Any]) -> bool:
+        for yes in every:  # (a loop: a third less than `all` over a generator)
+            if not yes(args):
+                return False
+        return True
+
+    return admits
 
 
 def _combined(fragments: list[Mapping[str, Any]]) -> dict[str, Any]:

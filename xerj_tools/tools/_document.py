@@ -19,17 +19,14 @@ its other indices the policy allows is asked in turn with the same GET, up to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 from urllib.parse import unquote
 
 from .._http._models import HttpRequest, Outcome, Reply
 from .._message._format import engine_error, invalid, unusable
-from .._problems import Problem
-from . import _strict as strict
-from ._fastyes import document_yes
-from ._limits import Limit
-from ._paths import document_id_problem, index_problem, segment
+from ._limits import document_id, one_index
+from ._paths import segment
 from ._source_view import SourceView
 from ._tool import Received, Tool
 
@@ -41,19 +38,7 @@ def get_document(args: Mapping[str, Any]) -> HttpRequest:
     return HttpRequest("GET", f"/{index}/_doc/{segment(args['id'], path='$.id')}")
 
 
-def _problems(args: Mapping[str, Any]) -> Iterator[Problem]:
-    index = args.get("index")
-    if (problem := index_problem(index)) is not None:
-        yield problem
-    elif isinstance(index, str) and (index == "_all" or any(c in index for c in ",*")):
-        yield Problem("$.index", "must name one index (or alias): no pattern, list or _all")
-    if (problem := document_id_problem(args.get("id"))) is not None:
-        yield problem
-
-
-_LIMITS = (
-    Limit(problems=_problems, admits=document_yes, **strict.DOCUMENT._asdict(), kind="document"),
-)
+_LIMITS = (one_index(), document_id())
 
 
 def _answered(reply: Reply) -> bool:

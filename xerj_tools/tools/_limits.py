@@ -1,4 +1,5 @@
-"""A tool's limits beyond JSON Schema, each declared once in the three forms the library reads.
+"""A tool's limits beyond JSON Schema: the `Limit` value and its kinds, each one rule in the three
+forms the library reads.
 
 A `Limit` is one rule over a call's arguments:
 
@@ -7,53 +8,64 @@ A `Limit` is one rule over a call's arguments:
   call: `problems` then runs and decides; it must only read the arguments);
 - `fragment`: what JSON Schema can state of it: where the tool's schema, every fragment and the
   Python rest (`ints`: each absent or a Python int, since JSON Schema counts 5.0 an integer;
-  `vectors`: each no list or a list of finite sum) all hold, `admits` says yes.
+  `vectors`: each no list or a list of finite sum) all hold, `admits` says yes. A fragment may
+  be stricter than its quick yes (that call then takes the longer path), never looser.
 
 `admits` None: the rule has no quick yes, its `problems` run on every call; `fragment` None:
 JSON Schema cannot state it, the offline lane asks `admits` instead. A tool declares its limits
-as a tuple (`Tool(limits=(...))`); the schema layer compiles them once per tool
-(`xerj_tools._schema._plan`), and says there why a tool has no quick yes or no strict schema.
+as a tuple (`Tool(limits=(...))`), in the order its problems are reported; the schema layer
+compiles them once per tool (`xerj_tools._schema._plan`), and says there why a tool has no quick
+yes or no strict schema.
 
 The kinds below build a `Limit` from a few words (`int_range("n", 1, 5)`); a rule of no kind is
-a `Limit` written out, with as many of its forms as it has.
+a `Limit` written out, with as many of its forms as it has. Every problem tolerates values of
+the wrong type: the schema reports those, and the limits still run so that the model sees every
+problem in one message. The rerank block's rules are a kind of their own (`_rerank`), and so are
+the search tools' (`_search_limits`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
+from .._bounds import _finite_numbers
 from .._problems import Check, Problem
-from ._checks import (
-    _int_range,
-    _non_empty_string,
-    _number_range,
-    hybrid_problems,
-    recall_problems,
-    search_problems,
-    semantic_problems,
-    store_problems,
-    unknown_keys,
-    vector_problems,
+from ._paths import (
+    _DOT_SEGMENTS,
+    QUICK_ID_CHARS,
+    _index_problem_of,
+    _namespace_problem_of,
+    document_id_problem,
+    index_problem,
+    namespace_problem,
 )
-from ._fastyes import Yes, hybrid_yes, recall_yes, search_yes, semantic_yes, store_yes, vector_yes
-from ._strict import HYBRID, RECALL, SEARCH, SEMANTIC, STORE, VECTOR
 
 __all__ = [
-    "HYBRID_LIMITS",
-    "RECALL_LIMITS",
-    "SEARCH_LIMITS",
-    "SEMANTIC_LIMITS",
-    "STORE_LIMITS",
-    "VECTOR_LIMITS",
+    "MAX_RESULT_WINDOW",
     "Limit",
     "Yes",
+    "clause",
+    "document_id",
+    "finite_vector",
+    "index_expression",
     "int_range",
     "known_arguments",
+    "namespace",
     "not_blank",
     "number_range",
+    "one_index",
+    "required",
 ]
+
+Yes = Callable[[Mapping[str, Any]], bool]
+"""True only when a limit's problems find nothing in these arguments."""
+
+# XERJ's parser refuses `from + size > 10000` (xerj-query/src/parser.rs:151-158); a kNN `k`
+# feeds `size = max(size, k)` (xerj-api/src/es_compat.rs:5899), so the same bound applies to it.
+MAX_RESULT_WINDOW = 10_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,12 +92,61 @@ class Limit:
     kind: str = "custom"
 
 
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _int_range(
+    args: Mapping[str, Any], key: str, lo: int, hi: int | None, path: str = "$"
+) -> Iterator[Problem]:
+    value = args.get(key)
+    if not (_is_int(value) or (isinstance(value, float) and value.is_integer())):
+        return
+    assert isinstance(value, (int, float))
+    if value < lo or (hi is not None and value > hi):
+        bound = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+        yield Problem(f"{path}.{key}", f"must be {bound}; got {value}")
+
+
+def _number_range(
+    args: Mapping[str, Any], key: str, lo: float, hi: float, path: str = "$"
+) -> Iterator[Problem]:
+    value = args.get(key)
+    if _is_number(value) and (not math.isfinite(value) or not lo <= value <= hi):
+        yield Problem(f"{path}.{key}", f"must be a number from {lo:g} to {hi:g}; got {value}")
+
+
+def _int_value(args: Mapping[str, Any], key: str, default: int) -> int:
+    value = args.get(key, default)
+    if _is_int(value) or (isinstance(value, float) and value.is_integer()):
+        return int(value)
+    return default
+
+
+def _blank(value: Any) -> bool:
+    """Text of nothing but white space (`str.strip`'s, which `str.isspace` names)."""
+    return isinstance(value, str) and (value == "" or value.isspace())
+
+
 def known_arguments(names: Sequence[str], hints: Mapping[str, str] | None = None) -> Limit:
     """Every argument is one of `names` (the schema's properties): an argument the handler
     would silently drop is refused, so the model never believes it ran; `hints` explain some."""
     allowed = frozenset(names)
+
+    def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
+        for key in args:
+            if key not in allowed:
+                hint = (hints or {}).get(key, f"this tool takes: {', '.join(names)}")
+                yield Problem(
+                    f"$.{key}" if key.isidentifier() else f"$[{key!r}]", f"unknown argument; {hint}"
+                )
+
     return Limit(
-        problems=unknown_keys(tuple(names), hints),
+        problems=problems,
         admits=lambda args: args.keys() <= allowed,
         fragment={"propertyNames": {"enum": sorted(allowed)}},
         names=allowed,
@@ -97,7 +158,7 @@ def int_range(key: str, lo: int, hi: int | None = None) -> Limit:
     """`key`, where it is an integer, lies from `lo` to `hi` (no upper bound: None)."""
 
     def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
-        return _int_range(args, key, lo, hi, "$")
+        return _int_range(args, key, lo, hi)
 
     def admits(args: Mapping[str, Any]) -> bool:
         value = args.get(key)
@@ -117,7 +178,7 @@ def number_range(key: str, lo: float, hi: float) -> Limit:
     """`key`, where it is a number, is finite and lies from `lo` to `hi`."""
 
     def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
-        return _number_range(args, key, lo, hi, "$")
+        return _number_range(args, key, lo, hi)
 
     def admits(args: Mapping[str, Any]) -> bool:
         value = args.get(key)
@@ -133,42 +194,205 @@ def number_range(key: str, lo: float, hi: float) -> Limit:
     )
 
 
+# Text that must not be blank must hold an ASCII letter or digit in a fragment: blank text cannot,
+# and text without one takes the longer path (`str.strip`'s white space is not the regex's `\s`).
+_TEXT = {"type": "string", "pattern": "[A-Za-z0-9]"}
+
+
 def not_blank(key: str, what: str = "string") -> Limit:
     """`key`, where it is text, holds more than white space (the message: "must be a non-empty
     {what}")."""
 
     def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
-        return _non_empty_string(args, key, what)
+        if _blank(args.get(key)):
+            yield Problem(f"$.{key}", f"must be a non-empty {what}")
 
-    def admits(args: Mapping[str, Any]) -> bool:
-        value = args.get(key)
-        return not isinstance(value, str) or not (value == "" or value.isspace())
-
-    # blank text holds no ASCII letter or digit; text without one goes the slow way
-    # (`str.strip`'s white space is not the regex's `\s`)
     return Limit(
         problems=problems,
-        admits=admits,
-        fragment={"properties": {key: {"type": "string", "pattern": "[A-Za-z0-9]"}}},
+        admits=lambda args: not _blank(args.get(key)),
+        fragment={"properties": {key: _TEXT}},
         kind=f"not_blank({key!r})",
     )
 
 
-# The library's own tools' limits: each tool's rules (`_checks`), their quick yes (`_fastyes`)
-# and what JSON Schema states of them (`_strict`), bound together here and nowhere else.
-SEARCH_LIMITS = (
-    Limit(problems=search_problems, admits=search_yes, **SEARCH._asdict(), kind="search"),
-)
-SEMANTIC_LIMITS = (
-    Limit(problems=semantic_problems, admits=semantic_yes, **SEMANTIC._asdict(), kind="semantic"),
-)
-VECTOR_LIMITS = (
-    Limit(problems=vector_problems, admits=vector_yes, **VECTOR._asdict(), kind="vector"),
-)
-HYBRID_LIMITS = (
-    Limit(problems=hybrid_problems, admits=hybrid_yes, **HYBRID._asdict(), kind="hybrid"),
-)
-STORE_LIMITS = (Limit(problems=store_problems, admits=store_yes, **STORE._asdict(), kind="store"),)
-RECALL_LIMITS = (
-    Limit(problems=recall_problems, admits=recall_yes, **RECALL._asdict(), kind="recall"),
-)
+def required(key: str, message: str) -> Limit:
+    """`key` is given (`message` says what to send instead of leaving it out)."""
+
+    def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
+        if key not in args:
+            yield Problem(f"$.{key}", message)
+
+    return Limit(
+        problems=problems,
+        admits=lambda args: key in args,
+        fragment={"required": [key]},
+        kind=f"required({key!r})",
+    )
+
+
+def clause(key: str, path: str | None = None) -> Limit:
+    """`key`, where it is an object, is one query clause: one key (a model often puts `size` or
+    `sort` beside the clause, where XERJ would read them as clauses)."""
+
+    def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
+        return _clause_problems(args.get(key), path or f"$.{key}")
+
+    def admits(args: Mapping[str, Any]) -> bool:
+        value = args.get(key)
+        return not isinstance(value, dict) or len(value) <= 1
+
+    return Limit(
+        problems=problems,
+        admits=admits,
+        fragment={"properties": {key: {"maxProperties": 1}}},
+        kind=f"clause({key!r})",
+    )
+
+
+def _clause_problems(value: Any, path: str) -> Iterator[Problem]:
+    if isinstance(value, dict) and len(value) > 1:
+        keys = ", ".join(sorted(value))
+        yield Problem(
+            path,
+            f"a query clause has exactly one key, got {len(value)} ({keys}); "
+            "size, from, sort, aggs and source are arguments of their own",
+        )
+
+
+def finite_vector(key: str) -> Limit:
+    """`key`, where it is a list, is not empty and holds no number that is not finite (its
+    finite sum, `_bounds._finite_numbers`, is the fragment's Python rest: stated as bounds in
+    the schema it costs ten times as much)."""
+
+    def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
+        value = args.get(key)
+        if isinstance(value, list):
+            if not value:
+                yield Problem(f"$.{key}", "must be a non-empty array of numbers")
+            for i, item in enumerate(value):
+                if _is_number(item) and not math.isfinite(item):
+                    yield Problem(f"$.{key}[{i}]", f"must be a finite number; got {item}")
+
+    def admits(args: Mapping[str, Any]) -> bool:
+        value = args.get(key)
+        return not isinstance(value, list) or (bool(value) and _finite_numbers(value))
+
+    return Limit(
+        problems=problems,
+        admits=admits,
+        fragment={"properties": {key: {"minItems": 1}}},
+        vectors=(key,),
+        kind=f"finite_vector({key!r})",
+    )
+
+
+def _known_good(problem_of: Callable[[Any, str], Any], path: str) -> Callable[[Any], bool]:
+    """A name's check (`_paths`' index or namespace rule) with its verdict on the names it
+    passed kept (a few distinct names come again and again: up to 4,096 of them, then forgotten
+    at once): a non-string is the schema's business; a name of more than 256 characters is
+    always asked."""
+    good: set[str] = set()
+
+    def ok(value: Any) -> bool:
+        if type(value) is not str:
+            return not isinstance(value, str)
+        if value in good:
+            return True
+        if len(value) > 256 or problem_of(value, path) is not None:
+            return False
+        if len(good) >= 4096:
+            good.clear()
+        good.add(value)
+        return True
+
+    return ok
+
+
+# Names in a fragment by a pattern: a subset of what `_paths` allows (lower-case letters, digits,
+# `_`, `-`, `*`, no dot, not starting with `_`, `-` or `+`; an index also a comma list). Other
+# names (`_all`, `.hidden`, upper case, Unicode) take the longer path.
+_NAME = "[a-z0-9*][a-z0-9_*-]{0,199}"
+_INDEX = {"pattern": f"^{_NAME}(?:,{_NAME})*$", "maxLength": 1024}
+_index_ok = _known_good(_index_problem_of, "$.index")
+_namespace_ok = _known_good(_namespace_problem_of, "$.namespace")
+
+
+def _problem_of(rule: Callable[[Any], Problem | None], key: str) -> Check:
+    def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
+        if (problem := rule(args.get(key))) is not None:
+            yield problem
+
+    return problems
+
+
+def index_expression() -> Limit:
+    """`index` is an index expression: a name, a comma list or a pattern (`_paths`: it guards
+    the URL path segment)."""
+    return Limit(
+        problems=_problem_of(index_problem, "index"),
+        admits=lambda args: _index_ok(args.get("index")),
+        fragment={"properties": {"index": _INDEX}},
+        kind="index_expression()",
+    )
+
+
+def one_index() -> Limit:
+    """`index` names one index or alias: an index expression with no pattern, list or `_all`."""
+
+    def problems(args: Mapping[str, Any]) -> Iterator[Problem]:
+        index = args.get("index")
+        if (problem := index_problem(index)) is not None:
+            yield problem
+        elif isinstance(index, str) and (index == "_all" or any(c in index for c in ",*")):
+            yield Problem("$.index", "must name one index (or alias): no pattern, list or _all")
+
+    def admits(args: Mapping[str, Any]) -> bool:
+        index = args.get("index")
+        if not _index_ok(index):
+            return False
+        return type(index) is not str or not (index == "_all" or "," in index or "*" in index)
+
+    return Limit(
+        problems=problems,
+        admits=admits,
+        fragment={"properties": {"index": {**_INDEX, "not": {"pattern": "[,*]"}}}},
+        kind="one_index()",
+    )
+
+
+def namespace() -> Limit:
+    """`namespace` is a memory namespace (memory_api.rs:101-124, in `_paths`)."""
+    return Limit(
+        problems=_problem_of(namespace_problem, "namespace"),
+        admits=lambda args: _namespace_ok(args.get("namespace")),
+        fragment={
+            "properties": {
+                "namespace": {
+                    "pattern": "^[a-z0-9][a-z0-9_-]{0,199}$",  # no dot: the longer path
+                    "not": {"pattern": "-edges$"},
+                }
+            }
+        },
+        kind="namespace()",
+    )
+
+
+def document_id() -> Limit:
+    """`id` is a document id one URL path segment can carry (`_paths.document_id_problem`)."""
+
+    def admits(args: Mapping[str, Any]) -> bool:
+        doc_id = args.get("id")
+        if type(doc_id) is not str:
+            return not isinstance(doc_id, str)
+        return bool(doc_id) and len(doc_id) <= QUICK_ID_CHARS and doc_id not in _DOT_SEGMENTS
+
+    return Limit(
+        problems=_problem_of(document_id_problem, "id"),
+        admits=admits,
+        fragment={
+            "properties": {
+                "id": {"minLength": 1, "maxLength": QUICK_ID_CHARS, "not": {"enum": [".", ".."]}}
+            }
+        },
+        kind="document_id()",
+    )

@@ -8,11 +8,29 @@ from typing import Any
 
 from .._http._models import HttpRequest
 from .._message._format import engine_error, invalid, unusable
-from ._limits import RECALL_LIMITS, STORE_LIMITS
+from ._limits import MAX_RESULT_WINDOW, finite_vector, int_range, namespace, not_blank, number_range
+from ._memory_limits import recall_by, recency_k, text_unless_vector
 from ._paths import segment
 from ._tool import Received, Tool, copy_args
 
 __all__ = ["RECALL", "STORE", "read_recall", "read_store"]
+
+# Each tool's limits, in the order their problems are reported.
+STORE_LIMITS = (
+    namespace(),
+    finite_vector("vector"),
+    text_unless_vector(),
+    not_blank("id", "string, or omitted"),
+    number_range("dedup_threshold", 0.0, 1.0),
+)
+RECALL_LIMITS = (
+    namespace(),
+    finite_vector("vector"),
+    int_range("k", 1, MAX_RESULT_WINDOW),
+    number_range("recency_weight", 0.0, 1.0),
+    recency_k(),
+    recall_by(),
+)
 
 
 def new_memory_id() -> str:

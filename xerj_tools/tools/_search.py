@@ -9,12 +9,66 @@ from typing import Any
 from .._http._models import HttpRequest
 from .._message._format import engine_error, invalid, unusable
 from ._hits import decode_search, hit, shard_reasons
-from ._limits import HYBRID_LIMITS, SEARCH_LIMITS, SEMANTIC_LIMITS, VECTOR_LIMITS
+from ._limits import (
+    MAX_RESULT_WINDOW,
+    clause,
+    finite_vector,
+    index_expression,
+    int_range,
+    not_blank,
+    required,
+)
 from ._paths import segment
+from ._rerank import rerank
+from ._search_limits import rrf_only, sort_entries, source, sub_queries, total_hits, window
 from ._source_view import SourceView, source_view
 from ._tool import Received, Tool, copy_args, integral
 
 __all__ = ["HYBRID", "SEARCH", "SEMANTIC", "VECTOR", "read_search"]
+
+# Each tool's limits, in the order their problems are reported.
+SEARCH_LIMITS = (
+    index_expression(),
+    # XERJ reads a search without `query` as match_all (es_compat.rs:4519 at e6e8e6a,
+    # `unwrap_or(json!({"match_all": {}}))`); a model that forgot its filter would get every
+    # document, so the call is refused with the one-step fix rather than repaired
+    # (docs/validation.md).
+    required(
+        "query",
+        'is required: send {} (or {"match_all": {}}) to search every document, for '
+        "instance with size 0 and aggs, or the query you meant",
+    ),
+    clause("query"),
+    window(),
+    source(),
+    sort_entries(),
+    total_hits(),
+    rerank(question_from="query"),
+)
+_K_AND_SIZE = (int_range("k", 1, MAX_RESULT_WINDOW), int_range("size", 0, MAX_RESULT_WINDOW))
+SEMANTIC_LIMITS = (
+    index_expression(),
+    not_blank("field", "field name"),
+    not_blank("query", "question"),
+    *_K_AND_SIZE,
+    clause("filter"),
+)
+VECTOR_LIMITS = (
+    index_expression(),
+    not_blank("field", "field name"),
+    finite_vector("query_vector"),
+    *_K_AND_SIZE,
+    int_range("num_candidates", 1, MAX_RESULT_WINDOW),
+    clause("filter"),
+)
+HYBRID_LIMITS = (
+    index_expression(),
+    sub_queries(),
+    int_range("rrf_k", 1),
+    rrf_only(),
+    int_range("size", 0, MAX_RESULT_WINDOW),
+    rerank(),
+)
 
 
 def _search_path(index: str) -> str:
