@@ -1,9 +1,11 @@
 """Limits (`xerj_tools.tools._limits`): each one rule in three forms, held together.
 
-For every limit the library declares (each tool's own, the unknown-argument rule) and every
-kind a user builds one from (`int_range`, `number_range`, `not_blank`), on random arguments:
+For every limit the library declares (each kind as each tool uses it, the unknown-argument rule)
+and every kind a user builds one from (`int_range`, `number_range`, `not_blank`), on random
+arguments:
 
-- `admits` says yes only where `problems` finds nothing;
+- `admits` says yes only where `problems` finds nothing, and where its `given` argument is
+  absent;
 - where the strict schema made of its `fragment` (with the Python rest: integers are Python
   ints, vectors have a finite sum) says yes, `admits` says yes.
 
@@ -91,6 +93,9 @@ def test_a_limit_that_admits_finds_no_problem(
     args = data.draw(arguments(names, _tool_of(case)))
     if limit.admits(args):
         assert list(limit.problems(args)) == [], (case, args)
+    if limit.given is not None:  # the plan asks it only where its argument is given
+        absent = {key: item for key, item in args.items() if key != limit.given}
+        assert limit.admits(absent), (case, absent)
 
 
 def _json_clean(args: Any) -> bool:

@@ -68,14 +68,12 @@ def plan_of(limits: Sequence[Limit], parameters: Mapping[str, Any]) -> Plan:
     found = parameters.get("properties")
     properties = frozenset(found) if isinstance(found, Mapping) else frozenset()
     lacking = [limit.kind for limit in limits if limit.admits is None]
-    admits = None if lacking else _all([limit.admits for limit in limits])  # type: ignore[misc]
+    admits = None if lacking else _all(list(limits))
     within = None
     if admits is not None:
         # the unknown-argument look is done where every argument is a property it allows
-        needed = [
-            limit.admits for limit in limits if limit.names is None or not limit.names >= properties
-        ]
-        within = admits if len(needed) == len(limits) else _all(needed)  # type: ignore[arg-type]
+        needed = [limit for limit in limits if limit.names is None or not limit.names >= properties]
+        within = admits if len(needed) == len(limits) else _all(needed)
     unstated = [limit.kind for limit in limits if limit.fragment is None]
     fragment = None
     if not unstated:
@@ -97,24 +95,28 @@ def plan_of(limits: Sequence[Limit], parameters: Mapping[str, Any]) -> Plan:
     )
 
 
-def _all(found: list[Yes]) -> Yes:
-    """One quick yes for all of `found` (the one itself where it is alone: no extra call)."""
+def _all(found: list[Limit]) -> Yes:
+    """One quick yes for all of `found`: their `admits` in turn, each only where the arguments
+    hold its `given` (the one itself where it is alone and always asked: no extra call).
+
+    Written as the source of one function (``yes0(args) and (key1 not in args or yes1(args))
+    and ...``, names bound to the limits' own, no text of theirs in it): a loop over the limits
+    costs about as much as the limits themselves, and a dispatch asks it on every call."""
     if not found:
         return _always
-    if len(found) == 1:
-        return found[0]
-    if len(found) == 2:
-        first, second = found
-        return lambda args: first(args) and second(args)
-    every = tuple(found)
-
-    def admits(args: Mapping[str, Any]) -> bool:
-        for yes in every:  # (a loop: a third less than `all` over a generator)
-            if not yes(args):
-                return False
-        return True
-
-    return admits
+    if len(found) == 1 and found[0].given is None:
+        return found[0].admits  # type: ignore[return-value]
+    names: dict[str, Any] = {}
+    terms = []
+    for i, limit in enumerate(found):
+        names[f"yes{i}"] = limit.admits
+        if limit.given is None:
+            terms.append(f"yes{i}(args)")
+        else:
+            names[f"key{i}"] = limit.given
+            terms.append(f"(key{i} not in args or yes{i}(args))")
+    exec(f"def admits(args):\n    return {' and '.join(terms)}\n", names)
+    return names["admits"]  # type: ignore[no-any-return]
 
 
 def _combined(fragments: list[Mapping[str, Any]]) -> dict[str, Any]:

@@ -80,6 +80,8 @@ class Limit:
     - `vectors`: arguments the fragment leaves as lists whose finite sum Python checks.
     - `names`: for the unknown-argument rule only, the argument names it allows (the plan knows
       then that an argument the schema lists needs no second look).
+    - `given`: the argument without which the rule holds: the plan asks `admits` only of
+      arguments that hold it (a typical call gives few of a tool's arguments).
     - `kind`: what the rule is, for `repr` and the plan's reasons.
     """
 
@@ -89,6 +91,7 @@ class Limit:
     ints: tuple[str, ...] = ()
     vectors: tuple[str, ...] = ()
     names: frozenset[str] | None = field(default=None, repr=False)
+    given: str | None = None
     kind: str = "custom"
 
 
@@ -170,6 +173,7 @@ def int_range(key: str, lo: int, hi: int | None = None) -> Limit:
         admits=admits,
         fragment={"properties": {key: {"type": "integer", **bounds}}},
         ints=(key,),
+        given=key,
         kind=f"int_range({key!r})",
     )
 
@@ -190,6 +194,7 @@ def number_range(key: str, lo: float, hi: float) -> Limit:
         problems=problems,
         admits=admits,
         fragment={"properties": {key: {"minimum": lo, "maximum": hi}}},
+        given=key,
         kind=f"number_range({key!r})",
     )
 
@@ -211,6 +216,7 @@ def not_blank(key: str, what: str = "string") -> Limit:
         problems=problems,
         admits=lambda args: not _blank(args.get(key)),
         fragment={"properties": {key: _TEXT}},
+        given=key,
         kind=f"not_blank({key!r})",
     )
 
@@ -245,6 +251,7 @@ def clause(key: str, path: str | None = None) -> Limit:
         problems=problems,
         admits=admits,
         fragment={"properties": {key: {"maxProperties": 1}}},
+        given=key,
         kind=f"clause({key!r})",
     )
 
@@ -282,6 +289,7 @@ def finite_vector(key: str) -> Limit:
         admits=admits,
         fragment={"properties": {key: {"minItems": 1}}},
         vectors=(key,),
+        given=key,
         kind=f"finite_vector({key!r})",
     )
 
@@ -332,6 +340,7 @@ def index_expression() -> Limit:
         problems=_problem_of(index_problem, "index"),
         admits=lambda args: _index_ok(args.get("index")),
         fragment={"properties": {"index": _INDEX}},
+        given="index",
         kind="index_expression()",
     )
 
@@ -356,6 +365,7 @@ def one_index() -> Limit:
         problems=problems,
         admits=admits,
         fragment={"properties": {"index": {**_INDEX, "not": {"pattern": "[,*]"}}}},
+        given="index",
         kind="one_index()",
     )
 
@@ -373,6 +383,7 @@ def namespace() -> Limit:
                 }
             }
         },
+        given="namespace",
         kind="namespace()",
     )
 
@@ -394,5 +405,6 @@ def document_id() -> Limit:
                 "id": {"minLength": 1, "maxLength": QUICK_ID_CHARS, "not": {"enum": [".", ".."]}}
             }
         },
+        given="id",
         kind="document_id()",
     )

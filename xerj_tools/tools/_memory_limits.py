@@ -32,6 +32,7 @@ def text_unless_vector() -> Limit:
         problems=problems,
         admits=lambda args: not _blank(args.get("text")),
         fragment={"properties": {"text": _TEXT}},
+        given="text",
         kind="text_unless_vector()",
     )
 
@@ -69,6 +70,7 @@ def recency_k() -> Limit:
             ]
         },
         ints=("k",),
+        given="recency_weight",
         kind="recency_k()",
     )
 

@@ -67,6 +67,7 @@ def rerank(question_from: str | None = None) -> Limit:
         problems=problems,
         admits=admits,
         fragment={"properties": {"rerank": {"not": {}}}},
+        given="rerank",
         kind="rerank()",
     )
 

@@ -142,6 +142,7 @@ def source() -> Limit:
                 }
             }
         },
+        given="source",
         kind="source()",
     )
 
@@ -223,6 +224,7 @@ def sort_entries() -> Limit:
         problems=problems,
         admits=admits,
         fragment={"properties": {"sort": {"items": {"type": ["string", "object"]}}}},
+        given="sort",
         kind="sort_entries()",
     )
 
@@ -245,6 +247,7 @@ def total_hits() -> Limit:
         problems=problems,
         admits=admits,
         fragment={"properties": {"track_total_hits": {"minimum": -1}}},
+        given="track_total_hits",
         kind="total_hits()",
     )
 
@@ -308,6 +311,7 @@ def sub_queries() -> Limit:
                 }
             }
         },
+        given="queries",
         kind="sub_queries()",
     )
 
@@ -332,5 +336,6 @@ def rrf_only() -> Limit:
                 }
             ]
         },
+        given="rrf_k",
         kind="rrf_only()",
     )
