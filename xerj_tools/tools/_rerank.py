@@ -8,7 +8,6 @@ from typing import Any
 
 from .._problems import Problem
 from ._limits import (
-    MAX_RESULT_WINDOW,
     Limit,
     _int_range,
     _int_value,
@@ -45,8 +44,8 @@ def rerank(question_from: str | None = None) -> Limit:
     window, hits with source and no sort, and a question to judge against (`rerank.query`, or
     one question clause in the argument `question_from`).
 
-    No quick yes past a well-formed block, and a fragment that says "no rerank": its rules are
-    many, so a call with one takes the longer path of the offline lane."""
+    Its quick yes is its words (a block's rules are many), and its fragment says "no rerank":
+    a call with one takes the longer path of the offline lane."""
 
     def needs_query(args: Mapping[str, Any]) -> bool:
         query = args.get(question_from) if question_from else None
@@ -60,8 +59,8 @@ def rerank(question_from: str | None = None) -> Limit:
             yield from _problems(args, block, needs_query=needs_query(args))
 
     def admits(args: Mapping[str, Any]) -> bool:
-        block = args.get("rerank")
-        return not isinstance(block, dict) or _admits(args, block, needs_query(args))
+        # a rerank is one search call in many and costs XERJ a model's time: its words decide
+        return next(problems(args), None) is None
 
     return Limit(
         problems=problems,
@@ -126,39 +125,3 @@ def _problems(
             "is required: this search has no single question in it; "
             "give the natural-language question to judge against",
         )
-
-
-def _admits(args: Mapping[str, Any], rerank: dict[str, Any], needs_query: bool) -> bool:
-    if not rerank.keys() <= _KEYS:
-        return False
-    provider = rerank.get("provider")
-    if provider is not None and provider not in _PROVIDERS:
-        return False
-    for key, limit in _TEXTS:
-        if key in rerank:
-            value = rerank[key]
-            if type(value) is not str or len(value) > limit:
-                return False
-    query = rerank.get("query")
-    if (type(query) is str and not query.strip()) or (needs_query and query is None):
-        return False
-    for key, lo, hi in _INTS:
-        if key in rerank and not (type(rerank[key]) is int and lo <= rerank[key] <= hi):
-            return False
-    if "min_score" in rerank:
-        score = rerank["min_score"]
-        if type(score) not in (int, float) or not 0.0 <= score <= 1.0:
-            return False
-    if "fields" in rerank:
-        fields = rerank["fields"]
-        if type(fields) is not list or not 1 <= len(fields) <= 64:
-            return False
-        if not all(type(f) is str and f for f in fields):
-            return False
-    if "sort" in args or args.get("source") in (False, "false"):
-        return False
-    # the page, as plain ints within the result window, not empty and inside the rerank window
-    size, start = args.get("size", 10), args.get("from", 0)
-    if type(size) is not int or type(start) is not int or not 0 < size <= MAX_RESULT_WINDOW:
-        return False
-    return 0 <= start <= MAX_RESULT_WINDOW and start + size <= rerank.get("window", 30)
