@@ -175,7 +175,7 @@ NASTY: list[str] = [
     _call("xerj_search", json.dumps(SEARCH)) + "\r" + _call("xerj_search", "{}"),  # a lone CR
     _call("xerj_search", json.dumps(SEARCH)) + "\r",
     _call("xerj_search", json.dumps({**SEARCH, "query": {"match": {"body": "x" * 5000}}})),  # long
-    # the strict schemas (xerj_tools/tools/_strict.py): each at or past a limit it states
+    # the strict schemas (each limit kind's fragment): each at or past a limit it states
     _call("xerj_search", '{"index": "docs", "query": {}, "size": 5e3}'),  # an integer as a float
     _call("xerj_search", '{"index": "docs", "query": {}, "size": 10, "from": 5001}'),
     _call("xerj_search", '{"index": "-docs", "query": {}}'),
