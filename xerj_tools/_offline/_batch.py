@@ -11,11 +11,11 @@ dicts): it pickles, and it travels as JSON.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
 from .._schema._registry import ToolRegistry, load_registry
+from ._pool import in_order
 from ._report import shifted
 from ._validate import ValidationSummary
 
@@ -180,31 +180,18 @@ def validate_parallel(
     }
     import multiprocessing
 
-    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
-    with context.Pool(jobs, _start_worker, (tools_file,)) as pool:
-        pending: deque[Any] = deque()
+    def take(args: tuple[Any, ...], result: BatchResult) -> None:
+        on_reports(result["results"], total["lines"], total["calls"])
+        before = total["calls"] // 10_000
+        add_counts(total, result)
+        if progress is not None and total["calls"] // 10_000 > before:
+            progress(total["calls"])
 
-        def drain_one() -> None:
-            result = pending.popleft().get()
-            on_reports(result["results"], total["lines"], total["calls"])
-            before = total["calls"] // 10_000
-            add_counts(total, result)
-            if progress is not None and total["calls"] // 10_000 > before:
-                progress(total["calls"])
-
-        try:
-            for block in blocks:
-                pending.append(pool.apply_async(_task, (block, tools_file, repair)))
-                if len(pending) >= 2 * jobs:
-                    drain_one()
-        except UnicodeDecodeError:
-            # the input stops being text: the blocks read before (the last one cut short by
-            # `line_blocks`) are reported, as one process reports the lines before it stops
-            while pending:
-                drain_one()
-            raise
-        while pending:
-            drain_one()
+    # spawned: no fork of a process that may hold threads; the input stopping being text
+    # (`line_blocks` cuts the last block short) reports the blocks read before, then raises
+    tasks = ((block, tools_file, repair) for block in blocks)
+    in_order(multiprocessing.get_context("spawn"), jobs, _task, tasks, take,
+             initializer=_start_worker, initargs=(tools_file,))  # fmt: skip
     return total
 
 
