@@ -24,10 +24,9 @@ import copy
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
 from ._flights import CallRunner
-from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:
     from agents import FunctionTool
@@ -73,10 +72,7 @@ def function_tools(
     one model response past it are answered ``too_many_calls`` and not run.
     """
     registry = dispatcher.registry
-    chosen = list(registry.names if names is None else names)
-    unknown = [n for n in chosen if n not in registry]
-    if unknown:
-        raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+    chosen = chosen_tools(registry, names)
     runner = _Runner(dispatcher, RunGuard(dispatcher, policy, max_calls_per_turn))
     functions = {tool["function"]["name"]: tool["function"] for tool in registry.chat_tools()}
     tools = []

@@ -32,10 +32,9 @@ import copy
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
 from ._flights import CallRunner
-from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:
     from pydantic_ai import RunContext
@@ -95,10 +94,7 @@ class XerjToolset(AbstractToolset[Any]):
         max_calls_per_turn: int | None = MAX_CALLS_PER_TURN,
     ) -> None:
         registry = dispatcher.registry
-        chosen = list(registry.names if names is None else names)
-        unknown = [n for n in chosen if n not in registry]
-        if unknown:
-            raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+        chosen = chosen_tools(registry, names)
         self.dispatcher = dispatcher
         self._id = id
         self._runner = CallRunner(dispatcher)
