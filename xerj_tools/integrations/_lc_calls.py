@@ -42,12 +42,9 @@ try:
     from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
     from langchain_core.tracers.context import register_configure_hook
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations needs langchain-core, the `langchain` extra: "
-        f"{install_hint('langchain')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations", "langchain-core", "langchain") from exc
 
 if TYPE_CHECKING:
     from ._per_run import RunGuard

@@ -35,11 +35,9 @@ try:
     from google.adk.tools import BaseTool, ToolContext
     from google.genai import types
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        f"xerj_tools.integrations.adk needs Google ADK, the `adk` extra: {install_hint('adk')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations.adk", "Google ADK", "adk") from exc
 
 if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher

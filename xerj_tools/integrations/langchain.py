@@ -58,12 +58,9 @@ try:
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool, ToolException
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations.langchain needs LangChain, the `langchain` extra: "
-        f"{install_hint('langchain')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations.langchain", "LangChain", "langchain") from exc
 
 if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher

@@ -47,12 +47,9 @@ try:
     from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
     from langchain_core.runnables import Runnable, RunnableConfig
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations.langgraph needs LangGraph, the `langgraph` extra: "
-        f"{install_hint('langgraph')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations.langgraph", "LangGraph", "langgraph") from exc
 
 if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher

@@ -32,11 +32,10 @@ try:
     from agents import FunctionTool
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations.openai_agents needs openai-agents, the `openai-agents` extra: "
-        f"{install_hint('openai-agents')}"
+    raise missing_extra(
+        "xerj_tools.integrations.openai_agents", "openai-agents", "openai-agents"
     ) from exc
 
 if TYPE_CHECKING:

@@ -41,11 +41,10 @@ try:
     from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations.pydantic_ai needs pydantic-ai, the `pydantic-ai` extra: "
-        f"{install_hint('pydantic-ai')}"
+    raise missing_extra(
+        "xerj_tools.integrations.pydantic_ai", "pydantic-ai", "pydantic-ai"
     ) from exc
 
 if TYPE_CHECKING:

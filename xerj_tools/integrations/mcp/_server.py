@@ -18,11 +18,9 @@ try:
     from mcp import types
     from mcp.server.lowlevel import Server
 except ImportError as exc:  # pragma: no cover - the CLI checks before importing this module
-    from ..._install import install_hint
+    from ..._install import missing_extra
 
-    raise ImportError(
-        f"xerj_tools.integrations.mcp needs the MCP SDK, the `mcp` extra: {install_hint('mcp')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations.mcp", "the MCP SDK", "mcp") from exc
 
 from ..._bounds import value_problem
 from ..._dispatch._async import AsyncDispatcher
