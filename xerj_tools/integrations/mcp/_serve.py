@@ -338,10 +338,27 @@ def run(setup: Setup, err: TextIO) -> int:
     return 0
 
 
-def serve(*, log_level: str = "warning", err: TextIO | None = None, **options: Any) -> int:
+def serve(
+    *,
+    url: str | None = None,
+    policy_path: str | None = None,
+    http: str | None = None,
+    allow_remote: bool = False,
+    authorization: str | None = None,
+    callers_path: str | None = None,
+    oauth: OAuthSettings | None = None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    stateless: bool = False,
+    max_in_flight: int | None = None,
+    max_connections: int | None = None,
+    pool_size: int = 10,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    log_level: str = "warning",
+    err: TextIO | None = None,
+) -> int:
     """Run the server until the client leaves (stdio) or the process is interrupted (HTTP):
-    `configure` with `options` (its keywords: ``url``, ``policy_path``, ``http``, ...), then
-    `run` with `serve_logging`.
+    `configure`, then `run` with `serve_logging`.
 
     `url` defaults to ``$XERJ_URL`` and the key to ``$XERJ_API_KEY``, as for `Dispatcher`;
     `authorization` (a ready header value) defaults to ``$XERJ_AUTH``, which XERJ's own MCP
@@ -355,6 +372,12 @@ def serve(*, log_level: str = "warning", err: TextIO | None = None, **options: A
     which the CLI reports as one line, ``xerj-tools: interrupted``, and exit status 130.
     """
     err = err or sys.stderr
-    setup = configure(**options)
+    setup = configure(
+        url=url, policy_path=policy_path, http=http, allow_remote=allow_remote,
+        authorization=authorization, callers_path=callers_path, oauth=oauth,
+        allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, stateless=stateless,
+        max_in_flight=max_in_flight, max_connections=max_connections, pool_size=pool_size,
+        max_message_bytes=max_message_bytes,
+    )  # fmt: skip
     with setup, serve_logging(err, log_level):
         return run(setup, err)
