@@ -87,26 +87,31 @@ def _orjson() -> None:
 
 def merge_results(results: Iterable[BatchResult]) -> BatchResult:
     """Batches' results, in input order, as one: counts added, lines and indexes moved on."""
-    merged: BatchResult = {
-        "lines": 0,
-        **dict.fromkeys(_COUNTS, 0),
-        "unrecognised": {},
-        "results": [],
-    }
+    merged = empty_result()
     for result in results:
         merged["results"].extend(shifted(result["results"], merged["lines"], merged["calls"]))
         add_counts(merged, result)
     return merged
 
 
-def add_counts(total: BatchResult, result: BatchResult) -> None:
-    """Add `result`'s counts (not its reports) to `total`."""
+def empty_result() -> BatchResult:
+    return {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
+
+
+def add_counts(
+    total: BatchResult, result: BatchResult, progress: Callable[[int], None] | None = None
+) -> None:
+    """Add `result`'s counts (not its reports) to `total`; `progress` is told the calls so
+    far each time they pass a multiple of 10,000."""
+    before = total["calls"] // 10_000
     total["lines"] += result["lines"]
     for key in _COUNTS:
         total[key] += result[key]
     unrecognised = total["unrecognised"]
     for kind, n in result["unrecognised"].items():
         unrecognised[kind] = unrecognised.get(kind, 0) + n
+    if progress is not None and total["calls"] // 10_000 > before:
+        progress(total["calls"])
 
 
 def report_of(result: BatchResult) -> dict[str, Any]:
@@ -172,20 +177,12 @@ def validate_parallel(
     input order, with the lines and calls before the block (a report writer's `moved_on`
     numbers them as one process would). At most twice `jobs` blocks are in flight, so
     memory stays flat. Returns the merged counts (without the reports)."""
-    total: BatchResult = {
-        "lines": 0,
-        **dict.fromkeys(_COUNTS, 0),
-        "unrecognised": {},
-        "results": [],
-    }
+    total = empty_result()
     import multiprocessing
 
     def take(args: tuple[Any, ...], result: BatchResult) -> None:
         on_reports(result["results"], total["lines"], total["calls"])
-        before = total["calls"] // 10_000
-        add_counts(total, result)
-        if progress is not None and total["calls"] // 10_000 > before:
-            progress(total["calls"])
+        add_counts(total, result, progress)
 
     # spawned: no fork of a process that may hold threads; the input stopping being text
     # (`line_blocks` cuts the last block short) reports the blocks read before, then raises

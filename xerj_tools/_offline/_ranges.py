@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-from ._batch import _COUNTS, BatchResult, _counts, _orjson, _registry, add_counts
+from ._batch import BatchResult, _counts, _orjson, _registry, add_counts, empty_result
 from ._pool import in_order
 
 __all__ = ["CHUNK_BYTES", "chunk_bounds", "validate_range", "validate_ranges"]
@@ -111,12 +111,8 @@ def validate_range(
         except UnicodeDecodeError as exc:
             # the reports made before the line that is not UTF-8 go out, as one process
             # writes them before it stops (`validate_ranges` raises after writing them)
-            return {**_empty(), "results": results, "not_utf8": exc.reason}
+            return {**empty_result(), "results": results, "not_utf8": exc.reason}
     return {"lines": read.last, **_counts(summary), "results": results}
-
-
-def _empty() -> BatchResult:
-    return {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
 
 
 def _task(
@@ -162,7 +158,7 @@ def validate_ranges(
     No more processes start than the file has ranges."""
     import multiprocessing
 
-    total = _empty()
+    total = empty_result()
     size = chunk or CHUNK_BYTES
     jobs = max(1, min(jobs, -(-os.stat(path).st_size // size)))
     method = start_method()
@@ -175,10 +171,7 @@ def validate_ranges(
             raise UnicodeDecodeError("utf-8", b"", 0, 1, result["not_utf8"])
         if reached is not None:
             reached(args[2])  # the range's end
-        before = total["calls"] // 10_000
-        add_counts(total, result)
-        if progress is not None and total["calls"] // 10_000 > before:
-            progress(total["calls"])
+        add_counts(total, result, progress)
 
     ranges = (
         (path, start, end, tools_file, repair, rendered) for start, end in chunk_bounds(path, size)
