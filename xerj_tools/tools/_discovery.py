@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._exceptions import EngineError
 from .._http._models import HttpRequest
@@ -40,10 +40,7 @@ from ._limits import Limit
 from ._listing import RESOLVE_ALL, alias_targets, aliases_by_index, names_only, streams_in
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
-from ._tool import IndexPolicy, Received, Tool
-
-if TYPE_CHECKING:
-    from ._tool import After
+from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool
 
 __all__ = ["DESCRIBE_INDEX", "LIST_INDICES", "globbable"]
 
@@ -146,7 +143,9 @@ def pattern_refusal(arguments: Mapping[str, Any], policy: IndexPolicy) -> str | 
     return None
 
 
-def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
+def _after_listing(
+    arguments: Mapping[str, Any], payload: dict[str, Any], policy: IndexPolicy
+) -> Reads:
     """The aliases and data streams (one follow-up read), then only what the policy allows,
     then the cap."""
     pattern = str(payload.pop("_pattern", "*"))
@@ -203,7 +202,9 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
     return (yield from list_with_catalog(out, policy, outcome))
 
 
-_after_listing_typed: After = _after_listing
+_DISCOVERY = PolicyTraits(
+    index_args=("index",), namespace_args=(), caps={}, writes=False, queries=False
+)
 
 LIST_INDICES = Tool(
     name="xerj_list_indices",
@@ -211,16 +212,12 @@ LIST_INDICES = Tool(
     title="List the indices",
     read=_read_listing,
     limits=(Limit(problems=_list_problems, kind="list indices"),),
-    fit="json",
-    index_args=(),  # each listed name is held to the policy instead (`after`)
-    namespace_args=(),
-    caps={},
-    writes=False,
-    queries=False,
+    # each listed name is held to the policy instead (`after`)
+    traits=replace(_DISCOVERY, index_args=()),
     path="/_cat/indices/{pattern}",
-    too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'.",
+    advice=Advice(too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'."),
     origin="first-party",
-    after=_after_listing_typed,
+    after=_after_listing,
 )
 
 
@@ -355,14 +352,11 @@ DESCRIBE_INDEX = Tool(
     title="Describe an index's fields",
     read=_read_mapping,
     limits=(Limit(problems=_describe_problems, kind="describe index"),),
-    fit="json",
-    index_args=("index",),
-    namespace_args=(),
-    caps={},
-    writes=False,
-    queries=False,
+    traits=_DISCOVERY,
     path="/{index}/_mapping",
-    too_large=lambda _: "Describe fewer fields: pass `prefix` (an object's path) or `from`.",
+    advice=Advice(
+        too_large=lambda _: "Describe fewer fields: pass `prefix` (an object's path) or `from`."
+    ),
     origin="first-party",
     after=describe_with_catalog,  # the catalog's examples and ready queries (`_catalog`)
 )
