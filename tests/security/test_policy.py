@@ -16,6 +16,7 @@ from xerj_tools import (
     HttpRequest,
     Policy,
     PolicyDenied,
+    PolicyTraits,
     Tool,
     ToolRegistry,
     load_registry,
@@ -325,8 +326,8 @@ def test_escaped_or_encoded_clauses_are_read_too(make_runner: Any, xerj: XerjSta
 # The rules follow the tools' declared traits, for every tool of the registry: a tool added to it
 # is guarded without a line here.
 REGISTRY = load_registry()
-INDEX_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].index_args or ()]
-NAMESPACE_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].namespace_args or ()]
+INDEX_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].traits.index_args or ()]
+NAMESPACE_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].traits.namespace_args or ()]
 
 
 @pytest.mark.parametrize(("tool", "key"), INDEX_ARGS)
@@ -350,7 +351,7 @@ def test_every_namespace_argument_is_held_to_the_tenant(make_runner: Any, xerj: 
 @pytest.mark.parametrize("tool", REGISTRY.names)
 def test_read_only_refuses_exactly_the_tools_that_write(make_runner: Any, xerj: XerjStandIn, tool: str) -> None:
     payload = policy_runner(make_runner, xerj, read_only=True).payload(tool, example_arguments(REGISTRY, tool))
-    if XERJ_TOOLS[tool].writes:
+    if XERJ_TOOLS[tool].traits.writes:
         assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == tool
         assert xerj.requests == []
     else:
@@ -426,7 +427,7 @@ def test_a_declared_tool_is_guarded_by_its_traits(make_runner: Any, xerj: XerjSt
     registry = custom_registry(tmp_path, "copy_docs", source={"type": "string"}, dest={"type": "string"})
     tool = Tool(name="copy_docs", build=lambda a: HttpRequest("POST", "/_reindex", {"source": {"index": a["source"]},
                                                                          "dest": {"index": a["dest"]}}),
-                index_args=("source", "dest"), writes=True)
+                traits=PolicyTraits(index_args=("source", "dest"), writes=True))
     runner = make_runner(registry=registry, url=xerj.url, tools=[tool])
     assert runner.payload("copy_docs", {"source": ".secret", "dest": "docs"})["error"]["refused"] == "index"
     read_only = make_runner(registry=registry, url=xerj.url, tools=[tool], policy=Policy(read_only=True))
@@ -476,7 +477,7 @@ def test_a_tool_names_its_rerank_and_plain_arguments() -> None:
     from xerj_tools import Tool
 
     build = lambda a: HttpRequest("POST", "/docs/_search", {})  # noqa: E731
-    second = Tool(name="second_stage", build=build, rerank_arg="second_stage_model")
+    second = Tool(name="second_stage", build=build, traits=PolicyTraits(rerank_arg="second_stage_model"))
     refused = Policy(allow_rerank=False).apply(second, {"q": "x", "second_stage_model": {"window": 9}})
     assert isinstance(refused, PolicyDenied) and refused.details == {"refused": "rerank"}
     capped = Policy(max_rerank_window=5).apply(second, {"second_stage_model": {"window": 9}})
@@ -488,4 +489,4 @@ def test_a_tool_names_its_rerank_and_plain_arguments() -> None:
     # A stored template that merely looks like a query naming a dot-index.
     template = {"template": {"query": {"terms": {"x": {"index": ".secrets", "id": "1", "path": "x"}}}}}
     assert isinstance(Policy().apply(Tool(name="store", build=build), template), PolicyDenied)
-    assert not isinstance(Policy().apply(Tool(name="store", build=build, plain_args=("template",)), template), PolicyDenied)
+    assert not isinstance(Policy().apply(Tool(name="store", build=build, traits=PolicyTraits(plain_args=("template",))), template), PolicyDenied)

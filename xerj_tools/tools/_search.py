@@ -12,7 +12,7 @@ from ._hits import decode_search, hit, shard_reasons
 from ._limits import HYBRID_LIMITS, SEARCH_LIMITS, SEMANTIC_LIMITS, VECTOR_LIMITS
 from ._paths import segment
 from ._source_view import SourceView, source_view
-from ._tool import Advice, PolicyTraits, Received, Tool, copy_args, integral
+from ._tool import Advice, Cap, PolicyTraits, Received, Tool, copy_args, integral
 
 __all__ = ["HYBRID", "SEARCH", "SEMANTIC", "VECTOR", "read_search"]
 
@@ -338,7 +338,7 @@ _SEARCHING: dict[str, Any] = {
 }
 
 
-def _searching(caps: Mapping[str, str]) -> PolicyTraits:
+def _searching(caps: Mapping[str, Cap]) -> PolicyTraits:
     return PolicyTraits(index_args=("index",), namespace_args=(), caps=caps, writes=False)
 
 

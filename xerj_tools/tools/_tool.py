@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
+from .._exceptions import ConfigurationError
 from .._http._models import HttpRequest, Outcome, Reply
 from .._message._budget import Fit
 from .._message._format import engine_error, unusable
 from ._limits import Limit, known_arguments
 
 __all__ = [
-    "Advice", "After", "Handler", "IndexPolicy", "Origin", "PolicyTraits", "Reads", "Received", "Refetch", "Tool", "copy_args",
+    "Advice", "After", "Cap", "Handler", "IndexPolicy", "Origin", "PolicyTraits", "Reads", "Received", "Refetch", "Tool", "copy_args",
     "integral", "read_json",
 ]  # fmt: skip
 
@@ -112,7 +113,14 @@ PLAIN_ARGUMENTS = frozenset(
     {"index", "namespace", "text", "metadata", "id", "query_vector", "vector"}
 )
 
-_CAP_NAMES = {"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"}
+Cap = Literal["max_size", "max_k", "max_num_candidates", "max_rerank_window"]
+"""A `Policy` cap that `PolicyTraits.caps` can hold an argument to."""
+
+_CAP_NAMES: dict[str, Cap] = {
+    "size": "max_size",
+    "k": "max_k",
+    "num_candidates": "max_num_candidates",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,9 +135,10 @@ class PolicyTraits:
     namespace_args: tuple[str, ...] | None = None
     """The arguments that name memory namespaces (held to ``namespace``/``namespace_prefix``).
     None: every one named ``namespace``, ``namespaces``, ``namespace_*`` or ``*_namespace``."""
-    caps: Mapping[str, str] | None = None
-    """Argument → the `Policy` cap that bounds it (``{"size": "max_size"}``). None: ``size``,
-    ``k`` and ``num_candidates`` to ``max_size``, ``max_k`` and ``max_num_candidates``."""
+    caps: Mapping[str, Cap] | None = None
+    """Argument → the `Policy` cap that bounds it (``{"size": "max_size"}``; a name that is no
+    `Cap` raises `ConfigurationError`). None: ``size``, ``k`` and ``num_candidates`` to
+    ``max_size``, ``max_k`` and ``max_num_candidates``."""
     writes: bool | None = None
     """Whether the tool changes data (refused under ``Policy(read_only=True)``). None: judged by
     its request, which writes unless it is a GET/HEAD or a POST to a read endpoint
@@ -142,6 +151,13 @@ class PolicyTraits:
     rerank_arg: str | None = None
     """The argument that asks XERJ's reranker (held to ``allow_rerank`` and
     ``max_rerank_window``). None: ``rerank``."""
+
+    def __post_init__(self) -> None:
+        if self.caps is not None and (wrong := set(self.caps.values()) - set(get_args(Cap))):
+            raise ConfigurationError(
+                f"PolicyTraits.caps names {', '.join(map(repr, sorted(wrong)))}, which is no "
+                f"Policy cap; the caps are {', '.join(get_args(Cap))}"
+            )
 
     def index_arguments(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The arguments of this call that the policy holds to its index rules."""
@@ -162,7 +178,7 @@ class PolicyTraits:
     def plain_arguments(self) -> frozenset[str]:
         return PLAIN_ARGUMENTS if self.plain_args is None else frozenset(self.plain_args)
 
-    def cap_arguments(self, arguments: Mapping[str, Any]) -> Mapping[str, str]:
+    def cap_arguments(self, arguments: Mapping[str, Any]) -> Mapping[str, Cap]:
         if self.caps is not None:
             return self.caps
         return {k: _CAP_NAMES[k] for k in arguments if k in _CAP_NAMES}
