@@ -45,7 +45,6 @@ from .._schema._registry import ToolRegistry
 from .._shapes import ToolCall, ToolMessage
 from ..tools import Handler, Received, Tool
 from ..tools._catalog import served_queries
-from ..tools._discovery import LIST_INDICES, pattern_refusal
 from ..tools._listing import LISTING_TTL, IndexListing
 from ..tools._mappings import MAPPING_TTL, MappingCache
 from ..tools._paths import dot_segment
@@ -212,8 +211,6 @@ class DispatchCore:
         applied = policy.apply(tool, arguments, read_body=read_body)
         if isinstance(applied, PolicyDenied):
             return applied
-        if tool.name == LIST_INDICES.name and (said := pattern_refusal(arguments, policy)):
-            return PolicyDenied(said, details={"refused": "index"})  # exists or not, alike
         arguments, notes = applied
         if notes and not (recheck := spec.validate(arguments)).ok:
             return PolicyDenied(

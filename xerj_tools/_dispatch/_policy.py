@@ -149,6 +149,14 @@ class Policy:
                 return PolicyDenied(f"{path}: {reason}", details={"refused": "index", "path": path})
         return None
 
+    def _listed_refusal(self, key: str, value: Any) -> str | None:
+        parts = value.split(",") if isinstance(value, str) else []
+        for place, part in enumerate(parts, 1):
+            if part and "*" not in part and part != "_all" and not self.allows_index(part):
+                which = f"name {place} of `{key}`" if len(parts) > 1 else f"`{key}`"
+                return f"{which} is not among the indices this agent may list; list without it"
+        return None
+
     def allows_index(self, name: str) -> bool:
         """Whether the model may search index `name` (used to list the indices it may use)."""
         return self._index_refusal(name) is None
@@ -206,6 +214,9 @@ class Policy:
             for index in _names(args.get(key)):
                 if reason := self._index_refusal(index):
                     return PolicyDenied(reason, details={"refused": "index"})
+        for key in traits.listed_args:
+            if reason := self._listed_refusal(key, args.get(key)):
+                return PolicyDenied(reason, details={"refused": "index"})  # exists or not, alike
         if (
             read_body
             and traits.queries

@@ -9,7 +9,7 @@ First-party tools; their definitions follow the publishers' in ``tools.json``.
   nothing an empty 200 (es_compat.rs:418-427); only index names are compared, never aliases
   (es_compat.rs:424-429), and a ``-name`` is a literal name. The policy is applied to every name
   listed; a concrete name of `pattern` the policy denies is refused before anything is sent
-  (`pattern_refusal`), whether or not it exists, so the answer tells nothing of it. An alias is
+  (`PolicyTraits.listed_args`), whether or not it exists, so the answer tells nothing of it. An alias is
   shown beside its indices only when its name and every index behind it are allowed; a data
   stream (an alias over ``.ds-<name>-NNNNNN``, engine.rs:1165-1184) is listed by its own name
   when that name is allowed, its backing indices with it (`_index_guard.allowed_behind`).
@@ -130,19 +130,6 @@ def _read_listing(received: Received) -> dict[str, Any]:
     return {"ok": True, "indices": rows, "_pattern": received.request.reading.get("pattern", "*")}
 
 
-def pattern_refusal(arguments: Mapping[str, Any], policy: IndexPolicy) -> str | None:
-    """Why `pattern` may not be listed: a concrete name in it that the policy denies. Decided
-    before anything is sent, so that a denied name that exists and one that does not are
-    answered alike."""
-    pattern = arguments.get("pattern")
-    parts = pattern.split(",") if isinstance(pattern, str) else []
-    for place, part in enumerate(parts, 1):
-        if part and "*" not in part and part != "_all" and not policy.allows_index(part):
-            which = f"name {place} of `pattern`" if len(parts) > 1 else "`pattern`"
-            return f"{which} is not among the indices this agent may list; list without it"
-    return None
-
-
 def _after_listing(
     arguments: Mapping[str, Any], payload: dict[str, Any], policy: IndexPolicy
 ) -> Reads:
@@ -213,7 +200,7 @@ LIST_INDICES = Tool(
     read=_read_listing,
     limits=(Limit(problems=_list_problems, kind="list indices"),),
     # each listed name is held to the policy instead (`after`)
-    traits=replace(_DISCOVERY, index_args=()),
+    traits=replace(_DISCOVERY, index_args=(), listed_args=("pattern",)),
     path="/_cat/indices/{pattern}",
     advice=Advice(too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'."),
     origin="first-party",

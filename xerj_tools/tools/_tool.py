@@ -132,6 +132,12 @@ class PolicyTraits:
     """The arguments that are index expressions (held to ``allow_indices``/``deny_indices``).
     None: every top-level argument named ``index``, ``indices``, ``index_*``, ``indices_*``,
     ``*_index`` or ``*_indices``, in any case."""
+    listed_args: tuple[str, ...] = ()
+    """The arguments that filter a listing of index names (``xerj_list_indices``'s ``pattern``)
+    rather than name indices to read: each concrete name in one (no ``*``, not ``_all``) that
+    the policy denies is refused before anything is sent, so that a denied name and an absent
+    one are answered alike; the wildcards are left to the listing, which shows only what the
+    policy allows."""
     namespace_args: tuple[str, ...] | None = None
     """The arguments that name memory namespaces (held to ``namespace``/``namespace_prefix``).
     None: every one named ``namespace``, ``namespaces``, ``namespace_*`` or ``*_namespace``."""
