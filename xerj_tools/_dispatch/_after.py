@@ -106,12 +106,8 @@ def after_answer(
             if names:
                 error["indices"] = names
                 error["hint"] = "Use one of the indices listed in `indices`, or a pattern."
-        elif tool.name == "xerj_list_indices":
-            # `_cat/indices/{pattern}` compares index names only (es_compat.rs:424-429)
-            error["hint"] = (
-                "`pattern` takes index names and patterns only: an alias or data stream is not "
-                "one (it is listed beside its indices, or as a data stream); list without it"
-            )
+        elif tool.advice.index_not_found is not None:
+            error["hint"] = tool.advice.index_not_found
         return payload
     # no match at all: a total of 0 (`size: 0` asks for counts, not for hits)
     empty = payload.get("ok") is True and payload.get("hits") == [] and payload.get("total") == 0

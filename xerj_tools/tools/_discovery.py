@@ -202,7 +202,14 @@ LIST_INDICES = Tool(
     # each listed name is held to the policy instead (`after`)
     traits=replace(_DISCOVERY, index_args=(), listed_args=("pattern",)),
     path="/_cat/indices/{pattern}",
-    advice=Advice(too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'."),
+    advice=Advice(
+        too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'.",
+        # `_cat/indices/{pattern}` compares index names only (es_compat.rs:424-429)
+        index_not_found=(
+            "`pattern` takes index names and patterns only: an alias or data stream is not "
+            "one (it is listed beside its indices, or as a data stream); list without it"
+        ),
+    ),
     origin="first-party",
     after=_after_listing,
 )

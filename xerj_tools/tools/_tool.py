@@ -201,6 +201,10 @@ class Advice:
     refetch: str | Refetch | None = None
     """How to read whole a field the budget cut inside a hit: a sentence, or a `Refetch` given
     the names of the tools served. None: the fitter's advice, which names no tool."""
+    index_not_found: str | None = None
+    """What to do when XERJ answers ``index_not_found`` to a call with no index argument (a
+    listing's filter). None: the error's own words. (A call with one is told the indices it may
+    use.)"""
     hints: Mapping[str, str] = field(default_factory=dict)
     """An argument the schema does not list → a word on it (``{"_source": "the argument is
     called `source`"}``), said when `Tool.strict_arguments` refuses it."""
