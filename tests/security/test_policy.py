@@ -179,11 +179,11 @@ def test_caps_apply_to_numbers_written_as_floats(make_runner: Any, xerj: XerjSta
 
 
 def test_policy_apply_normalises_numbers_itself() -> None:
-    applied = Policy(max_size=50, max_k=5).apply("xerj_semantic_search", {"index": "d", "size": 5e3, "k": 9.0})
+    applied = Policy(max_size=50, max_k=5).apply(XERJ_TOOLS["xerj_semantic_search"], {"index": "d", "size": 5e3, "k": 9.0})
     assert not isinstance(applied, PolicyDenied)
     arguments, notes = applied
     assert (arguments["size"], arguments["k"]) == (50, 5) and len(notes) == 2
-    refused = Policy(max_rerank_window=10, caps="refuse").apply("xerj_search", {"index": "d", "rerank": {"window": 3e1}})
+    refused = Policy(max_rerank_window=10, caps="refuse").apply(XERJ_TOOLS["xerj_search"], {"index": "d", "rerank": {"window": 3e1}})
     assert isinstance(refused, PolicyDenied) and "rerank.window" in refused.reason
 
 
@@ -191,9 +191,9 @@ def test_policy_apply_reads_the_query_for_index_names_unless_told_the_text_names
     """The one public way in, for the dispatcher too: ``read_body=False`` is what the dispatcher
     passes when the arguments' text shows no clause that can name an index."""
     lookup = {"index": "docs", "query": {"terms": {"user": {"index": ".secrets", "id": "1", "path": "u"}}}}
-    refused = Policy().apply("xerj_search", lookup)
+    refused = Policy().apply(XERJ_TOOLS["xerj_search"], lookup)
     assert isinstance(refused, PolicyDenied) and refused.details["refused"] == "index"
-    assert not isinstance(Policy().apply("xerj_search", lookup, read_body=False), PolicyDenied)
+    assert not isinstance(Policy().apply(XERJ_TOOLS["xerj_search"], lookup, read_body=False), PolicyDenied)
     assert not hasattr(Policy, "_apply")
 
 
@@ -388,7 +388,7 @@ def test_a_custom_tool_with_an_index_argument_is_guarded_by_default(make_runner:
     payload = runner.payload("my_stats", arguments)
     assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == "index"
     assert xerj.requests == []
-    assert isinstance(Policy().apply("my_stats", arguments), PolicyDenied)  # no dispatcher needed
+    assert isinstance(Policy().apply(Tool(name="my_stats", build=stats), arguments), PolicyDenied)  # no dispatcher needed
     runner.payload("my_stats", {key: ["docs"] if key == "indices" else "docs"})
     assert [r.path for r in xerj.requests] == ["/docs/_stats"]  # an allowed index goes through
 

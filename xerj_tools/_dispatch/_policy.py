@@ -194,20 +194,15 @@ class Policy:
         return None
 
     def apply(
-        self, tool: str | Tool, arguments: Mapping[str, Any], *, read_body: bool = True
+        self, tool: Tool, arguments: Mapping[str, Any], *, read_body: bool = True
     ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
         """Check validated arguments; return them (clamped where allowed) with notes, or a refusal.
 
-        A name is looked up among the library's own tools; any other name is judged by its
-        arguments' names (the traits a `Tool` leaves undeclared are inferred the same way).
-        `read_body` False skips reading the arguments' query DSL for index names: only for
-        arguments whose text shows no clause that can name one (the dispatcher knows the text,
-        `may_name_indices`).
+        The traits the tool leaves undeclared are inferred from its arguments' names
+        (`PolicyTraits`); the library's own tools are `XERJ_TOOLS`. `read_body` False skips
+        reading the arguments' query DSL for index names: only for arguments whose text shows no
+        clause that can name one (the dispatcher knows the text, `may_name_indices`).
         """
-        if isinstance(tool, str):
-            from ..tools._table import handler_tool, tool_named
-
-            tool = tool_named(tool) or handler_tool(tool, _no_request)
         name, traits, args = tool.name, tool.traits, dict(arguments)
         notes: list[str] = []
         for key in traits.index_arguments(args):
@@ -362,7 +357,3 @@ def _read_only(tool: str) -> PolicyDenied:
     return PolicyDenied(
         f"this agent is read-only: {tool} writes, so it is not allowed", details={"refused": tool}
     )
-
-
-def _no_request(arguments: Mapping[str, Any]) -> HttpRequest:
-    raise AssertionError("Policy.apply builds no request")
