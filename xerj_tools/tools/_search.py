@@ -12,7 +12,7 @@ from ._hits import decode_search, hit, shard_reasons
 from ._limits import HYBRID_LIMITS, SEARCH_LIMITS, SEMANTIC_LIMITS, VECTOR_LIMITS
 from ._paths import segment
 from ._source_view import SourceView, source_view
-from ._tool import Received, Tool, copy_args, integral
+from ._tool import Advice, Cap, PolicyTraits, Received, Tool, copy_args, integral
 
 __all__ = ["HYBRID", "SEARCH", "SEMANTIC", "VECTOR", "read_search"]
 
@@ -333,13 +333,14 @@ _SEARCHING: dict[str, Any] = {
     "read": read_search,
     "result_fields": _HITS_FIELDS,
     "fit": "hits",
-    "refetch": _fetch_hit,
-    "index_args": ("index",),
-    "namespace_args": (),
-    "writes": False,
     "path": "/{index}/_search",
     "origin": "published",
 }
+
+
+def _searching(caps: Mapping[str, Cap]) -> PolicyTraits:
+    return PolicyTraits(index_args=("index",), namespace_args=(), caps=caps, writes=False)
+
 
 SEARCH = Tool(
     name="xerj_search",
@@ -347,12 +348,15 @@ SEARCH = Tool(
     title="Search an index (query DSL)",
     limits=SEARCH_LIMITS,
     paging="from",
-    caps={"size": "max_size"},
-    hints={
-        "_source": "the argument is called `source`",
-        "aggregations": "the argument is called `aggs`",
-    },
-    too_large=_too_large_search,
+    traits=_searching({"size": "max_size"}),
+    advice=Advice(
+        too_large=_too_large_search,
+        refetch=_fetch_hit,
+        hints={
+            "_source": "the argument is called `source`",
+            "aggregations": "the argument is called `aggs`",
+        },
+    ),
     **_SEARCHING,
 )
 SEMANTIC = Tool(
@@ -360,8 +364,8 @@ SEMANTIC = Tool(
     build=semantic_search,
     title="Semantic search",
     limits=SEMANTIC_LIMITS,
-    caps={"size": "max_size", "k": "max_k"},
-    too_large=_too_large_vectors,
+    traits=_searching({"size": "max_size", "k": "max_k"}),
+    advice=Advice(too_large=_too_large_vectors, refetch=_fetch_hit),
     **_SEARCHING,
 )
 VECTOR = Tool(
@@ -369,8 +373,8 @@ VECTOR = Tool(
     build=vector_search,
     title="Vector (kNN) search",
     limits=VECTOR_LIMITS,
-    caps={"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"},
-    too_large=_too_large_vectors,
+    traits=_searching({"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"}),
+    advice=Advice(too_large=_too_large_vectors, refetch=_fetch_hit),
     **_SEARCHING,
 )
 HYBRID = Tool(
@@ -378,8 +382,11 @@ HYBRID = Tool(
     build=hybrid_search,
     title="Hybrid search",
     limits=HYBRID_LIMITS,
-    caps={"size": "max_size"},
-    hints={"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
-    too_large=_too_large_hybrid,
+    traits=_searching({"size": "max_size"}),
+    advice=Advice(
+        too_large=_too_large_hybrid,
+        refetch=_fetch_hit,
+        hints={"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
+    ),
     **_SEARCHING,
 )

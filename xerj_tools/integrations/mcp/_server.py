@@ -108,7 +108,7 @@ def tool_hints(tool: Tool) -> ToolHints | None:
     idempotent: each store without an `id` adds another memory)."""
     if tool.title is None:
         return None
-    return ToolHints(tool.title, tool.writes is False, tool.writes is False)
+    return ToolHints(tool.title, tool.traits.writes is False, tool.traits.writes is False)
 
 
 def list_tools(
@@ -125,7 +125,7 @@ def list_tools(
     listed = []
     for spec in registry:
         tool = tools.get(spec.name)
-        if policy is not None and policy.read_only and tool is not None and tool.writes:
+        if policy is not None and policy.read_only and tool is not None and tool.traits.writes:
             continue
         hints = tool_hints(tool) if tool is not None else None
         listed.append(
