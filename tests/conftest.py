@@ -204,9 +204,10 @@ def success_payload(
     """The payload tool `tool` makes of a 2xx reply (a first-party tool by name, else as the
     plain handler's request kind says): the reading stage alone, without a socket."""
     from xerj_tools.tools import Received
-    from xerj_tools.tools._table import reading_tool
+    from xerj_tools.tools._table import XERJ_TOOLS, handler_tool, reading_tool
 
-    return reading_tool(tool, request).answer(Received(tool, reply, request, rerank_note))
+    named = XERJ_TOOLS.get(tool) or handler_tool(tool, lambda _: request)
+    return reading_tool(named, request).answer(Received(tool, reply, request, rerank_note))
 
 
 @pytest.fixture

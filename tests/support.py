@@ -1,9 +1,10 @@
 """Small helpers several test files share: waiting for a condition, a port nothing listens on,
-deeply nested values. (The tool call the tests send is conftest's `chat_call`.)"""
+deeply nested values, the command line run in-process. (The tool call the tests send is conftest's `chat_call`.)"""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import socket
 import time
@@ -54,3 +55,17 @@ def nested_bytes(depth: int, leaf: str = "x", key: str | None = None) -> bytes:
         return b"[" * depth + json.dumps(leaf).encode() + b"]" * depth
     return (b'{"' + key.encode() + b'":') * depth + json.dumps(leaf).encode() + b"}" * depth
 
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def run_cli(*argv: str, stdin: str = "", err: io.StringIO | None = None) -> tuple[int, str, str]:
+    """`xerj-tools ARGV` in-process: (exit status, stdout, stderr)."""
+    from xerj_tools._cli._main import main
+
+    out, err = io.StringIO(), err or io.StringIO()
+    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()

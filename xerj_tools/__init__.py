@@ -61,7 +61,7 @@ from ._shapes import (
     turn_messages,
 )
 from ._shapes._usage import TokenUsage
-from .tools import HANDLERS, XERJ_TOOLS, Handler, Limit, Received, Tool
+from .tools import HANDLERS, XERJ_TOOLS, Advice, Handler, Limit, PolicyTraits, Received, Tool
 
 if TYPE_CHECKING:
     from ._dispatch._async import AsyncDispatcher
@@ -74,6 +74,7 @@ __all__ = [
     "HANDLERS",
     "MAX_ARGUMENT_DEPTH",
     "XERJ_TOOLS",
+    "Advice",
     "AgentEvent",
     "AgentOptions",
     "AgentResult",
@@ -98,6 +99,7 @@ __all__ = [
     "ModelError",
     "Policy",
     "PolicyDenied",
+    "PolicyTraits",
     "Problem",
     "Received",
     "ResponsesToolOutput",

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ._version import __version__
 
-__all__ = ["install_hint"]
+__all__ = ["install_hint", "missing_extra"]
 
 DISTRIBUTION = "xerj-tools"
 WHEEL = f"xerj_tools-{__version__}-py3-none-any.whl"
@@ -30,6 +30,11 @@ InstallOrigin = dict[str, Any] | Literal["index", "not installed"]
 def install_hint(extra: str) -> str:
     """The command that adds `extra` to this installation of xerj-tools, as one line."""
     return install_command(extra, _origin())
+
+
+def missing_extra(module: str, needed: str, extra: str) -> ImportError:
+    """The error of a module imported without the extra it needs, with the command that adds it."""
+    return ImportError(f"{module} needs {needed}, the `{extra}` extra: {install_hint(extra)}")
 
 
 def install_command(extra: str, origin: InstallOrigin) -> str:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FakeTTY
+from support import run_cli as run
 
 from xerj_tools import Dispatcher, load_registry
 from xerj_tools._cli._main import EXAMPLES, main
@@ -18,17 +20,6 @@ from xerj_tools._offline._validate import read_calls
 from xerj_tools.testing import XerjStandIn
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-
-
-class FakeTTY(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def run(*argv: str, stdin: str = "", err: io.StringIO | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), err or io.StringIO()
-    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def validate_json(*argv: str, stdin: str = "") -> tuple[int, dict[str, Any]]:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FakeTTY
+from support import run_cli as run
 
 from xerj_tools._cli._main import main
 
@@ -21,17 +23,6 @@ BAD = {"id": "c2", "type": "function",
        "function": {"name": "xerj_search", "arguments": '{"index": "docs", "query": {}, "size": 20000}'}}
 REPAIRABLE = {"id": "c3", "type": "function",
               "function": {"name": "xerj_search", "arguments": '{"index": "docs", "query": {}, "size": "10"}'}}  # fmt: skip
-
-
-class FakeTTY(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def run(*argv: str, stdin: str = "", err: io.StringIO | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), err or io.StringIO()
-    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def script(*argv: str, env: dict[str, str] | None = None, stdout: Any = subprocess.PIPE) -> subprocess.CompletedProcess[str]:

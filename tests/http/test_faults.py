@@ -200,4 +200,4 @@ def test_every_tool_meets_the_faults(tool: str, case: Case, mode: str, sleeps: S
     own = [r for r in xerj.requests if not follow_up(tool, r.path)]
     assert result.attempts == case.attempts and len(own) == case.attempts
     if case.code == "response_too_large":
-        assert XERJ_TOOLS[tool].too_large is not None and result.payload["error"]["hint"]
+        assert XERJ_TOOLS[tool].advice.too_large is not None and result.payload["error"]["hint"]

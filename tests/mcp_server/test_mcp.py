@@ -220,7 +220,7 @@ def guarded(stand_in: XerjStandIn, tmp_path_factory: pytest.TempPathFactory) -> 
 @needs_sdk
 def test_a_policy_file_binds_the_server(guarded: Connected, xerj: XerjStandIn) -> None:
     listed = guarded.run(lambda client: client.list_tools()).tools
-    writers = [n for n, t in XERJ_TOOLS.items() if t.writes]
+    writers = [n for n, t in XERJ_TOOLS.items() if t.traits.writes]
     assert writers == ["xerj_memory_store"]  # read-only: the tools that write are not listed
     assert [t.name for t in listed] == [n for n in load_registry().names if n not in writers]
     assert "policy.toml" in guarded.log()

@@ -15,6 +15,7 @@ from test_budget import doc_hit, search_response
 
 from xerj_tools import (
     XERJ_TOOLS,
+    Advice,
     Dispatcher,
     HttpRequest,
     Tool,
@@ -78,7 +79,7 @@ def read_hits(received: Any) -> dict[str, Any]:
 def finder(refetch: Any) -> Tool:
     return Tool(
         name="find_notes", build=lambda a: HttpRequest("POST", "/notes/_search", body={"query": {}}),
-        read=read_hits, fit="hits", description="Find notes.", refetch=refetch,
+        read=read_hits, fit="hits", description="Find notes.", advice=Advice(refetch=refetch),
         parameters={"type": "object", "properties": {"q": {"type": "string"}}},
     )  # fmt: skip
 
@@ -116,13 +117,13 @@ def test_a_custom_tool_without_a_hint_is_told_nothing_about_other_tools() -> Non
 
 def test_refetch_hint_takes_a_sentence_a_function_or_nothing() -> None:
     served = ("a", "b")
-    assert finder("s").refetch_hint(served) == "s"
-    assert finder(lambda names: ",".join(names)).refetch_hint(served) == "a,b"
-    assert finder(None).refetch_hint(served) is None
+    assert finder("s").advice.refetch_hint(served) == "s"
+    assert finder(lambda names: ",".join(names)).advice.refetch_hint(served) == "a,b"
+    assert finder(None).advice.refetch_hint(served) is None
     search = XERJ_TOOLS["xerj_search"]
-    assert "xerj_search" in (search.refetch_hint({"xerj_search"}) or "")
-    assert "xerj_get_document" in (search.refetch_hint({"xerj_get_document"}) or "")
-    assert search.refetch_hint(()) is None
+    assert "xerj_search" in (search.advice.refetch_hint({"xerj_search"}) or "")
+    assert "xerj_get_document" in (search.advice.refetch_hint({"xerj_get_document"}) or "")
+    assert search.advice.refetch_hint(()) is None
 
 
 def test_the_document_tool_names_xerj_search_only_where_it_is_served() -> None:
@@ -152,7 +153,7 @@ def test_served_advice_drops_only_advice_that_names_an_absent_library_tool() -> 
     alone = served_advice(document, {"xerj_get_document"})
     assert alone is not None and alone(request) is None
     custom = Tool(
-        name="t", build=lambda a: request, too_large=lambda r: "ask for less (xerj_logs is an index)"
+        name="t", build=lambda a: request, advice=Advice(too_large=lambda r: "ask for less (xerj_logs is an index)")
     )
     advice = served_advice(custom, {"t"})
     assert advice is not None and advice(request) == "ask for less (xerj_logs is an index)"
@@ -164,7 +165,7 @@ def test_every_library_hint_names_only_served_tools() -> None:
     for name, tool in XERJ_TOOLS.items():
         for absent in XERJ_TOOLS:
             served: Mapping[str, Any] = {n: 1 for n in XERJ_TOOLS if n != absent}
-            hint = tool.refetch_hint(served) or ""
+            hint = tool.advice.refetch_hint(served) or ""
             assert absent not in named_tools(hint), (name, absent)
 
 

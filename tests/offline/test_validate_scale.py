@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import FakeTTY
+from support import run_cli as run
 
 from xerj_tools import merge_results, validate_batch
 from xerj_tools._cli._main import main
@@ -24,12 +26,6 @@ from xerj_tools._offline import _batch
 from conftest import chat_call
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "outage"}}}
-
-
-def run(*argv: str, stdin: str = "") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 
@@ -315,10 +311,6 @@ def test_a_batch_is_what_the_command_prints(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_progress_on_a_terminal_with_jobs(tmp_path: Path) -> None:
-    class FakeTTY(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
     path = tmp_path / "many.jsonl"
     path.write_text(
         (json.dumps(chat_call("xerj_get_document", {"index": "d", "id": "x"})) + "\n") * 20_000

@@ -101,14 +101,14 @@ def test_the_exported_tables_are_read_only(name: str) -> None:
 
 def test_xerj_tools_tools_exports_only_what_a_tool_author_uses() -> None:
     # The package a user reads to declare a `Tool`: the tools, their builders, the `Tool` class,
-    # the types and default reader of its fields, and `Limit` with its kinds (a rule of one's
+    # the types, groups and default reader of its fields, and `Limit` with its kinds (a rule of one's
     # own declared once). The dispatcher's table machinery is
     # private (`tools/_table.py`) and not reachable from the package's names.
     import xerj_tools.tools as tools
 
     assert sorted(tools.__all__) == sorted(
-        ["HANDLERS", "XERJ_TOOLS", "Handler", "Limit", "Origin", "Received", "Tool",
-         "int_range", "not_blank", "number_range", "read_json"]
+        ["HANDLERS", "XERJ_TOOLS", "Advice", "After", "Handler", "Limit", "Origin", "PolicyTraits",
+         "Received", "Tool", "int_range", "not_blank", "number_range", "read_json"]
     )
     for internal in ("tool_table", "served_hints", "served_advice", "reading_tool",
                      "handler_tool", "tool_named"):

@@ -16,6 +16,7 @@ from xerj_tools import (
     HttpRequest,
     Policy,
     PolicyDenied,
+    PolicyTraits,
     Tool,
     ToolRegistry,
     load_registry,
@@ -178,11 +179,11 @@ def test_caps_apply_to_numbers_written_as_floats(make_runner: Any, xerj: XerjSta
 
 
 def test_policy_apply_normalises_numbers_itself() -> None:
-    applied = Policy(max_size=50, max_k=5).apply("xerj_semantic_search", {"index": "d", "size": 5e3, "k": 9.0})
+    applied = Policy(max_size=50, max_k=5).apply(XERJ_TOOLS["xerj_semantic_search"], {"index": "d", "size": 5e3, "k": 9.0})
     assert not isinstance(applied, PolicyDenied)
     arguments, notes = applied
     assert (arguments["size"], arguments["k"]) == (50, 5) and len(notes) == 2
-    refused = Policy(max_rerank_window=10, caps="refuse").apply("xerj_search", {"index": "d", "rerank": {"window": 3e1}})
+    refused = Policy(max_rerank_window=10, caps="refuse").apply(XERJ_TOOLS["xerj_search"], {"index": "d", "rerank": {"window": 3e1}})
     assert isinstance(refused, PolicyDenied) and "rerank.window" in refused.reason
 
 
@@ -190,9 +191,9 @@ def test_policy_apply_reads_the_query_for_index_names_unless_told_the_text_names
     """The one public way in, for the dispatcher too: ``read_body=False`` is what the dispatcher
     passes when the arguments' text shows no clause that can name an index."""
     lookup = {"index": "docs", "query": {"terms": {"user": {"index": ".secrets", "id": "1", "path": "u"}}}}
-    refused = Policy().apply("xerj_search", lookup)
+    refused = Policy().apply(XERJ_TOOLS["xerj_search"], lookup)
     assert isinstance(refused, PolicyDenied) and refused.details["refused"] == "index"
-    assert not isinstance(Policy().apply("xerj_search", lookup, read_body=False), PolicyDenied)
+    assert not isinstance(Policy().apply(XERJ_TOOLS["xerj_search"], lookup, read_body=False), PolicyDenied)
     assert not hasattr(Policy, "_apply")
 
 
@@ -325,8 +326,8 @@ def test_escaped_or_encoded_clauses_are_read_too(make_runner: Any, xerj: XerjSta
 # The rules follow the tools' declared traits, for every tool of the registry: a tool added to it
 # is guarded without a line here.
 REGISTRY = load_registry()
-INDEX_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].index_args or ()]
-NAMESPACE_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].namespace_args or ()]
+INDEX_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].traits.index_args or ()]
+NAMESPACE_ARGS = [(n, k) for n in REGISTRY.names for k in XERJ_TOOLS[n].traits.namespace_args or ()]
 
 
 @pytest.mark.parametrize(("tool", "key"), INDEX_ARGS)
@@ -350,7 +351,7 @@ def test_every_namespace_argument_is_held_to_the_tenant(make_runner: Any, xerj: 
 @pytest.mark.parametrize("tool", REGISTRY.names)
 def test_read_only_refuses_exactly_the_tools_that_write(make_runner: Any, xerj: XerjStandIn, tool: str) -> None:
     payload = policy_runner(make_runner, xerj, read_only=True).payload(tool, example_arguments(REGISTRY, tool))
-    if XERJ_TOOLS[tool].writes:
+    if XERJ_TOOLS[tool].traits.writes:
         assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == tool
         assert xerj.requests == []
     else:
@@ -387,7 +388,7 @@ def test_a_custom_tool_with_an_index_argument_is_guarded_by_default(make_runner:
     payload = runner.payload("my_stats", arguments)
     assert payload["error"]["code"] == "policy_denied" and payload["error"]["refused"] == "index"
     assert xerj.requests == []
-    assert isinstance(Policy().apply("my_stats", arguments), PolicyDenied)  # no dispatcher needed
+    assert isinstance(Policy().apply(Tool(name="my_stats", build=stats), arguments), PolicyDenied)  # no dispatcher needed
     runner.payload("my_stats", {key: ["docs"] if key == "indices" else "docs"})
     assert [r.path for r in xerj.requests] == ["/docs/_stats"]  # an allowed index goes through
 
@@ -426,7 +427,7 @@ def test_a_declared_tool_is_guarded_by_its_traits(make_runner: Any, xerj: XerjSt
     registry = custom_registry(tmp_path, "copy_docs", source={"type": "string"}, dest={"type": "string"})
     tool = Tool(name="copy_docs", build=lambda a: HttpRequest("POST", "/_reindex", {"source": {"index": a["source"]},
                                                                          "dest": {"index": a["dest"]}}),
-                index_args=("source", "dest"), writes=True)
+                traits=PolicyTraits(index_args=("source", "dest"), writes=True))
     runner = make_runner(registry=registry, url=xerj.url, tools=[tool])
     assert runner.payload("copy_docs", {"source": ".secret", "dest": "docs"})["error"]["refused"] == "index"
     read_only = make_runner(registry=registry, url=xerj.url, tools=[tool], policy=Policy(read_only=True))
@@ -476,7 +477,7 @@ def test_a_tool_names_its_rerank_and_plain_arguments() -> None:
     from xerj_tools import Tool
 
     build = lambda a: HttpRequest("POST", "/docs/_search", {})  # noqa: E731
-    second = Tool(name="second_stage", build=build, rerank_arg="second_stage_model")
+    second = Tool(name="second_stage", build=build, traits=PolicyTraits(rerank_arg="second_stage_model"))
     refused = Policy(allow_rerank=False).apply(second, {"q": "x", "second_stage_model": {"window": 9}})
     assert isinstance(refused, PolicyDenied) and refused.details == {"refused": "rerank"}
     capped = Policy(max_rerank_window=5).apply(second, {"second_stage_model": {"window": 9}})
@@ -488,4 +489,4 @@ def test_a_tool_names_its_rerank_and_plain_arguments() -> None:
     # A stored template that merely looks like a query naming a dot-index.
     template = {"template": {"query": {"terms": {"x": {"index": ".secrets", "id": "1", "path": "x"}}}}}
     assert isinstance(Policy().apply(Tool(name="store", build=build), template), PolicyDenied)
-    assert not isinstance(Policy().apply(Tool(name="store", build=build, plain_args=("template",)), template), PolicyDenied)
+    assert not isinstance(Policy().apply(Tool(name="store", build=build, traits=PolicyTraits(plain_args=("template",))), template), PolicyDenied)

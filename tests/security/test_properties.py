@@ -216,8 +216,8 @@ def test_dispatch_never_raises_and_sends_only_contract_requests(tool: str) -> No
 
 
 CAPS = {"max_size": 50, "max_k": 40, "max_num_candidates": 100}
-# The tools the operator's caps apply to, and the arguments each caps (`Tool.caps`).
-CAPPED = {name: tuple(tool.caps) for name, tool in XERJ_TOOLS.items() if name in REGISTRY and tool.caps}
+# The tools the operator's caps apply to, and the arguments each caps (`PolicyTraits.caps`).
+CAPPED = {name: tuple(tool.traits.caps) for name, tool in XERJ_TOOLS.items() if name in REGISTRY and tool.traits.caps}
 LIMIT = {"size": CAPS["max_size"], "k": CAPS["max_k"], "num_candidates": CAPS["max_num_candidates"]}
 
 

@@ -22,7 +22,7 @@ def paths(xerj: XerjStandIn) -> list[str]:
 def test_both_are_first_party_tools_after_the_publishers_six() -> None:
     names = load_registry().names
     assert names[-2:] == ("xerj_list_indices", "xerj_describe_index")
-    assert all(XERJ_TOOLS[n].origin == "first-party" and XERJ_TOOLS[n].writes is False for n in names[-2:])
+    assert all(XERJ_TOOLS[n].origin == "first-party" and XERJ_TOOLS[n].traits.writes is False for n in names[-2:])
 
 
 def test_the_listing_has_names_counts_and_never_a_denied_index(runner: Runner, xerj: XerjStandIn) -> None:

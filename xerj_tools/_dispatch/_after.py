@@ -5,8 +5,6 @@ fields of a mapping already cached (`with_known_vectors`). After the answer (`af
 
 - a missing index gets the indices the model may use (`_listing`);
 - a ``GET /{index}/_mapping`` answer is kept (`_mappings.MappingCache`, `MAPPING_TTL`);
-- a tool's own `after` step runs: follow-up reads, and the policy applied to what the answer
-  lists (`xerj_list_indices`, `xerj_describe_index`);
 - a search that came back empty, or refused as a bad request, whose query names a field the
   index lacks, or runs kNN (semantic) on a field of another type, gets a hint naming the fields
   that exist; the mapping is asked for then (once per `MAPPING_TTL`), never on the happy path.
@@ -22,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from .._http._models import HttpRequest, Outcome
-from ..tools._catalog import served_queries
 from ..tools._listing import read_listing
 from ..tools._mappings import field_hint, learned, mapping_request, named_fields, vector_paths
 from ._resolution import offered
@@ -99,7 +96,7 @@ def after_answer(
         core.mappings.put(node, *got)
     error = payload.get("error") if isinstance(payload.get("error"), dict) else None
     if error is not None and error.get("code") == "index_not_found":
-        if tool.index_arguments(prepared.arguments):
+        if tool.traits.index_arguments(prepared.arguments):
             # The model guessed an index name: tell it which ones exist (those it may search).
             # An alias only when every index behind it is allowed (`_index_guard.offered`).
             if "indices" in error:
@@ -109,16 +106,9 @@ def after_answer(
             if names:
                 error["indices"] = names
                 error["hint"] = "Use one of the indices listed in `indices`, or a pattern."
-        elif tool.name == "xerj_list_indices":
-            # `_cat/indices/{pattern}` compares index names only (es_compat.rs:424-429)
-            error["hint"] = (
-                "`pattern` takes index names and patterns only: an alias or data stream is not "
-                "one (it is listed beside its indices, or as a data stream); list without it"
-            )
+        elif tool.advice.index_not_found is not None:
+            error["hint"] = tool.advice.index_not_found
         return payload
-    if payload.get("ok") and tool.after is not None:
-        payload = yield from tool.after(payload, prepared.policy)
-        return served_queries(payload, core.tools)  # ready queries name only the tools served
     # no match at all: a total of 0 (`size: 0` asks for counts, not for hits)
     empty = payload.get("ok") is True and payload.get("hits") == [] and payload.get("total") == 0
     reason = str(error.get("reason") or "") if error is not None else ""

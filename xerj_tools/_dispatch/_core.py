@@ -44,7 +44,7 @@ from .._schema._fused import checked_arguments
 from .._schema._registry import ToolRegistry
 from .._shapes import ToolCall, ToolMessage
 from ..tools import Handler, Received, Tool
-from ..tools._discovery import LIST_INDICES, pattern_refusal
+from ..tools._catalog import served_queries
 from ..tools._listing import LISTING_TTL, IndexListing
 from ..tools._mappings import MAPPING_TTL, MappingCache
 from ..tools._paths import dot_segment
@@ -207,12 +207,10 @@ class DispatchCore:
             return error
         arguments, repairs = checked
         tool = self.tools[call.name]
-        read_body = bool(tool.queries) and may_name_indices(call.arguments, arguments)
+        read_body = tool.traits.queries and may_name_indices(call.arguments, arguments)
         applied = policy.apply(tool, arguments, read_body=read_body)
         if isinstance(applied, PolicyDenied):
             return applied
-        if tool.name == LIST_INDICES.name and (said := pattern_refusal(arguments, policy)):
-            return PolicyDenied(said, details={"refused": "index"})  # exists or not, alike
         arguments, notes = applied
         if notes and not (recheck := spec.validate(arguments)).ok:
             return PolicyDenied(
@@ -283,8 +281,10 @@ class DispatchCore:
             request = request.without_rerank()
             outcome, attempts = yield request
         payload = self.payload_for(tool, request, outcome, attempts, note)
-        if payload.get("ok") and tool.follow_up is not None:
-            payload = yield from tool.follow_up(prepared.arguments, payload, policy.allows_index)
+        if payload.get("ok") and tool.after is not None:
+            # before the policy checks the payload: what the tool's step adds is checked too
+            payload = yield from tool.after(prepared.arguments, payload, policy)
+            payload = served_queries(payload, self.tools)  # ready queries name tools served
         payload = guard.checked_answer(policy, payload, concrete.authorised)
         return (yield from after_answer(self, prepared, request, outcome, payload, node))
 
@@ -348,7 +348,7 @@ class DispatchCore:
         if prepared is not None:
             fit = prepared.tool.fit
             # how to read a cut field whole, from the tool, naming only tools served here
-            refetch = prepared.tool.refetch_hint(self.tools)
+            refetch = prepared.tool.advice.refetch_hint(self.tools)
         else:
             fit, refetch = ("hits" if isinstance(hits, list) else "json"), None
         return fit_message(

@@ -94,7 +94,7 @@ class Concrete:
 
 def _expressions(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, str | list[str]]:
     out: dict[str, str | list[str]] = {}
-    for key in tool.index_arguments(arguments):
+    for key in tool.traits.index_arguments(arguments):
         value = arguments.get(key)
         if isinstance(value, str):
             out[key] = value
@@ -188,7 +188,7 @@ def _closed_name(outcome: Outcome) -> str | None:
 def body_indices(tool: Tool, arguments: Mapping[str, Any]) -> BodyNames:
     """Where the query names an index in its body, and the name (each a string: the policy
     refused anything else)."""
-    named = named_places(arguments, tool.plain_arguments())
+    named = named_places(arguments, tool.traits.plain_arguments())
     return tuple((keys, name) for keys, name in named if isinstance(name, str))
 
 

@@ -24,7 +24,7 @@ __all__ = ["Policy", "PolicyDenied", "call_policy"]
 
 _WILDCARDS = "*?["
 # Endpoints a POST may reach without changing data, for a tool that does not say whether it
-# writes (`Tool.writes` None).
+# writes (`PolicyTraits.writes` None).
 _READ_ENDPOINTS = frozenset(
     {"_search", "_msearch", "_count", "_mget", "_recall", "_explain", "_field_caps", "_terms_enum"}
 )
@@ -71,17 +71,17 @@ class Policy:
     """What the operator allows the model to do; given to the dispatcher as ``policy=``.
 
     - `allow_indices` / `deny_indices`: glob patterns for every index argument of every tool
-      (`Tool.index_args`; for a tool that declares none, every argument named like ``index``,
+      (`PolicyTraits.index_args`; for a tool that declares none, every argument named like ``index``,
       ``indices``, ``index_*``, ``*_index``). Indices starting with ``.`` (XERJ's memory
       indices among them) are denied by default; a wildcard that could reach a denied index
       (``*``, ``_all``) is refused too.
     - `max_size`, `max_k`, `max_num_candidates`, `max_rerank_window`: caps, clamped (and the
       model told) or refused, by `caps`.
     - `allow_rerank`: False keeps document text on the node (the reranker sends it off).
-    - `read_only`: no tool that writes (`xerj_memory_store`, any `Tool(writes=True)`, and a tool
+    - `read_only`: no tool that writes (`xerj_memory_store`, any tool with `PolicyTraits(writes=True)`, and a tool
       that does not say whose request is not a read).
     - `namespace` (exactly this one) or `namespace_prefix` (a tenant's prefix): no tool can
-      read or write outside it (`Tool.namespace_args`, or arguments named like ``namespace``).
+      read or write outside it (`PolicyTraits.namespace_args`, or arguments named like ``namespace``).
     - `max_argument_bytes`: the largest arguments string accepted from the model.
     - `max_response_bytes`: stop reading an engine response past this size.
     - `allow_remotes`: False (the default) refuses cross-cluster expressions (``cluster:index``,
@@ -149,6 +149,14 @@ class Policy:
                 return PolicyDenied(f"{path}: {reason}", details={"refused": "index", "path": path})
         return None
 
+    def _listed_refusal(self, key: str, value: Any) -> str | None:
+        parts = value.split(",") if isinstance(value, str) else []
+        for place, part in enumerate(parts, 1):
+            if part and "*" not in part and part != "_all" and not self.allows_index(part):
+                which = f"name {place} of `{key}`" if len(parts) > 1 else f"`{key}`"
+                return f"{which} is not among the indices this agent may list; list without it"
+        return None
+
     def allows_index(self, name: str) -> bool:
         """Whether the model may search index `name` (used to list the indices it may use)."""
         return self._index_refusal(name) is None
@@ -186,45 +194,43 @@ class Policy:
         return None
 
     def apply(
-        self, tool: str | Tool, arguments: Mapping[str, Any], *, read_body: bool = True
+        self, tool: Tool, arguments: Mapping[str, Any], *, read_body: bool = True
     ) -> tuple[dict[str, Any], list[str]] | PolicyDenied:
         """Check validated arguments; return them (clamped where allowed) with notes, or a refusal.
 
-        A name is looked up among the library's own tools; any other name is judged by its
-        arguments' names (the traits a `Tool` leaves undeclared are inferred the same way).
-        `read_body` False skips reading the arguments' query DSL for index names: only for
-        arguments whose text shows no clause that can name one (the dispatcher knows the text,
-        `may_name_indices`).
+        The traits the tool leaves undeclared are inferred from its arguments' names
+        (`PolicyTraits`); the library's own tools are `XERJ_TOOLS`. `read_body` False skips
+        reading the arguments' query DSL for index names: only for arguments whose text shows no
+        clause that can name one (the dispatcher knows the text, `may_name_indices`).
         """
-        if isinstance(tool, str):
-            from ..tools._table import handler_tool, tool_named
-
-            tool = tool_named(tool) or handler_tool(tool, _no_request)
-        args = dict(arguments)
+        name, traits, args = tool.name, tool.traits, dict(arguments)
         notes: list[str] = []
-        for key in tool.index_arguments(args):
+        for key in traits.index_arguments(args):
             for index in _names(args.get(key)):
                 if reason := self._index_refusal(index):
                     return PolicyDenied(reason, details={"refused": "index"})
+        for key in traits.listed_args:
+            if reason := self._listed_refusal(key, args.get(key)):
+                return PolicyDenied(reason, details={"refused": "index"})  # exists or not, alike
         if (
             read_body
-            and tool.queries
-            and (refusal := self._body_refusal(args, tool.plain_arguments())) is not None
+            and traits.queries
+            and (refusal := self._body_refusal(args, traits.plain_arguments())) is not None
         ):
             return refusal
-        if tool.writes and self.read_only:
-            return _read_only(tool.name)
-        for key in tool.namespace_arguments(args):
+        if traits.writes and self.read_only:
+            return _read_only(name)
+        for key in traits.namespace_arguments(args):
             for namespace in _names(args.get(key)):
                 if (reason := self._namespace_refusal(namespace)) is not None:
                     return PolicyDenied(reason, details={"refused": "namespace"})
-        reranks = tool.rerank_argument(args)
+        reranks = traits.rerank_argument(args)
         if reranks is not None and not self.allow_rerank:
             return PolicyDenied(
                 "rerank is not allowed here: it sends document text off the node; search without it",
                 details={"refused": "rerank"},
             )
-        for key, attr in tool.cap_arguments(args).items():
+        for key, attr in traits.cap_arguments(args).items():
             cap = getattr(self, attr)
             value = _whole(args.get(key))
             if cap is not None and value is not None and value > cap:
@@ -256,8 +262,8 @@ class Policy:
 
     def write_refusal(self, tool: Tool, request: HttpRequest) -> PolicyDenied | None:
         """Under `read_only`, refuse the request of a tool that does not say whether it writes
-        (`Tool.writes` None) unless it is a GET/HEAD or a POST to a read endpoint."""
-        if not self.read_only or tool.writes is not None or not _writes(request):
+        (`PolicyTraits.writes` None) unless it is a GET/HEAD or a POST to a read endpoint."""
+        if not self.read_only or tool.traits.writes is not None or not _writes(request):
             return None
         return _read_only(tool.name)
 
@@ -351,7 +357,3 @@ def _read_only(tool: str) -> PolicyDenied:
     return PolicyDenied(
         f"this agent is read-only: {tool} writes, so it is not allowed", details={"refused": tool}
     )
-
-
-def _no_request(arguments: Mapping[str, Any]) -> HttpRequest:
-    raise AssertionError("Policy.apply builds no request")

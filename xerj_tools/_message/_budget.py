@@ -8,8 +8,9 @@
   ``…[+N chars]``; then whole hits are dropped from the end, and ``next`` says where to resume.
 - ``"memories"``: the same, for a memory recall's hits (its hint speaks of ``k``).
 
-How to read a cut field whole is the tool's to say (`Tool.refetch`, as `refetch=`): the fitter
-names no tool of its own, since the dispatcher may not serve it.
+How to read a cut field whole is the tool's to say (`Advice.refetch`, as
+``Tool(advice=Advice(refetch=...))``): the fitter names no tool of its own, since the dispatcher
+may not serve it.
 - ``"document"``: one document: its metadata (``_index``, ``_id``, ``found``, ...) is kept;
   the longest strings, then the largest arrays of its ``_source`` are cut (`_fit_json`).
 - ``"json"``: any JSON: structure kept breadth first, long strings shortened, long arrays

@@ -11,11 +11,11 @@ dicts): it pickles, and it travels as JSON.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
 from .._schema._registry import ToolRegistry, load_registry
+from ._pool import in_order
 from ._report import shifted
 from ._validate import ValidationSummary
 
@@ -87,26 +87,31 @@ def _orjson() -> None:
 
 def merge_results(results: Iterable[BatchResult]) -> BatchResult:
     """Batches' results, in input order, as one: counts added, lines and indexes moved on."""
-    merged: BatchResult = {
-        "lines": 0,
-        **dict.fromkeys(_COUNTS, 0),
-        "unrecognised": {},
-        "results": [],
-    }
+    merged = empty_result()
     for result in results:
         merged["results"].extend(shifted(result["results"], merged["lines"], merged["calls"]))
         add_counts(merged, result)
     return merged
 
 
-def add_counts(total: BatchResult, result: BatchResult) -> None:
-    """Add `result`'s counts (not its reports) to `total`."""
+def empty_result() -> BatchResult:
+    return {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
+
+
+def add_counts(
+    total: BatchResult, result: BatchResult, progress: Callable[[int], None] | None = None
+) -> None:
+    """Add `result`'s counts (not its reports) to `total`; `progress` is told the calls so
+    far each time they pass a multiple of 10,000."""
+    before = total["calls"] // 10_000
     total["lines"] += result["lines"]
     for key in _COUNTS:
         total[key] += result[key]
     unrecognised = total["unrecognised"]
     for kind, n in result["unrecognised"].items():
         unrecognised[kind] = unrecognised.get(kind, 0) + n
+    if progress is not None and total["calls"] // 10_000 > before:
+        progress(total["calls"])
 
 
 def report_of(result: BatchResult) -> dict[str, Any]:
@@ -172,39 +177,18 @@ def validate_parallel(
     input order, with the lines and calls before the block (a report writer's `moved_on`
     numbers them as one process would). At most twice `jobs` blocks are in flight, so
     memory stays flat. Returns the merged counts (without the reports)."""
-    total: BatchResult = {
-        "lines": 0,
-        **dict.fromkeys(_COUNTS, 0),
-        "unrecognised": {},
-        "results": [],
-    }
+    total = empty_result()
     import multiprocessing
 
-    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
-    with context.Pool(jobs, _start_worker, (tools_file,)) as pool:
-        pending: deque[Any] = deque()
+    def take(args: tuple[Any, ...], result: BatchResult) -> None:
+        on_reports(result["results"], total["lines"], total["calls"])
+        add_counts(total, result, progress)
 
-        def drain_one() -> None:
-            result = pending.popleft().get()
-            on_reports(result["results"], total["lines"], total["calls"])
-            before = total["calls"] // 10_000
-            add_counts(total, result)
-            if progress is not None and total["calls"] // 10_000 > before:
-                progress(total["calls"])
-
-        try:
-            for block in blocks:
-                pending.append(pool.apply_async(_task, (block, tools_file, repair)))
-                if len(pending) >= 2 * jobs:
-                    drain_one()
-        except UnicodeDecodeError:
-            # the input stops being text: the blocks read before (the last one cut short by
-            # `line_blocks`) are reported, as one process reports the lines before it stops
-            while pending:
-                drain_one()
-            raise
-        while pending:
-            drain_one()
+    # spawned: no fork of a process that may hold threads; the input stopping being text
+    # (`line_blocks` cuts the last block short) reports the blocks read before, then raises
+    tasks = ((block, tools_file, repair) for block in blocks)
+    in_order(multiprocessing.get_context("spawn"), jobs, _task, tasks, take,
+             initializer=_start_worker, initargs=(tools_file,))  # fmt: skip
     return total
 
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-from ._batch import _COUNTS, BatchResult, _counts, _orjson, _registry, add_counts
+from ._batch import BatchResult, _counts, _orjson, _registry, add_counts, empty_result
+from ._pool import in_order
 
 __all__ = ["CHUNK_BYTES", "chunk_bounds", "validate_range", "validate_ranges"]
 
@@ -111,12 +111,8 @@ def validate_range(
         except UnicodeDecodeError as exc:
             # the reports made before the line that is not UTF-8 go out, as one process
             # writes them before it stops (`validate_ranges` raises after writing them)
-            return {**_empty(), "results": results, "not_utf8": exc.reason}
+            return {**empty_result(), "results": results, "not_utf8": exc.reason}
     return {"lines": read.last, **_counts(summary), "results": results}
-
-
-def _empty() -> BatchResult:
-    return {"lines": 0, **dict.fromkeys(_COUNTS, 0), "unrecognised": {}, "results": []}
 
 
 def _task(
@@ -162,34 +158,24 @@ def validate_ranges(
     No more processes start than the file has ranges."""
     import multiprocessing
 
-    total = _empty()
+    total = empty_result()
     size = chunk or CHUNK_BYTES
     jobs = max(1, min(jobs, -(-os.stat(path).st_size // size)))
     method = start_method()
     if method == "fork":
         _start_worker(tools_file)  # compiled here once, inherited by every worker
-    context = multiprocessing.get_context(method)
-    with context.Pool(jobs, _start_worker, (tools_file,)) as pool:
-        pending: deque[Any] = deque()
 
-        def drain_one() -> None:
-            end, task = pending.popleft()
-            result = task.get()
-            on_reports(result["results"], total["lines"], total["calls"])
-            if "not_utf8" in result:
-                raise UnicodeDecodeError("utf-8", b"", 0, 1, result["not_utf8"])
-            if reached is not None:
-                reached(end)
-            before = total["calls"] // 10_000
-            add_counts(total, result)
-            if progress is not None and total["calls"] // 10_000 > before:
-                progress(total["calls"])
+    def take(args: tuple[Any, ...], result: BatchResult) -> None:
+        on_reports(result["results"], total["lines"], total["calls"])
+        if "not_utf8" in result:
+            raise UnicodeDecodeError("utf-8", b"", 0, 1, result["not_utf8"])
+        if reached is not None:
+            reached(args[2])  # the range's end
+        add_counts(total, result, progress)
 
-        for start, end in chunk_bounds(path, size):
-            task = pool.apply_async(_task, (path, start, end, tools_file, repair, rendered))
-            pending.append((end, task))
-            if len(pending) >= 2 * jobs:
-                drain_one()
-        while pending:
-            drain_one()
+    ranges = (
+        (path, start, end, tools_file, repair, rendered) for start, end in chunk_bounds(path, size)
+    )
+    in_order(multiprocessing.get_context(method), jobs, _task, ranges, take,
+             initializer=_start_worker, initargs=(tools_file,))  # fmt: skip
     return total

@@ -9,11 +9,9 @@ speak this API; `Dispatcher.dispatch_many` does.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from .._exceptions import ArgumentsError
-from .._problems import Problem, json_type
 from ._base import Definable, ToolCall, ToolMessage, WireShape, get
 
 __all__ = ["ANTHROPIC"]
@@ -28,6 +26,7 @@ class Anthropic(WireShape):
     title = "Anthropic Messages"
     # A transcript: messages whose content lists hold the blocks; a response: its content.
     containers = ("messages", "content")
+    decoded_arguments = "input must be a JSON object of the tool's arguments"
 
     def claims(self, obj: Any) -> bool:
         return bool(get(obj, "type") == "tool_use")
@@ -64,14 +63,6 @@ class Anthropic(WireShape):
             "description": spec.description,
             "input_schema": copy.deepcopy(dict(spec.parameters)),
         }
-
-    def arguments_error(self, arguments: Any) -> ArgumentsError | None:
-        if isinstance(arguments, Mapping):
-            return None
-        json_like = isinstance(arguments, (str, int, float, list)) or arguments is None
-        kind = json_type(arguments) if json_like else type(arguments).__name__
-        reason = f"input must be a JSON object of the tool's arguments, got {kind}"
-        return ArgumentsError(reason, problems=(Problem("$", reason),))
 
 
 ANTHROPIC = Anthropic()

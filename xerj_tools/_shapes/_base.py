@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypedDict
 
 from .._exceptions import ArgumentsError, ConfigurationError, InvalidToolCallError
+from .._problems import Problem, json_type
 from ._usage import TokenUsage
 
 __all__ = [
@@ -192,6 +193,9 @@ class WireShape(ABC):
     # Where calls nest in a recorded transcript of this shape (keys of lists or objects).
     containers: ClassVar[tuple[str, ...]] = ()
     request_key: ClassVar[str | None] = None  # the create() argument holding the transcript
+    # Where the arguments come decoded (Anthropic's ``input``, Gemini's ``args``): what they
+    # must be, the start of the reason given when they are not an object.
+    decoded_arguments: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         _BY_NAME[self.name] = self
@@ -238,7 +242,12 @@ class WireShape(ABC):
         return [self.definition(spec) for spec in registry]
 
     def arguments_error(self, arguments: Any) -> ArgumentsError | None:
-        return None
+        if self.decoded_arguments is None or isinstance(arguments, Mapping):
+            return None
+        json_like = isinstance(arguments, (str, int, float, list)) or arguments is None
+        kind = json_type(arguments) if json_like else type(arguments).__name__
+        reason = f"{self.decoded_arguments}, got {kind}"
+        return ArgumentsError(reason, problems=(Problem("$", reason),))
 
     # The agent loop: only the shapes with an OpenAI client behind them drive it.
     def create(self, client: Any) -> Callable[..., Any]:

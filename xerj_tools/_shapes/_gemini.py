@@ -22,8 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .._exceptions import ArgumentsError
-from .._problems import Problem, json_type
 from ._base import Definable, GeminiFunctionResponse, ToolCall, ToolMessage, WireShape, get
 
 __all__ = ["GEMINI", "ORDER_ID", "GeminiFunctionResponse"]
@@ -74,6 +72,7 @@ class Gemini(WireShape):
     title = "Gemini"
     # A transcript: contents whose parts hold the calls; a response: candidates[].content.parts.
     containers = ("contents", "parts", "candidates", "content")
+    decoded_arguments = "args must be a JSON object of the function's parameters"
 
     def claims(self, obj: Any) -> bool:
         return _function_call(obj) is not None
@@ -140,14 +139,6 @@ class Gemini(WireShape):
             "description": spec.description,
             "parameters": gemini_subset(spec.parameters)[0],
         }
-
-    def arguments_error(self, arguments: Any) -> ArgumentsError | None:
-        if isinstance(arguments, Mapping):
-            return None
-        json_like = isinstance(arguments, (str, int, float, list)) or arguments is None
-        kind = json_type(arguments) if json_like else type(arguments).__name__
-        reason = f"args must be a JSON object of the function's parameters, got {kind}"
-        return ArgumentsError(reason, problems=(Problem("$", reason),))
 
 
 GEMINI = Gemini()

@@ -1,6 +1,7 @@
 """What a LangChain chat model's turn said about its tool calls, read as the agent loop reads a
 turn: the arguments as the model streamed them, whether the output was cut off, and which call
-it was cut off inside. Shared by `XerjMiddleware` and `XerjToolNode`.
+it was cut off inside; and the answers of a turn (`TurnAnswers`). Shared by `XerjMiddleware`
+and `XerjToolNode`.
 
 A streamed turn loses its argument text on the way to the `AIMessage`: langchain-core joins the
 chunks and decodes each call with ``parse_partial_json`` (``messages/ai.py``,
@@ -20,30 +21,35 @@ read from what it holds, fail-closed: in a turn cut off, its last call is taken 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from .._agent._run import whole_arguments
+from .._agent._turns import incomplete_reason
+from .._dispatch._answers import too_many_calls
+from .._dispatch._core import ToolResult
 from .._dispatch._policy import Policy
+from .._shapes import ToolCall
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler
-    from langchain_core.messages import AIMessage, AIMessageChunk
+    from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
     from langchain_core.tracers.context import register_configure_hook
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations needs langchain-core, the `langchain` extra: "
-        f"{install_hint('langchain')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations", "langchain-core", "langchain") from exc
 
-__all__ = ["RECORDER", "Call", "as_chat_call", "cut_off", "turn_calls"]
+if TYPE_CHECKING:
+    from ._per_run import RunGuard
+
+__all__ = ["RECORDER", "Call", "TurnAnswers", "as_chat_call", "cut_off", "turn_calls"]
 
 # Finish reasons of a turn that ended before its output was whole, as the providers spell them
 # (OpenAI Chat ``length`` / ``content_filter``, Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``).
@@ -119,16 +125,7 @@ class _Recorder(BaseCallbackHandler):
                 calls = self._open[run_id] = {}
                 while len(self._open) > self.KEPT:  # runs that never ended
                     self._open.popitem(last=False)
-            for piece in pieces:
-                index = piece.get("index")
-                # as langchain-core merges them (`merge_lists`): by index, strings joined
-                entry = calls.setdefault(
-                    len(calls) if index is None else ("i", index), ["", "", ""]
-                )
-                for at, field in enumerate(("id", "name", "args")):
-                    value = piece.get(field)
-                    if isinstance(value, str):
-                        entry[at] += value
+            _join(calls, pieces)
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
@@ -141,11 +138,7 @@ class _Recorder(BaseCallbackHandler):
         ids = _ids(message)
         if not ids:
             return
-        record = _Turn(
-            None
-            if streamed is None
-            else tuple((e[0] or None, e[1], e[2]) for e in streamed.values())
-        )
+        record = _Turn(None if streamed is None else _as_texts(streamed))
         key = _key(message.id, ids)
         with self._lock:
             # Two turns under one key (a server that repeats its ids) are told apart by
@@ -181,23 +174,29 @@ def _parsed(message: AIMessage) -> list[Call]:
     return calls
 
 
-def _from_chunks(message: AIMessageChunk) -> tuple[tuple[str | None, str, str], ...]:
-    joined: dict[Any, list[str]] = {}
-    for piece in message.tool_call_chunks:
+def _join(calls: dict[Any, list[str]], pieces: Sequence[Any]) -> None:
+    """Add streamed call chunks to `calls` as langchain-core merges them (``merge_lists``): by
+    index, strings joined."""
+    for piece in pieces:
         index = piece.get("index")
-        entry = joined.setdefault(len(joined) if index is None else ("i", index), ["", "", ""])
+        entry = calls.setdefault(len(calls) if index is None else ("i", index), ["", "", ""])
         for at, field in enumerate(("id", "name", "args")):
             value = piece.get(field)
             if isinstance(value, str):
                 entry[at] += value
-    return tuple((e[0] or None, e[1], e[2]) for e in joined.values())
+
+
+def _as_texts(calls: dict[Any, list[str]]) -> tuple[tuple[str | None, str, str], ...]:
+    return tuple((e[0] or None, e[1], e[2]) for e in calls.values())
 
 
 def _texts(message: AIMessage) -> tuple[tuple[tuple[str | None, str, str], ...] | None, bool]:
     """The streamed calls' ``(id, name, text)`` in the model's order (None: not streamed), and
     whether that is known at all."""
     if isinstance(message, AIMessageChunk) and message.tool_call_chunks:
-        return _from_chunks(message), True
+        joined: dict[Any, list[str]] = {}
+        _join(joined, message.tool_call_chunks)
+        return _as_texts(joined), True
     record = RECORDER.turn(message)
     return (None, False) if record is None else (record.calls, True)
 
@@ -309,3 +308,64 @@ def as_chat_call(call_id: str, call: Call) -> dict[str, Any]:
         "type": "function",
         "function": {"name": call.name, "arguments": arguments},
     }
+
+
+class TurnAnswers:
+    """A turn's answers by position: made already (`ready`), or to run through the dispatcher
+    (`todo`, by policy); and the AI message with the ids `fresh_ids` gave, if any."""
+
+    def __init__(self, dispatcher: Any, guard: RunGuard, bound: int | None, config: Any) -> None:
+        self.dispatcher, self._guard, self._bound, self._config = dispatcher, guard, bound, config
+        self.message: AIMessage | None = None
+        self.ready: dict[int, ToolResult] = {}
+        self.todo: dict[int, tuple[Policy | None, list[tuple[int, ToolCall]]]] = {}
+
+    def add(self, position: int, counted: int, call: ToolCall, cut: str | None) -> None:
+        """Answer `call` now when it is past the turn bound (`counted` calls came before it) or
+        the one a cut-off turn (finish reason `cut`) ended inside; else queue it under the
+        run's policy, or answer the refusal when no policy could be chosen."""
+        if self._bound is not None and counted >= self._bound:
+            refusal = too_many_calls(self._bound)
+            self.ready[position] = self.dispatcher.answer(call, refusal.code, str(refusal))
+        elif cut is not None:
+            reason = incomplete_reason(cut)
+            self.ready[position] = self.dispatcher.answer(call, "incomplete_call", reason)
+        else:
+            policy, refused = self._guard.check(call, None, None, self._config)
+            if refused is not None:
+                self.ready[position] = refused
+            else:
+                self.todo.setdefault(id(policy), (policy, []))[1].append((position, call))
+
+    def run(self) -> None:
+        """Run the queued calls through a sync `Dispatcher`, one ``run_many`` per policy."""
+        for policy, calls in self.todo.values():
+            self._take(calls, self.dispatcher.run_many([c for _, c in calls], policy=policy))
+
+    async def arun(self) -> None:
+        """Run the queued calls natively or, for a sync `Dispatcher`, on a worker thread."""
+        from .._dispatch._async import AsyncDispatcher
+
+        for policy, calls in self.todo.values():
+            todo = [c for _, c in calls]
+            if isinstance(self.dispatcher, AsyncDispatcher):
+                results = await self.dispatcher.run_many(todo, policy=policy)
+            else:
+                results = await asyncio.to_thread(self.dispatcher.run_many, todo, policy=policy)
+            self._take(calls, results)
+
+    def _take(self, calls: list[tuple[int, ToolCall]], results: Sequence[ToolResult]) -> None:
+        for (position, _), result in zip(calls, results, strict=True):
+            self.ready[position] = result
+
+    def tool_messages(self) -> list[ToolMessage]:
+        """The answers made, in the turn's order, as tool messages."""
+        return [
+            ToolMessage(
+                content=result.content,
+                tool_call_id=result.call.call_id,
+                name=result.call.name or None,
+                status="success" if result.ok else "error",
+            )
+            for result in (self.ready[p] for p in sorted(self.ready))
+        ]

@@ -1,5 +1,5 @@
-"""What the framework adapters share about a run: the policy its context selects, and the bound
-on the calls of one model turn.
+"""What the framework adapters share about a run: the tools offered, the policy its context
+selects, and the bound on the calls of one model turn.
 
 A framework passes each tool call its run's context (openai-agents' `ToolContext`, pydantic-ai's
 `RunContext`, ADK's `ToolContext`). An adapter's ``policy=`` is a `Policy` for every run, or a
@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._agent._agent_options import MAX_CALLS_PER_TURN
@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher
     from .._dispatch._core import ToolResult
     from .._dispatch._sync import Dispatcher
+    from .._schema._registry import ToolRegistry
     from .._shapes import ToolCall
 
-__all__ = ["MAX_CALLS_PER_TURN", "PolicyChoice", "RunGuard"]
+__all__ = ["MAX_CALLS_PER_TURN", "PolicyChoice", "RunGuard", "chosen_tools"]
 
 logger = logging.getLogger("xerj_tools")
 
@@ -40,6 +41,15 @@ _NO_POLICY = (
     "no policy could be chosen for this run (the application's policy function failed), so "
     "this call was not run; nothing was sent"
 )
+
+
+def chosen_tools(registry: ToolRegistry, names: Iterable[str] | None) -> list[str]:
+    """The names of the tools an adapter offers: `names`, else the whole registry."""
+    chosen = list(registry.names if names is None else names)
+    unknown = [n for n in chosen if n not in registry]
+    if unknown:
+        raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+    return chosen
 
 
 class RunGuard:

@@ -27,20 +27,17 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
 from ._flights import CallRunner
-from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:
     from google.adk.tools import BaseTool, ToolContext
     from google.genai import types
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        f"xerj_tools.integrations.adk needs Google ADK, the `adk` extra: {install_hint('adk')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations.adk", "Google ADK", "adk") from exc
 
 if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher
@@ -124,10 +121,7 @@ def adk_tools(
     one model response past it are answered ``too_many_calls`` and not run.
     """
     registry = dispatcher.registry
-    chosen = list(registry.names if names is None else names)
-    unknown = [n for n in chosen if n not in registry]
-    if unknown:
-        raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+    chosen = chosen_tools(registry, names)
     runner = CallRunner(dispatcher)
     guard = RunGuard(dispatcher, policy, max_calls_per_turn)
     return [

@@ -41,32 +41,26 @@ function that raises or returns no `Policy` gets the call refused ``policy_denie
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._agent._turns import incomplete_reason
-from .._dispatch._answers import checked_max_calls, too_many_calls
-from .._dispatch._core import ToolResult
+from .._dispatch._answers import checked_max_calls
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall, parse_tool_call
 from ._flights import CallRunner
-from ._lc_calls import as_chat_call, cut_off, fresh_ids, turn_calls, with_ids
-from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
+from ._lc_calls import TurnAnswers, as_chat_call, cut_off, fresh_ids, turn_calls, with_ids
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:
     from langchain.agents.middleware import AgentMiddleware, hook_config
-    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.messages import AIMessage
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool, ToolException
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations.langchain needs LangChain, the `langchain` extra: "
-        f"{install_hint('langchain')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations.langchain", "LangChain", "langchain") from exc
 
 if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher
@@ -177,10 +171,7 @@ def xerj_tools(
     not run (`XerjMiddleware` answers them by their place in the turn before they start).
     """
     registry = dispatcher.registry
-    chosen = list(registry.names if names is None else names)
-    unknown = [n for n in chosen if n not in registry]
-    if unknown:
-        raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+    chosen = chosen_tools(registry, names)
     runner = CallRunner(dispatcher, per_turn=True)  # a scope is one LangGraph step
     guard = RunGuard(dispatcher, policy, max_calls_per_turn)
     return [
@@ -195,18 +186,6 @@ def xerj_tools(
     ]
 
 
-def _tool_messages(results: list[Any]) -> list[ToolMessage]:
-    return [
-        ToolMessage(
-            content=r.content,
-            tool_call_id=r.call.call_id,
-            name=r.call.name,
-            status="success" if r.ok else "error",
-        )
-        for r in results
-    ]
-
-
 def _run_config() -> RunnableConfig:
     """The config of the graph run the middleware's hook runs in (empty outside one)."""
     try:
@@ -215,20 +194,6 @@ def _run_config() -> RunnableConfig:
         return get_config()
     except RuntimeError:  # called outside a runnable
         return {}
-
-
-class _Answers:
-    """What the middleware answers of a turn: made already (`ready`), or to run through the
-    dispatcher (`todo`, malformed calls, by policy), and the AI message with new ids, if any."""
-
-    def __init__(self) -> None:
-        self.message: AIMessage | None = None
-        self.ready: dict[int, ToolResult] = {}
-        self.todo: dict[int, tuple[Any, list[tuple[int, Any]]]] = {}
-
-    def take(self, calls: list[tuple[int, Any]], results: list[ToolResult]) -> None:
-        for (position, _), result in zip(calls, results, strict=True):
-            self.ready[position] = result
 
 
 class XerjMiddleware(AgentMiddleware):
@@ -256,48 +221,33 @@ class XerjMiddleware(AgentMiddleware):
         last = messages[-1] if messages else None
         return last if isinstance(last, AIMessage) else None
 
-    def _read(self, message: AIMessage) -> _Answers:
-        answers = _Answers()
+    def _read(self, message: AIMessage) -> TurnAnswers:
+        answers = TurnAnswers(self.dispatcher, self._guard, self._bound, _run_config())
         calls = turn_calls(message)
         renamed = fresh_ids([c.id for c in calls])
         if renamed:
             answers.message = with_ids(message, renamed)
-        config = _run_config()
         ours = 0  # the registry's calls so far: the turn bound counts those
         for position, call in enumerate(calls):
             if call.name not in self.dispatcher.registry:
                 continue
-            ours += 1
             tool_call = parse_tool_call(as_chat_call(renamed.get(position) or call.id or "", call))
-            if self._bound is not None and ours > self._bound:
-                refusal = too_many_calls(self._bound)
-                answers.ready[position] = self.dispatcher.answer(
-                    tool_call, refusal.code, str(refusal)
-                )
-            elif call.cut:
-                reason = incomplete_reason(cut_off(message) or "length")
-                answers.ready[position] = self.dispatcher.answer(
-                    tool_call, "incomplete_call", reason
-                )
-            elif not call.parsed:
-                policy, refused = self._guard.check(tool_call, None, None, config)
-                if refused is not None:
-                    answers.ready[position] = refused
-                else:
-                    group = answers.todo.setdefault(id(policy), (policy, []))
-                    group[1].append((position, tool_call))
+            # a call that parsed is the tools' to run, unless it is past the bound or cut off
+            if not call.parsed or call.cut or (self._bound is not None and ours >= self._bound):
+                cut = (cut_off(message) or "length") if call.cut else None
+                answers.add(position, ours, tool_call, cut)
+            ours += 1
         return answers
 
     @staticmethod
-    def _update(message: AIMessage, answers: _Answers) -> dict[str, Any] | None:
+    def _update(message: AIMessage, answers: TurnAnswers) -> dict[str, Any] | None:
         if not answers.ready and answers.message is None:
             return None
-        results = [answers.ready[p] for p in sorted(answers.ready)]
-        update: dict[str, Any] = {"messages": _tool_messages(results)}
+        update: dict[str, Any] = {"messages": answers.tool_messages()}
         if answers.message is not None:
             update["messages"].insert(0, answers.message)  # merged by id: replaces the turn
         turn = answers.message or message
-        answered = {r.call.call_id for r in results}
+        answered = {r.call.call_id for r in answers.ready.values()}
         if not [c for c in turn.tool_calls if c.get("id") not in answered]:
             update["jump_to"] = "model"  # else the run would end on a turn with nothing to run
         return update
@@ -315,25 +265,14 @@ class XerjMiddleware(AgentMiddleware):
                 "XerjMiddleware over an AsyncDispatcher runs with ainvoke/astream; use a "
                 "Dispatcher for invoke"
             )
-        dispatcher: Any = self.dispatcher
-        for policy, calls in answers.todo.values():
-            answers.take(calls, dispatcher.run_many([c for _, c in calls], policy=policy))
+        answers.run()
         return self._update(message, answers)
 
     @hook_config(can_jump_to=["model"])
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        from .._dispatch._async import AsyncDispatcher
-
         message = self._last(state)
         if message is None:
             return None
         answers = self._read(message)
-        dispatcher: Any = self.dispatcher
-        for policy, calls in answers.todo.values():
-            todo = [c for _, c in calls]
-            if isinstance(dispatcher, AsyncDispatcher):
-                results = await dispatcher.run_many(todo, policy=policy)
-            else:
-                results = await asyncio.to_thread(dispatcher.run_many, todo, policy=policy)
-            answers.take(calls, results)
+        await answers.arun()
         return self._update(message, answers)

@@ -34,29 +34,22 @@ are merged by id, as ``add_messages`` does, replaces it).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._agent._turns import incomplete_reason
-from .._dispatch._answers import checked_max_calls, too_many_calls
-from .._dispatch._core import ToolResult
-from .._dispatch._policy import Policy
+from .._dispatch._answers import checked_max_calls
 from .._exceptions import ConfigurationError
 from .._shapes import parse_tool_call
-from ._lc_calls import as_chat_call, cut_off, fresh_ids, turn_calls, with_ids
+from ._lc_calls import TurnAnswers, as_chat_call, cut_off, fresh_ids, turn_calls, with_ids
 from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
 
 try:
     from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
     from langchain_core.runnables import Runnable, RunnableConfig
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations.langgraph needs LangGraph, the `langgraph` extra: "
-        f"{install_hint('langgraph')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations.langgraph", "LangGraph", "langgraph") from exc
 
 if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher
@@ -89,15 +82,6 @@ def _last_ai(messages: Sequence[AnyMessage]) -> tuple[int, AIMessage]:
         if isinstance(message, AIMessage):
             return at, message
     raise ValueError("no AIMessage found in the input")
-
-
-def _answer(result: ToolResult) -> ToolMessage:
-    return ToolMessage(
-        content=result.content,
-        tool_call_id=result.call.call_id,
-        name=result.call.name or None,
-        status="success" if result.ok else "error",
-    )
 
 
 class XerjToolNode(Runnable[Any, Any]):
@@ -134,7 +118,7 @@ class XerjToolNode(Runnable[Any, Any]):
         self._guard = RunGuard(dispatcher, policy, None)  # the policy; the bound is counted here
         self._bound = checked_max_calls(max_calls_per_turn)
 
-    def _read_turn(self, state: Any, config: RunnableConfig | None) -> _Turn:
+    def _read_turn(self, state: Any, config: RunnableConfig | None) -> TurnAnswers:
         messages = _messages(state, self.messages_key)
         at, message = _last_ai(messages)
         answered = {m.tool_call_id for m in messages[at + 1 :] if isinstance(m, ToolMessage)}
@@ -146,28 +130,17 @@ class XerjToolNode(Runnable[Any, Any]):
                 "answered only in a graph state, where the AI message is replaced with one whose "
                 "calls carry ids; pass the state, not a list of messages"
             )
-        turn = _Turn(with_ids(message, renamed) if renamed else None)
+        turn = TurnAnswers(self.dispatcher, self._guard, self._bound, config)
+        turn.message = with_ids(message, renamed) if renamed else None
         for position, call in enumerate(calls):
             call_id = renamed.get(position) or call.id or ""
-            if call_id in answered:
-                continue
-            tool_call = parse_tool_call(as_chat_call(call_id, call))
-            if self._bound is not None and position >= self._bound:
-                refusal = too_many_calls(self._bound)
-                turn.ready[position] = self.dispatcher.answer(tool_call, refusal.code, str(refusal))
-            elif call.cut:
-                reason = incomplete_reason(cut_off(message) or "length")
-                turn.ready[position] = self.dispatcher.answer(tool_call, "incomplete_call", reason)
-            else:
-                policy, refused = self._guard.check(tool_call, None, None, config)
-                if refused is not None:
-                    turn.ready[position] = refused
-                else:
-                    turn.todo.setdefault(id(policy), (policy, []))[1].append((position, tool_call))
+            if call_id not in answered:
+                cut = (cut_off(message) or "length") if call.cut else None
+                turn.add(position, position, parse_tool_call(as_chat_call(call_id, call)), cut)
         return turn
 
-    def _output(self, state: Any, turn: _Turn) -> Any:
-        answers: list[Any] = [_answer(turn.ready[p]) for p in sorted(turn.ready)]
+    def _output(self, state: Any, turn: TurnAnswers) -> Any:
+        answers: list[Any] = turn.tool_messages()
         if isinstance(state, list):
             return answers
         if turn.message is not None:
@@ -181,22 +154,12 @@ class XerjToolNode(Runnable[Any, Any]):
                 "use a Dispatcher for invoke"
             )
         turn = self._read_turn(state, config)
-        for policy, calls in turn.todo.values():
-            results = self.dispatcher.run_many([c for _, c in calls], policy=policy)
-            assert isinstance(results, list)
-            turn.take(calls, results)
+        turn.run()
         return self._output(state, turn)
 
     async def _arun(self, state: Any, run_manager: Any, config: RunnableConfig) -> Any:
         turn = self._read_turn(state, config)
-        dispatcher: Any = self.dispatcher
-        for policy, calls in turn.todo.values():
-            todo = [c for _, c in calls]
-            if self._native:
-                results = await dispatcher.run_many(todo, policy=policy)
-            else:
-                results = await asyncio.to_thread(dispatcher.run_many, todo, policy=policy)
-            turn.take(calls, results)
+        await turn.arun()
         return self._output(state, turn)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
@@ -204,16 +167,3 @@ class XerjToolNode(Runnable[Any, Any]):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return await self._acall_with_config(self._arun, input, config)
-
-
-class _Turn:
-    """A turn's answers by position: made already (`ready`), or to run, grouped by policy."""
-
-    def __init__(self, message: AIMessage | None) -> None:
-        self.message = message  # the AI message with the ids it was given, if any
-        self.ready: dict[int, ToolResult] = {}
-        self.todo: dict[int, tuple[Policy | None, list[tuple[int, Any]]]] = {}
-
-    def take(self, calls: list[tuple[int, Any]], results: Sequence[ToolResult]) -> None:
-        for (position, _), result in zip(calls, results, strict=True):
-            self.ready[position] = result

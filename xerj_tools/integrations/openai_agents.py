@@ -24,20 +24,18 @@ import copy
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
 from ._flights import CallRunner
-from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:
     from agents import FunctionTool
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations.openai_agents needs openai-agents, the `openai-agents` extra: "
-        f"{install_hint('openai-agents')}"
+    raise missing_extra(
+        "xerj_tools.integrations.openai_agents", "openai-agents", "openai-agents"
     ) from exc
 
 if TYPE_CHECKING:
@@ -73,11 +71,8 @@ def function_tools(
     one model response past it are answered ``too_many_calls`` and not run.
     """
     registry = dispatcher.registry
-    chosen = list(registry.names if names is None else names)
-    unknown = [n for n in chosen if n not in registry]
-    if unknown:
-        raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
-    runner = _Runner(dispatcher, RunGuard(dispatcher, policy, max_calls_per_turn))
+    chosen = chosen_tools(registry, names)
+    runner, guard = CallRunner(dispatcher), RunGuard(dispatcher, policy, max_calls_per_turn)
     functions = {tool["function"]["name"]: tool["function"] for tool in registry.chat_tools()}
     tools = []
     for name in chosen:
@@ -87,29 +82,27 @@ def function_tools(
                 name=name,
                 description=str(function.get("description", "")),
                 params_json_schema=copy.deepcopy(dict(function["parameters"])),
-                on_invoke_tool=runner.invoker(name),
+                on_invoke_tool=_invoker(runner, guard, name),
                 strict_json_schema=False,
             )
         )
     return tools
 
 
-class _Runner(CallRunner):
-    """Runs one call through the dispatcher; identical calls in flight share one request."""
+def _invoker(
+    runner: CallRunner, guard: RunGuard, name: str
+) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
+    """The tool's ``on_invoke_tool``: one call through `runner` (identical calls in flight share
+    one request), under the run's policy and turn bound."""
 
-    def __init__(self, dispatcher: AsyncDispatcher | Dispatcher, guard: RunGuard) -> None:
-        super().__init__(dispatcher)
-        self.guard = guard
+    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+        call = ToolCall(str(context.tool_call_id or name), name, arguments, "chat")
+        # The run's usage lives as long as the run; its request count is the model turn.
+        usage = getattr(context, "usage", None)
+        step = getattr(usage, "requests", 0)
+        policy, refused = guard.check(call, usage, step, context)
+        if refused is not None:
+            return refused.content
+        return (await runner.run(call, id(usage), policy)).content
 
-    def invoker(self, name: str) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
-        async def invoke(context: ToolContext[Any], arguments: str) -> str:
-            call = ToolCall(str(context.tool_call_id or name), name, arguments, "chat")
-            # The run's usage lives as long as the run; its request count is the model turn.
-            usage = getattr(context, "usage", None)
-            step = getattr(usage, "requests", 0)
-            policy, refused = self.guard.check(call, usage, step, context)
-            if refused is not None:
-                return refused.content
-            return (await self.run(call, id(usage), policy)).content
-
-        return invoke
+    return invoke

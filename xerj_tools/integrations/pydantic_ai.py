@@ -32,21 +32,19 @@ import copy
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
 from ._flights import CallRunner
-from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
+from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:
     from pydantic_ai import RunContext
     from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from .._install import install_hint
+    from .._install import missing_extra
 
-    raise ImportError(
-        "xerj_tools.integrations.pydantic_ai needs pydantic-ai, the `pydantic-ai` extra: "
-        f"{install_hint('pydantic-ai')}"
+    raise missing_extra(
+        "xerj_tools.integrations.pydantic_ai", "pydantic-ai", "pydantic-ai"
     ) from exc
 
 if TYPE_CHECKING:
@@ -95,10 +93,7 @@ class XerjToolset(AbstractToolset[Any]):
         max_calls_per_turn: int | None = MAX_CALLS_PER_TURN,
     ) -> None:
         registry = dispatcher.registry
-        chosen = list(registry.names if names is None else names)
-        unknown = [n for n in chosen if n not in registry]
-        if unknown:
-            raise ConfigurationError(f"no such tool in the registry: {', '.join(unknown)}")
+        chosen = chosen_tools(registry, names)
         self.dispatcher = dispatcher
         self._id = id
         self._runner = CallRunner(dispatcher)

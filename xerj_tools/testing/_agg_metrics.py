@@ -13,7 +13,9 @@ from typing import Any
 from ._agg_dates import iso_utc, parse_date_ms
 from ._agg_fields import NUMERIC, Doc, first_number, strings
 
-__all__ = ["cardinality", "extended_stats", "metric", "percentiles", "stats", "top_hits"]
+__all__ = [
+    "cardinality", "extended_stats", "metric", "percentiles", "stats", "stats_of", "top_hits",
+]  # fmt: skip
 
 
 def _field(body: Mapping[str, Any]) -> str | None:
@@ -88,6 +90,11 @@ def stats(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
     nums = _per_doc(body, docs) if _field(body) is not None else []
     if not nums:
         return {"count": 0, "min": None, "max": None, "avg": None, "sum": 0.0}
+    return stats_of(nums)
+
+
+def stats_of(nums: list[float]) -> dict[str, Any]:
+    """count/min/max/avg/sum of values, at least one (also `stats_bucket`'s, aggs.rs)."""
     total = sum(nums)
     return {
         "count": len(nums),

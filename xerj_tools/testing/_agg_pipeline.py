@@ -10,6 +10,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ._agg_metrics import stats_of
+
 __all__ = ["SIBLING_PIPELINES", "resolve"]
 
 SIBLING_PIPELINES = frozenset(
@@ -102,14 +104,7 @@ def resolve(kind: str, body: Mapping[str, Any], siblings: Mapping[str, Any]) -> 
     if not numbers:
         return {"value": 0.0} if kind == "sum_bucket" else {"value": None}
     if kind == "stats_bucket":
-        total = sum(numbers)
-        return {
-            "count": len(numbers),
-            "min": min(numbers),
-            "max": max(numbers),
-            "avg": total / len(numbers),
-            "sum": total,
-        }
+        return stats_of(numbers)
     if kind in ("max_bucket", "min_bucket"):
         value = max(numbers) if kind == "max_bucket" else min(numbers)
         return {"value": value, "keys": [k for v, k in found if abs(v - value) < 1e-9]}

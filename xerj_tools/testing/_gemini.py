@@ -13,14 +13,12 @@ did not. It is a test double, not a model: streaming is not served.
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from ._loopback import LoopbackServer
+from ._loopback import LoopbackServer, QuietHandler
 from ._model import Turn
 
 __all__ = ["ScriptedGemini", "pairing_problem"]
@@ -68,18 +66,13 @@ def pairing_problem(contents: Sequence[Any]) -> str | None:
     return None
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+class _Handler(QuietHandler):
+    content_type = "application/json; charset=UTF-8"
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_POST(self) -> None:
         gemini = self.server.gemini
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        body = self.read_json()
         path = self.path.split("?")[0]
         if not path.endswith(":generateContent"):
             self._error(404, "NOT_FOUND", f"not served here: {path}")
@@ -91,18 +84,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif turn is None:
             self._error(400, "FAILED_PRECONDITION", "the script has no more turns")
         else:
-            self._json(200, gemini._reply(turn))
+            self.send_json(200, gemini._reply(turn))
 
     def _error(self, code: int, status: str, message: str) -> None:
-        self._json(code, {"error": {"code": code, "message": message, "status": status}})
-
-    def _json(self, status: int, payload: Mapping[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(code, {"error": {"code": code, "message": message, "status": status}})
 
 
 class _Server(LoopbackServer):

@@ -8,11 +8,10 @@ import json
 import socket
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
-from ._loopback import LoopbackServer
+from ._loopback import LoopbackServer, QuietHandler
 from ._requests import Fault, RecordedRequest
 from ._wire import too_deep
 
@@ -34,15 +33,8 @@ class Node(Protocol):
     ) -> tuple[int, Any, dict[str, str]]: ...
 
 
-class RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # TCP_NODELAY: the headers and the body go out in separate writes, and with Nagle's
-    # algorithm the second waits for the client's delayed ACK (~40 ms on every response).
-    disable_nagle_algorithm = True
+class RequestHandler(QuietHandler):
     server: StandInServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-        pass
 
     def do_GET(self) -> None:
         self._handle()

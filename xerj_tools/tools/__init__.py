@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from ._limits import Limit, int_range, not_blank, number_range
 from ._table import HANDLERS, XERJ_TOOLS
-from ._tool import Handler, Origin, Received, Tool, read_json
+from ._tool import Advice, After, Handler, Origin, PolicyTraits, Received, Tool, read_json
 
 __all__ = [
     "HANDLERS",
     "XERJ_TOOLS",
+    "Advice",
+    "After",
     "Handler",
     "Limit",
     "Origin",
+    "PolicyTraits",
     "Received",
     "Tool",
     "int_range",

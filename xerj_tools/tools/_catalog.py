@@ -38,13 +38,13 @@ Everything here but the two generators is pure: they yield the one catalog searc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Generator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from .._http._models import HttpRequest, Outcome, Reply
 from .._json import clean
 from ._catalog_shapes import CATALOG_INDEX, described, listed
-from ._tool import IndexPolicy
+from ._tool import IndexPolicy, Reads
 
 __all__ = [
     "CATALOG_INDEX",
@@ -59,7 +59,6 @@ _LISTED = (
     "index_name", "formats", "file_count", "junk_records", "time_field", "time_min", "time_max",
     "semantic_field",
 )  # fmt: skip
-_Reads = Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]
 
 
 def catalog_request(indices: Sequence[str], *, whole: bool) -> HttpRequest:
@@ -103,7 +102,7 @@ def dataset_sources(outcome: Outcome, allows: Callable[[str], bool]) -> dict[str
     return out
 
 
-def list_with_catalog(payload: dict[str, Any], policy: IndexPolicy, resolved: Any) -> _Reads:
+def list_with_catalog(payload: dict[str, Any], policy: IndexPolicy, resolved: Any) -> Reads:
     """`xerj_list_indices`'s catalog step: when the node has the catalog (in the listing, or in
     the ``_resolve`` answer `resolved` for a narrower pattern) and the policy allows it, one
     search for the listed datasets."""
@@ -127,7 +126,9 @@ def _resolves_catalog(resolved: Any) -> bool:
     )
 
 
-def describe_with_catalog(payload: dict[str, Any], policy: IndexPolicy) -> _Reads:
+def describe_with_catalog(
+    arguments: Mapping[str, Any], payload: dict[str, Any], policy: IndexPolicy
+) -> Reads:
     """`xerj_describe_index`'s step after the mapping: the catalog's dataset documents of the
     indices described, when the policy lets the caller read the catalog; the mapping's reading
     stands alone where the catalog has nothing (or cannot be read)."""

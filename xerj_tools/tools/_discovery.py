@@ -9,7 +9,7 @@ First-party tools; their definitions follow the publishers' in ``tools.json``.
   nothing an empty 200 (es_compat.rs:418-427); only index names are compared, never aliases
   (es_compat.rs:424-429), and a ``-name`` is a literal name. The policy is applied to every name
   listed; a concrete name of `pattern` the policy denies is refused before anything is sent
-  (`pattern_refusal`), whether or not it exists, so the answer tells nothing of it. An alias is
+  (`PolicyTraits.listed_args`), whether or not it exists, so the answer tells nothing of it. An alias is
   shown beside its indices only when its name and every index behind it are allowed; a data
   stream (an alias over ``.ds-<name>-NNNNNN``, engine.rs:1165-1184) is listed by its own name
   when that name is allowed, its backing indices with it (`_index_guard.allowed_behind`).
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._exceptions import EngineError
 from .._http._models import HttpRequest
@@ -40,10 +40,7 @@ from ._limits import Limit
 from ._listing import RESOLVE_ALL, alias_targets, aliases_by_index, names_only, streams_in
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
-from ._tool import IndexPolicy, Received, Tool
-
-if TYPE_CHECKING:
-    from ._tool import After
+from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool
 
 __all__ = ["DESCRIBE_INDEX", "LIST_INDICES", "globbable"]
 
@@ -133,20 +130,9 @@ def _read_listing(received: Received) -> dict[str, Any]:
     return {"ok": True, "indices": rows, "_pattern": received.request.reading.get("pattern", "*")}
 
 
-def pattern_refusal(arguments: Mapping[str, Any], policy: IndexPolicy) -> str | None:
-    """Why `pattern` may not be listed: a concrete name in it that the policy denies. Decided
-    before anything is sent, so that a denied name that exists and one that does not are
-    answered alike."""
-    pattern = arguments.get("pattern")
-    parts = pattern.split(",") if isinstance(pattern, str) else []
-    for place, part in enumerate(parts, 1):
-        if part and "*" not in part and part != "_all" and not policy.allows_index(part):
-            which = f"name {place} of `pattern`" if len(parts) > 1 else "`pattern`"
-            return f"{which} is not among the indices this agent may list; list without it"
-    return None
-
-
-def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
+def _after_listing(
+    arguments: Mapping[str, Any], payload: dict[str, Any], policy: IndexPolicy
+) -> Reads:
     """The aliases and data streams (one follow-up read), then only what the policy allows,
     then the cap."""
     pattern = str(payload.pop("_pattern", "*"))
@@ -203,7 +189,9 @@ def _after_listing(payload: dict[str, Any], policy: IndexPolicy) -> Any:
     return (yield from list_with_catalog(out, policy, outcome))
 
 
-_after_listing_typed: After = _after_listing
+_DISCOVERY = PolicyTraits(
+    index_args=("index",), namespace_args=(), caps={}, writes=False, queries=False
+)
 
 LIST_INDICES = Tool(
     name="xerj_list_indices",
@@ -211,16 +199,19 @@ LIST_INDICES = Tool(
     title="List the indices",
     read=_read_listing,
     limits=(Limit(problems=_list_problems, kind="list indices"),),
-    fit="json",
-    index_args=(),  # each listed name is held to the policy instead (`after`)
-    namespace_args=(),
-    caps={},
-    writes=False,
-    queries=False,
+    # each listed name is held to the policy instead (`after`)
+    traits=replace(_DISCOVERY, index_args=(), listed_args=("pattern",)),
     path="/_cat/indices/{pattern}",
-    too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'.",
+    advice=Advice(
+        too_large=lambda _: "Pass a narrower `pattern`, e.g. 'logs-2026*'.",
+        # `_cat/indices/{pattern}` compares index names only (es_compat.rs:424-429)
+        index_not_found=(
+            "`pattern` takes index names and patterns only: an alias or data stream is not "
+            "one (it is listed beside its indices, or as a data stream); list without it"
+        ),
+    ),
     origin="first-party",
-    after=_after_listing_typed,
+    after=_after_listing,
 )
 
 
@@ -355,14 +346,11 @@ DESCRIBE_INDEX = Tool(
     title="Describe an index's fields",
     read=_read_mapping,
     limits=(Limit(problems=_describe_problems, kind="describe index"),),
-    fit="json",
-    index_args=("index",),
-    namespace_args=(),
-    caps={},
-    writes=False,
-    queries=False,
+    traits=_DISCOVERY,
     path="/{index}/_mapping",
-    too_large=lambda _: "Describe fewer fields: pass `prefix` (an object's path) or `from`.",
+    advice=Advice(
+        too_large=lambda _: "Describe fewer fields: pass `prefix` (an object's path) or `from`."
+    ),
     origin="first-party",
     after=describe_with_catalog,  # the catalog's examples and ready queries (`_catalog`)
 )

@@ -19,7 +19,7 @@ its other indices the policy allows is asked in turn with the same GET, up to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -28,7 +28,7 @@ from .._message._format import engine_error, invalid, unusable
 from ._limits import document_id, one_index
 from ._paths import segment
 from ._source_view import SourceView
-from ._tool import Received, Tool
+from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool
 
 __all__ = ["GET_DOCUMENT"]
 
@@ -86,9 +86,7 @@ def _alias_indices(outcome: Outcome, alias: str) -> list[str]:
     return []
 
 
-def behind_alias(
-    args: Mapping[str, Any], payload: dict[str, Any], allows: Callable[[str], bool]
-) -> Generator[HttpRequest, tuple[Outcome, int], dict[str, Any]]:
+def behind_alias(args: Mapping[str, Any], payload: dict[str, Any], policy: IndexPolicy) -> Reads:
     """A document XERJ's GET did not find, looked for in the alias's other indices."""
     if payload.get("found") is not False:
         return payload
@@ -98,7 +96,7 @@ def behind_alias(
     others = _alias_indices(outcome, alias)[1:]  # the first: the one XERJ's GET read
     if not others:
         return payload
-    allowed = [name for name in others if allows(name)]
+    allowed = [name for name in others if policy.allows_index(name)]
     asked, unread = allowed[:MAX_ALIAS_INDICES], []
     for name in asked:
         request = HttpRequest("GET", f"/{segment(name)}/_doc/{segment(doc_id)}")
@@ -146,16 +144,14 @@ GET_DOCUMENT = Tool(
     read=read_document,
     limits=_LIMITS,
     fit="document",
-    index_args=("index",),
-    namespace_args=(),
-    caps={},
-    writes=False,
-    queries=False,
+    traits=PolicyTraits(
+        index_args=("index",), namespace_args=(), caps={}, writes=False, queries=False
+    ),
     path="/{index}/_doc/{id}",
-    too_large=_too_large,
+    advice=Advice(too_large=_too_large),
     answered=_answered,
     origin="first-party",
-    follow_up=behind_alias,
+    after=behind_alias,
     result_fields={
         "found": {"type": "boolean"},
         "_index": {"type": "string"},

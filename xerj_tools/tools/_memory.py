@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from .._http._models import HttpRequest
@@ -11,7 +12,7 @@ from .._message._format import engine_error, invalid, unusable
 from ._limits import MAX_RESULT_WINDOW, finite_vector, int_range, namespace, not_blank, number_range
 from ._memory_limits import recall_by, recency_k, text_unless_vector
 from ._paths import segment
-from ._tool import Received, Tool, copy_args
+from ._tool import Advice, PolicyTraits, Received, Tool, copy_args
 
 __all__ = ["RECALL", "STORE", "read_recall", "read_store"]
 
@@ -143,11 +144,7 @@ def _too_large_store(request: HttpRequest) -> str:
     )
 
 
-_MEMORY: dict[str, Any] = {
-    "index_args": (),
-    "namespace_args": ("namespace",),
-    "origin": "published",
-}
+_MEMORY = PolicyTraits(index_args=(), namespace_args=("namespace",))
 
 STORE = Tool(
     name="xerj_memory_store",
@@ -155,18 +152,17 @@ STORE = Tool(
     title="Store a memory",
     read=read_store,
     limits=STORE_LIMITS,
-    caps={},
-    writes=True,
-    queries=False,  # text and metadata are stored, not run
+    # text and metadata are stored, not run
+    traits=replace(_MEMORY, caps={}, writes=True, queries=False),
     path="/_memory/{namespace}",
-    too_large=_too_large_store,
+    advice=Advice(too_large=_too_large_store),
     result_fields={
         "id": {"type": "string"},
         "namespace": {"type": "string"},
         "created": {"type": "boolean"},
         "deduplicated": {"type": "boolean"},
     },
-    **_MEMORY,
+    origin="published",
 )
 RECALL = Tool(
     name="xerj_memory_recall",
@@ -175,10 +171,9 @@ RECALL = Tool(
     read=read_recall,
     limits=RECALL_LIMITS,
     fit="memories",
-    caps={"k": "max_k"},
-    writes=False,
+    traits=replace(_MEMORY, caps={"k": "max_k"}, writes=False),
     path="/_memory/{namespace}/_recall",
-    too_large=_too_large_recall,
+    advice=Advice(too_large=_too_large_recall),
     result_fields={
         "hits": {
             "type": "array",
@@ -186,5 +181,5 @@ RECALL = Tool(
             "description": "each with id, text, score",
         }
     },
-    **_MEMORY,
+    origin="published",
 )

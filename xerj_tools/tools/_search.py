@@ -22,7 +22,7 @@ from ._paths import segment
 from ._rerank import rerank
 from ._search_limits import rrf_only, sort_entries, source, sub_queries, total_hits, window
 from ._source_view import SourceView, source_view
-from ._tool import Received, Tool, copy_args, integral
+from ._tool import Advice, Cap, PolicyTraits, Received, Tool, copy_args, integral
 
 __all__ = ["HYBRID", "SEARCH", "SEMANTIC", "VECTOR", "read_search"]
 
@@ -387,13 +387,14 @@ _SEARCHING: dict[str, Any] = {
     "read": read_search,
     "result_fields": _HITS_FIELDS,
     "fit": "hits",
-    "refetch": _fetch_hit,
-    "index_args": ("index",),
-    "namespace_args": (),
-    "writes": False,
     "path": "/{index}/_search",
     "origin": "published",
 }
+
+
+def _searching(caps: Mapping[str, Cap]) -> PolicyTraits:
+    return PolicyTraits(index_args=("index",), namespace_args=(), caps=caps, writes=False)
+
 
 SEARCH = Tool(
     name="xerj_search",
@@ -401,12 +402,15 @@ SEARCH = Tool(
     title="Search an index (query DSL)",
     limits=SEARCH_LIMITS,
     paging="from",
-    caps={"size": "max_size"},
-    hints={
-        "_source": "the argument is called `source`",
-        "aggregations": "the argument is called `aggs`",
-    },
-    too_large=_too_large_search,
+    traits=_searching({"size": "max_size"}),
+    advice=Advice(
+        too_large=_too_large_search,
+        refetch=_fetch_hit,
+        hints={
+            "_source": "the argument is called `source`",
+            "aggregations": "the argument is called `aggs`",
+        },
+    ),
     **_SEARCHING,
 )
 SEMANTIC = Tool(
@@ -414,8 +418,8 @@ SEMANTIC = Tool(
     build=semantic_search,
     title="Semantic search",
     limits=SEMANTIC_LIMITS,
-    caps={"size": "max_size", "k": "max_k"},
-    too_large=_too_large_vectors,
+    traits=_searching({"size": "max_size", "k": "max_k"}),
+    advice=Advice(too_large=_too_large_vectors, refetch=_fetch_hit),
     **_SEARCHING,
 )
 VECTOR = Tool(
@@ -423,8 +427,8 @@ VECTOR = Tool(
     build=vector_search,
     title="Vector (kNN) search",
     limits=VECTOR_LIMITS,
-    caps={"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"},
-    too_large=_too_large_vectors,
+    traits=_searching({"size": "max_size", "k": "max_k", "num_candidates": "max_num_candidates"}),
+    advice=Advice(too_large=_too_large_vectors, refetch=_fetch_hit),
     **_SEARCHING,
 )
 HYBRID = Tool(
@@ -432,8 +436,11 @@ HYBRID = Tool(
     build=hybrid_search,
     title="Hybrid search",
     limits=HYBRID_LIMITS,
-    caps={"size": "max_size"},
-    hints={"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
-    too_large=_too_large_hybrid,
+    traits=_searching({"size": "max_size"}),
+    advice=Advice(
+        too_large=_too_large_hybrid,
+        refetch=_fetch_hit,
+        hints={"aggs": _NO_AGGS, "aggregations": _NO_AGGS},
+    ),
     **_SEARCHING,
 )

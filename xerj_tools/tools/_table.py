@@ -77,16 +77,15 @@ def handler_tool(name: str, handler: Handler) -> Tool:
     return Tool(name=name, build=handler, strict_arguments=False, origin="handler")
 
 
-def reading_tool(tool: Tool | str, request: HttpRequest) -> Tool:
+def reading_tool(tool: Tool, request: HttpRequest) -> Tool:
     """The tool that reads the reply to `request`: a plain handler's by its request's kind."""
-    if isinstance(tool, str):
-        tool = XERJ_TOOLS.get(tool) or handler_tool(tool, lambda _: request)
     if tool.origin != "handler":
         return tool
     like = _BY_KIND.get(request.kind)
     if like is None:
         return replace(tool, read=read_json, fit="json", paging=None)
-    return replace(tool, read=like.read, fit=like.fit, paging=like.paging, refetch=like.refetch)
+    advice = replace(tool.advice, refetch=like.advice.refetch)
+    return replace(tool, read=like.read, fit=like.fit, paging=like.paging, advice=advice)
 
 
 def tool_table(
@@ -109,7 +108,7 @@ def served_advice(
     """The tool's `too_large` advice for a dispatcher that serves the tools named `served`: an
     advice naming one of the library's tools that is not among them is left out (the error's
     own words stand), so that the model is never sent to a tool it does not have."""
-    too_large = tool.too_large
+    too_large = tool.advice.too_large
     if too_large is None:
         return None
 
@@ -131,10 +130,11 @@ def served_hints(table: Mapping[str, Tool], limits: Mapping[str, Sequence[Limit]
     (``load_registry(checks=...)``), not derived from the tool, are kept."""
     out = []
     for tool in table.values():
-        kept = {k: v for k, v in tool.hints.items() if not _absent(v, table)}
+        hints = tool.advice.hints
+        kept = {k: v for k, v in hints.items() if not _absent(v, table)}
         derived = tuple(limits.get(tool.name, ()))[1:] == tool.limits  # `Tool.limits_for`'s
-        if len(kept) < len(tool.hints) and derived:
-            out.append(replace(tool, hints=kept))
+        if len(kept) < len(hints) and derived:
+            out.append(replace(tool, advice=replace(tool.advice, hints=kept)))
     return out
 
 

@@ -14,11 +14,9 @@ are (FastMCP derives schemas from Python signatures). Needs the ``mcp`` extra
 import importlib.util
 
 if importlib.util.find_spec("mcp") is None:  # before any module of the server imports it
-    from ..._install import install_hint
+    from ..._install import missing_extra
 
-    raise ImportError(
-        f"xerj_tools.integrations.mcp needs the MCP SDK, the `mcp` extra: {install_hint('mcp')}"
-    )
+    raise missing_extra("xerj_tools.integrations.mcp", "the MCP SDK", "mcp")
 
 from ._serve import serve
 from ._server import (

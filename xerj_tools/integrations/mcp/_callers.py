@@ -53,7 +53,7 @@ from typing import Any
 
 from ..._dispatch._policy import Policy
 from ..._exceptions import ConfigurationError
-from ._policy_file import _read_toml, load_policy_file
+from ._policy_file import _read_toml, load_policy_file, unique_keys
 
 __all__ = ["SETTLE_SECONDS", "Caller", "CallersFile", "hash_token", "new_token"]
 
@@ -210,14 +210,7 @@ def parse_callers(
 
 
 def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are each given once: a repeated key is an error, not a quiet
-    "the last one wins" (which could swap a caller's token or policy)."""
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ConfigurationError(f"the key {key!r} is given twice in one object")
-        seen[key] = value
-    return seen
+    return unique_keys(pairs, " in one object")
 
 
 def _narrowing_lost(before: Mapping[str, Caller], after: Mapping[str, Caller]) -> str | None:

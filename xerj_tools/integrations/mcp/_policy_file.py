@@ -24,7 +24,7 @@ from typing import Any
 from ..._dispatch._policy import Policy
 from ..._exceptions import ConfigurationError
 
-__all__ = ["POLICY_KEYS", "load_policy_file", "policy_from_mapping"]
+__all__ = ["POLICY_KEYS", "load_policy_file", "policy_from_mapping", "unique_keys"]
 
 # Each field of `Policy` and the kind of value it takes. A test checks this covers every field.
 POLICY_KEYS: dict[str, str] = {
@@ -85,13 +85,14 @@ def policy_from_mapping(data: Any, source: str = "the policy") -> Policy:
         raise ConfigurationError(f"{source}: {exc}") from None
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]], said: str = "; give each key once") -> dict[str, Any]:
     """JSON's objects as dicts, refusing a key given twice (`json` keeps the last, so a second
-    ``"read_only": false`` would quietly undo the first; TOML refuses it itself)."""
+    ``"read_only": false`` would quietly undo the first, or swap a caller's token or policy;
+    TOML refuses it itself). `said` ends the error's message."""
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise ConfigurationError(f"the key {key!r} is given twice; give each key once")
+            raise ConfigurationError(f"the key {key!r} is given twice{said}")
         seen[key] = value
     return seen
 
@@ -128,7 +129,7 @@ def load_policy_file(path: str | Path) -> Policy:
         if suffix == ".toml":
             data = _read_toml(text)
         else:
-            data = json.loads(text, object_pairs_hook=_unique_keys)
+            data = json.loads(text, object_pairs_hook=unique_keys)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{path}: {exc}") from None
     except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError both are

@@ -184,7 +184,8 @@ def configure(
         raise ConfigurationError("--max-message-bytes must be at least 1024")
     callers = CallersFile(callers_path) if callers_path is not None else None
     verifier = CallerVerifier(callers, oauth) if callers is not None else None
-    host = parse_bind(http, allow_remote=allow_remote)[0] if http is not None else None
+    address = parse_bind(http, allow_remote=allow_remote) if http is not None else None
+    host = address[0] if address is not None else None
     if host is not None and not is_loopback(host) and verifier is None:
         raise ConfigurationError(
             f"refusing to serve on {host} without authentication: add --callers FILE (bearer "
@@ -195,7 +196,7 @@ def configure(
     limits = CallLimits(max_in_flight)
     # One configuration, checked before the socket is bound; each caller's policy replaces it.
     make = dispatcher_factory(url, authorization, pool_size)
-    sock = bind(*parse_bind(http, allow_remote=allow_remote)) if http is not None else None
+    sock = bind(*address) if address is not None else None
     try:
         dispatcher = make(policy)
         server = build_server(dispatcher, verifier=verifier, make_dispatcher=make, limits=limits)

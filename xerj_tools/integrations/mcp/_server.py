@@ -1,14 +1,5 @@
-"""`xerj-tools mcp`: the registry's tools as an MCP server, over stdio or streamable HTTP.
-
-Every ``tools/call`` goes through an `AsyncDispatcher`, so an MCP client gets what a function
-calling model gets: validation, audited repair, the operator's policy, retries, failover and the
-budget. The tool message becomes the result's one text block; ``isError`` mirrors ``ok: false``.
-
-    server = build_server(AsyncDispatcher(policy=load_policy_file("policy.toml")))
-
-Built on the SDK's low-level `Server` because the tools' JSON Schemas are published as they
-are (FastMCP derives schemas from Python signatures). Needs the ``mcp`` extra
-(docs/usage.md#install).
+"""The MCP server: the registry's tools listed, and each ``tools/call`` answered through an
+`AsyncDispatcher` (the package's docstring says what a client gets), served over stdio or HTTP.
 """
 
 from __future__ import annotations
@@ -27,11 +18,9 @@ try:
     from mcp import types
     from mcp.server.lowlevel import Server
 except ImportError as exc:  # pragma: no cover - the CLI checks before importing this module
-    from ..._install import install_hint
+    from ..._install import missing_extra
 
-    raise ImportError(
-        f"xerj_tools.integrations.mcp needs the MCP SDK, the `mcp` extra: {install_hint('mcp')}"
-    ) from exc
+    raise missing_extra("xerj_tools.integrations.mcp", "the MCP SDK", "mcp") from exc
 
 from ..._bounds import value_problem
 from ..._dispatch._async import AsyncDispatcher
@@ -119,7 +108,7 @@ def tool_hints(tool: Tool) -> ToolHints | None:
     idempotent: each store without an `id` adds another memory)."""
     if tool.title is None:
         return None
-    return ToolHints(tool.title, tool.writes is False, tool.writes is False)
+    return ToolHints(tool.title, tool.traits.writes is False, tool.traits.writes is False)
 
 
 def list_tools(
@@ -136,7 +125,7 @@ def list_tools(
     listed = []
     for spec in registry:
         tool = tools.get(spec.name)
-        if policy is not None and policy.read_only and tool is not None and tool.writes:
+        if policy is not None and policy.read_only and tool is not None and tool.traits.writes:
             continue
         hints = tool_hints(tool) if tool is not None else None
         listed.append(
