@@ -97,26 +97,20 @@ def plan_of(limits: Sequence[Limit], parameters: Mapping[str, Any]) -> Plan:
 
 def _all(found: list[Limit]) -> Yes:
     """One quick yes for all of `found`: their `admits` in turn, each only where the arguments
-    hold its `given` (the one itself where it is alone and always asked: no extra call).
-
-    Written as the source of one function (``yes0(args) and (key1 not in args or yes1(args))
-    and ...``, names bound to the limits' own, no text of theirs in it): a loop over the limits
-    costs about as much as the limits themselves, and a dispatch asks it on every call."""
+    hold its `given` (the one itself where it is alone and always asked)."""
     if not found:
         return _always
     if len(found) == 1 and found[0].given is None:
         return found[0].admits  # type: ignore[return-value]
-    names: dict[str, Any] = {}
-    terms = []
-    for i, limit in enumerate(found):
-        names[f"yes{i}"] = limit.admits
-        if limit.given is None:
-            terms.append(f"yes{i}(args)")
-        else:
-            names[f"key{i}"] = limit.given
-            terms.append(f"(key{i} not in args or yes{i}(args))")
-    exec(f"def admits(args):\n    return {' and '.join(terms)}\n", names)
-    return names["admits"]  # type: ignore[no-any-return]
+    steps = tuple((limit.given, limit.admits) for limit in found)
+
+    def admits(args: Mapping[str, Any]) -> bool:
+        for given, yes in steps:  # noqa: SIM110 (a loop: all() over a generator costs twice)
+            if (given is None or given in args) and not yes(args):  # type: ignore[misc]
+                return False
+        return True
+
+    return admits
 
 
 def _combined(fragments: list[Mapping[str, Any]]) -> dict[str, Any]:
