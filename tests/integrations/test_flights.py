@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from xerj_tools import AsyncDispatcher, Dispatcher
-from xerj_tools._shapes import ToolCall
+from xerj_tools import AsyncDispatcher, Dispatcher, ToolCall
 from xerj_tools.integrations._flights import CallRunner
 from xerj_tools.testing import XerjStandIn
 

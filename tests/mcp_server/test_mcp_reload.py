@@ -21,8 +21,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
 from mcp_team_support import Running, connect, text_of
 
-from xerj_tools._dispatch._async import AsyncDispatcher
-from xerj_tools._dispatch._policy import Policy
+from xerj_tools import AsyncDispatcher, Policy
 from xerj_tools.integrations.mcp import list_tools
 from xerj_tools.integrations.mcp._auth import CallerVerifier
 from xerj_tools.integrations.mcp._callers import CallersFile, hash_token

@@ -17,8 +17,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tool_examples import example_arguments
 
-from xerj_tools import XERJ_TOOLS, Dispatcher, HttpRequest, RetryPolicy, Tool, load_registry
-from xerj_tools._message._format import ERROR_CODES
+from xerj_tools import (
+    ERROR_CODES,
+    XERJ_TOOLS,
+    Dispatcher,
+    HttpRequest,
+    RetryPolicy,
+    Tool,
+    load_registry,
+)
 from xerj_tools.testing import XerjStandIn
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "250")) // 2

@@ -114,3 +114,31 @@ def test_xerj_tools_tools_exports_only_what_a_tool_author_uses() -> None:
                      "handler_tool", "tool_named"):
         assert not hasattr(tools, internal), internal
     assert tools.XERJ_TOOLS is xerj_tools.XERJ_TOOLS and tools.Tool is xerj_tools.Tool
+
+
+def test_tests_take_a_public_name_from_the_public_module() -> None:
+    # Tests go through the public seam where there is one: a name `xerj_tools`,
+    # `xerj_tools.tools` or `xerj_tools.testing` exports is imported from there, not from the
+    # private module it lives in (a private module is imported only for what has no public name).
+    import importlib
+    import re
+    from pathlib import Path
+
+    import xerj_tools.testing
+    import xerj_tools.tools
+
+    public = {
+        id(getattr(module, name)): f"{module.__name__}.{name}"
+        for module in (xerj_tools.testing, xerj_tools.tools, xerj_tools)
+        for name in module.__all__
+    }
+    private_import = re.compile(r"^from (xerj_tools[\w.]*\._\w+[\w.]*) import ([\w, ]+)$", re.M)
+    found = []
+    for path in sorted(Path(__file__).parents[1].rglob("*.py")):
+        for match in private_import.finditer(path.read_text(encoding="utf-8")):
+            module = importlib.import_module(match.group(1))
+            for name in (n.strip() for n in match.group(2).split(",")):
+                value = getattr(module, name, None)
+                if value is not None and not isinstance(value, (int, str)) and id(value) in public:
+                    found.append(f"{path.name}: {match.group(1)}.{name} is {public[id(value)]}")
+    assert found == []

@@ -15,8 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xerj_tools import load_registry
-from xerj_tools._problems import Problem
+from xerj_tools import Problem, load_registry
 from xerj_tools._schema._explain import compile_explainer, explainer_of
 from xerj_tools._schema._fastcheck import compile_check
 from xerj_tools._schema._validation import _schema_problem

@@ -18,8 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xerj_tools import Dispatcher, _json, load_registry
-from xerj_tools._problems import ValidationResult
+from xerj_tools import Dispatcher, Limit, ValidationResult, _json, load_registry, parse_tool_call
 from xerj_tools._schema import _fused, _validation
 from xerj_tools._schema._fused import checked_arguments, quick_plan
 from xerj_tools._schema._registry import (
@@ -28,8 +27,7 @@ from xerj_tools._schema._registry import (
     registry_from_definitions,
 )
 from xerj_tools._schema._validation import integral_numbers
-from xerj_tools._shapes import parse_tool_call
-from xerj_tools.tools._limits import Limit, known_arguments
+from xerj_tools.tools._limits import known_arguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls

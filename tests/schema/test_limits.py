@@ -26,10 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xerj_tools import Dispatcher, HttpRequest, Limit, Tool, load_registry
+from xerj_tools import Dispatcher, HttpRequest, Limit, Problem, Tool, load_registry
 from xerj_tools._bounds import _finite_numbers
 from xerj_tools._offline._lane import Lane
-from xerj_tools._problems import Problem
 from xerj_tools._schema._plan import plan_of
 from xerj_tools.tools import int_range, not_blank, number_range
 

@@ -25,9 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xerj_tools import load_registry
+from xerj_tools import Problem, load_registry
 from xerj_tools._bounds import _finite_numbers
-from xerj_tools._problems import Problem
 from xerj_tools.tools import XERJ_TOOLS, Limit, Tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))

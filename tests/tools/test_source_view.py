@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xerj_tools._schema._registry import load_registry
+from xerj_tools import load_registry
 from xerj_tools.tools._source_view import VECTOR_SUFFIXES, SourceView, _filter, _glob, _is_vector
 
 REGISTRY = load_registry()
