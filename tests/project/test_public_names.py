@@ -136,7 +136,10 @@ def test_tests_take_a_public_name_from_the_public_module() -> None:
     found = []
     for path in sorted(Path(__file__).parents[1].rglob("*.py")):
         for match in private_import.finditer(path.read_text(encoding="utf-8")):
-            module = importlib.import_module(match.group(1))
+            try:
+                module = importlib.import_module(match.group(1))
+            except ImportError:  # an extra this environment lacks (the MCP SDK): nothing to compare
+                continue
             for name in (n.strip() for n in match.group(2).split(",")):
                 value = getattr(module, name, None)
                 if value is not None and not isinstance(value, (int, str)) and id(value) in public:
