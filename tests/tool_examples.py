@@ -36,3 +36,22 @@ def example_arguments(registry: ToolRegistry, tool: str) -> dict[str, Any]:
     result = registry.validate(tool, args)
     assert result.ok, f"no plain example for {tool}: {result.summary()}; extend tests/tool_examples.py"
     return args
+
+
+def random_valid_arguments(name: str, seed: int) -> dict[str, Any]:
+    """A valid call of `name` drawn as the benchmark draws its calls (`benchmarks/calls.py`), seeded;
+    the discovery tools, which the benchmark does not draw, get one fixed call each."""
+    import random
+    import sys
+    from pathlib import Path
+
+    if name == "xerj_list_indices":
+        return {"pattern": "logs-*"}
+    if name == "xerj_describe_index":
+        return {"index": "docs"}
+    benchmarks = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if benchmarks not in sys.path:
+        sys.path.insert(0, benchmarks)
+    import calls
+
+    return calls._valid(random.Random(seed), name)

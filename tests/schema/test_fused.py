@@ -9,7 +9,6 @@ types; where it does not, the general path decides, with the quick decode handed
 from __future__ import annotations
 
 import json
-import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from xerj_tools.tools._limits import known_arguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls
+from tool_examples import random_valid_arguments
 
 from argument_values import argument_values
 
@@ -55,13 +55,6 @@ def _orjson(request: pytest.FixtureRequest) -> None:
         pytest.skip("orjson is not installed (the `fast` extra)")
 
 
-def _valid(name: str, seed: int) -> dict[str, Any]:
-    if name == "xerj_list_indices":
-        return {"pattern": "logs-*"}
-    if name == "xerj_describe_index":
-        return {"index": "docs"}
-    return calls._valid(random.Random(seed), name)
-
 
 @st.composite
 def arguments(draw: Any) -> tuple[str, dict[str, Any]]:
@@ -70,7 +63,7 @@ def arguments(draw: Any) -> tuple[str, dict[str, Any]]:
     if draw(st.booleans()):
         args = draw(st.dictionaries(st.sampled_from(keys), value, max_size=6))
     else:  # a recorded valid call, mostly left as it is (the one pass's case), or changed
-        args = _valid(name, draw(st.integers(0, 10_000)))
+        args = random_valid_arguments(name, draw(st.integers(0, 10_000)))
         for _ in range(draw(st.integers(0, 2))):
             args[draw(st.sampled_from(keys))] = draw(value)
     return name, args
@@ -147,7 +140,7 @@ def test_recorded_valid_calls_take_the_one_pass(monkeypatch: pytest.MonkeyPatch)
         spec = REGISTRY[name]
         assert spec.quick_plan is not None, name
         for seed in range(100):
-            text = json.dumps(_valid(name, seed))
+            text = json.dumps(random_valid_arguments(name, seed))
             got = checked_arguments(spec, text, True)
             _same(got, _general(spec, text, True))
     assert taken.general == 0
@@ -196,7 +189,7 @@ def test_a_call_the_one_pass_leaves_is_decoded_once(monkeypatch: pytest.MonkeyPa
 def test_without_orjson_every_call_takes_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_json, "_orjson", False)
     taken = Taken(monkeypatch)
-    text = json.dumps(_valid("xerj_search", 1))
+    text = json.dumps(random_valid_arguments("xerj_search", 1))
     got = checked_arguments(REGISTRY["xerj_search"], text, False)
     assert taken.general == 1
     _same(got, _general(REGISTRY["xerj_search"], text, False))

@@ -31,6 +31,7 @@ from xerj_tools.tools import XERJ_TOOLS, Limit, Tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls
+from tool_examples import random_valid_arguments
 
 from argument_values import argument_values
 
@@ -53,13 +54,6 @@ CLAUSES = [{}, {"match": {"body": "tea"}}, {"semantic": {"body": {"query": "q"}}
 leaf, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, _RERANK, rerank_size=5)
 
 
-def _valid(name: str, seed: int) -> dict[str, Any]:
-    if name == "xerj_list_indices":
-        return {"pattern": "logs-*"}
-    if name == "xerj_describe_index":
-        return {"index": "docs"}
-    return calls._valid(random.Random(seed), name)
-
 
 @st.composite
 def arguments(draw: Any, names: list[str]) -> tuple[str, dict[str, Any]]:
@@ -68,7 +62,7 @@ def arguments(draw: Any, names: list[str]) -> tuple[str, dict[str, Any]]:
     if draw(st.booleans()):  # random arguments over the tool's own keys (and a few others)
         args = draw(st.dictionaries(st.sampled_from(keys), value, max_size=6))
     else:  # a recorded valid call with one to three arguments changed or added
-        args = _valid(name, draw(st.integers(0, 10_000)))
+        args = random_valid_arguments(name, draw(st.integers(0, 10_000)))
         for _ in range(draw(st.integers(1, 3))):
             args[draw(st.sampled_from(keys))] = draw(value)
     return name, args
@@ -152,7 +146,7 @@ def test_recorded_valid_calls_pass_the_quick_yes() -> None:
     for name in calls.TOOLS:
         spec = REGISTRY[name]
         for seed in range(200):
-            args = _valid(name, seed)
+            args = random_valid_arguments(name, seed)
             assert spec.plan.admits is not None and spec.plan.admits(args), (name, args)
             assert _problems(REGISTRY, name, args) == []
 
