@@ -58,17 +58,16 @@ def resolve_bound(
     return max_in_flight
 
 
-def _expired(deadline: Deadline, node: str) -> Failure:
+def _refused(deadline: Deadline, node: str, by_deadline: bool) -> Failure:
+    """A call whose wait for a slot ran out: by its deadline, or by the pool timeout."""
+    if not by_deadline:
+        return Failure("timeout", "no free connection in the pool in time", node, sent=False)
     return Failure(
         "deadline",
         f"the call's deadline of {deadline.seconds:g} s passed while it waited for one of the "
         "dispatcher's in-flight slots; nothing was sent",
         node, sent=False, deadline=deadline.seconds,
     )  # fmt: skip
-
-
-def _pool_timeout(node: str) -> Failure:
-    return Failure("timeout", "no free connection in the pool in time", node, sent=False)
 
 
 class _Waiter:
@@ -130,9 +129,7 @@ class Gate(_Slots[_Waiter]):
             if not self._abandon(waiter):
                 self._release()
             raise
-        if self._abandon(waiter):
-            return _expired(deadline, node) if by_deadline else _pool_timeout(node)
-        return None
+        return _refused(deadline, node, by_deadline) if self._abandon(waiter) else None
 
     def _abandon(self, waiter: _Waiter) -> bool:
         """Leave the queue; True if no slot had been handed to `waiter` (else it holds one)."""
@@ -189,9 +186,7 @@ class AsyncGate(_Slots["asyncio.Future[bool]"]):
             raise
         finally:
             timer.cancel()
-        if not granted:
-            return _expired(deadline, node) if by_deadline else _pool_timeout(node)
-        return None
+        return None if granted else _refused(deadline, node, by_deadline)
 
     def _expire(self, waiter: asyncio.Future[bool]) -> None:
         if not waiter.done():
