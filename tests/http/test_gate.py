@@ -164,7 +164,7 @@ def test_async_at_most_n_requests_reach_the_server(server: Holding, bound: int |
 # ---------------------------------------------------------------- first come, first served
 
 def test_sync_waiting_calls_are_sent_in_the_order_they_came(server: Holding) -> None:
-    with Dispatcher(url=server.url, limits=Limits(limits=Limits(max_in_flight=1)), retry=ONE_TRY) as dispatcher:
+    with Dispatcher(url=server.url, limits=Limits(max_in_flight=1), retry=ONE_TRY) as dispatcher:
         gate = dispatcher._gate
         assert gate is not None
         threads = []
@@ -181,7 +181,7 @@ def test_sync_waiting_calls_are_sent_in_the_order_they_came(server: Holding) -> 
 
 def test_async_waiting_calls_are_sent_in_the_order_they_came(server: Holding) -> None:
     async def go() -> None:
-        async with AsyncDispatcher(url=server.url, limits=Limits(limits=Limits(max_in_flight=1)), retry=ONE_TRY) as dispatcher:
+        async with AsyncDispatcher(url=server.url, limits=Limits(max_in_flight=1), retry=ONE_TRY) as dispatcher:
             gate = dispatcher._gate
             assert gate is not None
             tasks = []
@@ -233,7 +233,7 @@ def test_async_a_call_with_no_slot_before_its_deadline_fails_unsent(server: Hold
 def test_the_pool_timeout_of_a_client_you_pass_bounds_the_wait_too(server: Holding) -> None:
     timeout = httpx2.Timeout(30, pool=0.2)
     with httpx2.Client(timeout=timeout) as client, \
-            Dispatcher(url=server.url, client=client, limits=Limits(limits=Limits(max_in_flight=1)), retry=ONE_TRY) as dispatcher:  # fmt: skip
+            Dispatcher(url=server.url, client=client, limits=Limits(max_in_flight=1), retry=ONE_TRY) as dispatcher:  # fmt: skip
         thread = threading.Thread(target=dispatcher.dispatch, args=(search("first"),))
         thread.start()
         server.wait_for(lambda: server.held == 1)
@@ -252,11 +252,11 @@ def test_slots_come_back_after_failed_attempts(xerj: XerjStandIn, mode: str) -> 
     xerj.fail_next(500, Fault(drop="before"), Fault(truncate=5), 503)
     calls = [search(f"f{i}") for i in range(5)]
     if mode == "sync":
-        with Dispatcher(url=xerj.url, limits=Limits(limits=Limits(max_in_flight=1)), retry=ONE_TRY, timeout=Timeout(call=5)) as dispatcher:
+        with Dispatcher(url=xerj.url, limits=Limits(max_in_flight=1), retry=ONE_TRY, timeout=Timeout(call=5)) as dispatcher:
             answers = [dispatcher.dispatch(c) for c in calls]
     else:
         async def go() -> list[Any]:
-            async with AsyncDispatcher(url=xerj.url, limits=Limits(limits=Limits(max_in_flight=1)), retry=ONE_TRY, timeout=Timeout(call=5)) as dispatcher:
+            async with AsyncDispatcher(url=xerj.url, limits=Limits(max_in_flight=1), retry=ONE_TRY, timeout=Timeout(call=5)) as dispatcher:
                 return [await dispatcher.dispatch(c) for c in calls]
 
         answers = asyncio.run(go())

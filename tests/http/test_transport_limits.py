@@ -155,7 +155,7 @@ class FakeTime:
 def test_the_deadline_includes_the_waits(mode: str, xerj: XerjStandIn) -> None:
     xerj.fail_next(*[Fault(status=503, headers={"Retry-After": "4"})] * 10)
     fake = FakeTime()
-    options: dict[str, Any] = {"url": xerj.url, "deadline": 10.0, "clock": fake.clock,
+    options: dict[str, Any] = {"url": xerj.url, "timeout": Timeout(call=10.0), "clock": fake.clock,
                                "retry": RetryPolicy(max_attempts=10, max_time=100.0)}
     call = chat_call("xerj_search", SEARCH)
     if mode == "sync":
