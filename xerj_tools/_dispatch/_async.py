@@ -6,7 +6,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx2
 
@@ -23,9 +23,6 @@ from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._policy import Policy
 from ._trace import tool_call as tool_call_scope
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["AsyncDispatcher"]
 
@@ -69,10 +66,6 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
 
     A turn's calls run as tasks, as many as it has: ``limits.max_workers`` is not read.
     """
-
-    _transport: AsyncTransport
-    _gate: AsyncGate | None
-    _sleep: Callable[[float], Awaitable[None]]
 
     def _connect(
         self,

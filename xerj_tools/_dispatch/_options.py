@@ -25,24 +25,10 @@ if TYPE_CHECKING:
     from .._http._gate import MaxInFlight
 
 __all__ = [
-    "DEFAULT_LIMITS",
-    "DEFAULT_TIMEOUT",
-    "Limits",
-    "Timeout",
-    "check_budgets",
-    "check_credential",
-    "check_handlers",
-    "check_max_in_flight",
-    "check_url_option",
-    "check_verify",
-    "checked_limits",
-    "checked_timeout",
-    "checked_tools",
-    "count",
-    "flag",
-    "of_type",
-    "seconds",
-]
+    "DEFAULT_LIMITS", "DEFAULT_TIMEOUT", "Limits", "Timeout", "check_budgets", "check_credential",
+    "check_handlers", "check_max_in_flight", "check_url_option", "check_verify", "checked_limits",
+    "checked_timeout", "checked_tools", "count", "flag", "of_type", "seconds",
+]  # fmt: skip
 
 
 def count(name: str, value: Any, least: int = 1) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx2
 
@@ -32,9 +32,6 @@ from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._policy import Policy
 from ._trace import tool_call as tool_call_scope
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Dispatcher"]
 
@@ -88,10 +85,6 @@ class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
     - ``sleep``: waits between attempts, given seconds (for tests). Default: None: ``time.sleep``.
     - ``clock``: monotonic seconds for deadlines and elapsed times. Default: ``time.monotonic``.
     """
-
-    _transport: SyncTransport
-    _gate: Gate | None
-    _sleep: Callable[[float], None]
 
     def _connect(
         self,
