@@ -93,6 +93,7 @@ def test_every_option_is_a_keyword_only_parameter_of_the_real_signature(kind: An
     parameters = list(inspect.signature(init).parameters.values())[1:]
     assert parameters[0].name == "registry"
     assert all(p.kind is p.KEYWORD_ONLY for p in parameters[1:])
+    assert all(p.annotation is not p.empty for p in parameters)  # typed, for IDEs and mypy
     assert "options" not in {p.name for p in parameters}
 
 
