@@ -46,7 +46,7 @@ class AgentRun:
     """The state of one run, shared by every driver: transcript, figures, loop guard."""
 
     def __init__(
-        self, dispatcher: BaseDispatcher, model: str, messages: Any, options: AgentOptions
+        self, dispatcher: BaseDispatcher[Any, Any], model: str, messages: Any, options: AgentOptions
     ) -> None:
         self.turn = 0
         self.shape = loop_shape(options.api)  # the wire shape: definitions, requests, replies

@@ -1,4 +1,4 @@
-"""What the options objects share (`AgentOptions`, the dispatchers' `Settings`).
+"""What an options object needs (`AgentOptions`).
 
 A repr lists what differs from the defaults and hides secrets; an options object pickles and
 copies whole; ``replace`` refuses an unknown name with a `TypeError` naming the nearest one.

@@ -53,7 +53,7 @@ def resolve_bound(
 ) -> int | None:
     """``"pool"``: the owned client's `pool_size`, or the connection limit of the client passed
     in where it can be read (else no bound: its limits are the caller's business)."""
-    if max_in_flight == "pool":  # a value checked when the dispatcher was made (`Settings`)
+    if max_in_flight == "pool":  # a value checked when its `Limits` was made
         return pool_size if client is None else pool_limit(client)
     return max_in_flight
 
