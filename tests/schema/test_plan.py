@@ -396,3 +396,29 @@ def test_a_tool_has_a_strict_schema_only_where_each_limit_has_a_fragment(
     assert replaced["xerj_search"].plan.fragment is None
     assert _lane.Lane(replaced).tools["xerj_search"][0] is None
     assert math.isfinite(1e308)  # the vector cases above: each finite, their sum is not
+
+
+def test_a_bundled_strict_schema_is_one_schema() -> None:
+    """Each bundled tool's strict schema is its schema with the fragments merged in (its
+    properties, every name either requires, the subschemas of both), not ``allOf`` the three
+    (about twice the cost a call in jsonschema-rs): a limit that requires an argument the
+    schema requires too (the search's query) merges."""
+    jsonschema_rs = pytest.importorskip("jsonschema_rs")
+    for name in calls.TOOLS:
+        spec = REGISTRY[name]
+        seen: list[Any] = []
+
+        def validator_for(schema: Any, seen: list[Any] = seen) -> Any:
+            seen.append(schema)
+            return jsonschema_rs.validator_for(schema)
+
+        assert spec.plan.strict(spec.fast_check.schema, validator_for) is not None, name
+        (root,) = seen
+        assert root["additionalProperties"] is False, name
+        assert root.keys() >= {"properties", "required"}, name
+        required = spec.parameters.get("required", [])
+        fragment = spec.plan.fragment or {}
+        assert root["required"] == list(dict.fromkeys([*required, *fragment.get("required", [])]))
+        assert len(root.get("allOf", [])) == len(fragment.get("allOf", [])) + len(
+            spec.parameters.get("allOf", [])
+        ), name

@@ -141,6 +141,11 @@ _SIBLINGS = frozenset({
 })  # fmt: skip
 
 
+# Keywords both may hold and one schema still says: every name required by either, every
+# subschema of either (the tool's schema requires its own names; a limit may require one more).
+_JOINED = frozenset({"properties", "required", "allOf"})
+
+
 def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[str]) -> Any:
     """``{"allOf": [schema, fragment, only these argument names]}``, as one schema where the
     keywords do not meet (a tenth of a microsecond less per call in jsonschema-rs)."""
@@ -149,7 +154,8 @@ def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[s
     if (
         not isinstance(properties, dict)
         or schema.keys() & _SIBLINGS
-        or schema.keys() & (fragment.keys() - {"properties"})
+        or schema.keys() & (fragment.keys() - _JOINED)
+        or not all(isinstance(schema.get(key, []), list) for key in _JOINED - {"properties"})
     ):
         return whole
     merged = dict(properties)
@@ -168,7 +174,12 @@ def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[s
         merged.setdefault(name, True)
     if not merged.keys() <= names:
         return whole
-    return {**schema, **fragment, "properties": merged, "additionalProperties": False}
+    joined = {
+        key: [*dict.fromkeys([*schema[key], *fragment[key]])] if key == "required"
+        else [*schema[key], *fragment[key]]
+        for key in ("required", "allOf") if key in schema and key in fragment
+    }  # fmt: skip
+    return {**schema, **fragment, **joined, "properties": merged, "additionalProperties": False}
 
 
 def _plain(schema: Any) -> Any:
