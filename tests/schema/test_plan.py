@@ -422,3 +422,19 @@ def test_a_bundled_strict_schema_is_one_schema() -> None:
         assert len(root.get("allOf", [])) == len(fragment.get("allOf", [])) + len(
             spec.parameters.get("allOf", [])
         ), name
+
+
+def test_recorded_valid_calls_with_a_rerank_pass_the_quick_yes() -> None:
+    """A search with a rerank takes the lane's longer path: its quick yes passes the common ones,
+    with the block's rarer fields too."""
+    found = 0
+    for seed in range(400):
+        args = calls._valid(random.Random(seed), "xerj_search")
+        if "rerank" in args:
+            found += 1
+            assert REGISTRY["xerj_search"].plan.admits(args), args
+            fuller = {**args["rerank"], "provider": "jev", "model": "m", "min_score": 0.5,
+                      "fields": ["title"], "timeout_ms": 5000, "instructions": "be strict"}  # fmt: skip
+            assert REGISTRY["xerj_search"].plan.admits({**args, "rerank": fuller}), fuller
+            _holds(REGISTRY, "xerj_search", {**args, "rerank": fuller}, schema_valid=True)
+    assert found > 10
