@@ -97,6 +97,18 @@ def test_a_quick_yes_means_the_checks_and_validate_find_nothing(
         _holds(REGISTRY, name, args)
 
 
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments(NAMES))
+def test_the_checks_as_validation_asks_them_say_what_each_limit_says(
+    case: tuple[str, dict[str, Any]],
+) -> None:
+    """`plan.explain` asks a limit only where its argument is given and its quick yes says no:
+    the same problems, in the same order, as every limit's `problems`."""
+    name, args = case
+    plan = REGISTRY[name].plan
+    assert [p for check in plan.explain for p in check(args)] == _problems(REGISTRY, name, args)
+
+
 @pytest.mark.parametrize(
     ("name", "args"),
     [

@@ -114,7 +114,7 @@ class Lane:
                     else None
                 )
                 self.tools[spec.name] = (
-                    strict, plan.ints, plan.vectors, schema, plan.admits, plan.checks,
+                    strict, plan.ints, plan.vectors, schema, plan.admits, plan.explain,
                     strict is not None,
                     plain and getattr(type(spec), "validate", None) is ToolSpec.validate,
                 )  # fmt: skip
