@@ -12,10 +12,11 @@ the record with orjson and recognises its call as `_records.find_calls` would: a
 (``messages``). Arguments written as text are decoded as `_quick.quick_object` decodes them
 (inline, its bounds too: a call less per line); arguments the record holds as an object
 (Anthropic's ``input``, Gemini's ``args``, a plain record's object) are taken as orjson read
-them where `_quick.quick_bounds` finds nothing in the line for the bounds to refuse. Then the tool's strict schema (`ToolSpec.plan.strict`: the schema with the limits'
-JSON Schema fragments, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema
-says no, the schema check and the quick yes (`ToolSpec.plan.admits`; where a tool has none, its
-checks themselves). A line passes only when the full path (`_offline._validate.line_calls` +
+them where `_quick.quick_bounds` finds nothing in the line for the bounds to refuse. Then the
+tool's strict schema (`ToolSpec.plan.strict`: the schema with the limits' JSON Schema
+fragments, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says no,
+the schema check and the quick yes (`ToolSpec.plan.admits`; where a tool has none, its checks
+themselves). A line passes only when the full path (`_offline._validate.line_calls` +
 `validate_calls`) would count one valid call with nothing to report; any other goes to that path,
 which writes the report it always wrote. So the lane changes the speed, never the report
 (tests/offline/test_lane.py and tests/offline/test_lane_shapes.py compare both, with `ENABLED` off, on mixed

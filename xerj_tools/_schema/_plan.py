@@ -133,8 +133,8 @@ def _explain(limits: tuple[Limit, ...]) -> tuple[Check, ...]:
                 try:
                     if admits(args):
                         continue
-                except Exception:  # a quick yes of yours that reads only what the schema allows
-                    pass
+                except Exception:  # a quick yes of yours may expect what the schema allows
+                    pass  # (it is asked after the schema check elsewhere): the words decide
             yield from problems(args)
 
     return (explain,)
@@ -182,7 +182,8 @@ def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[s
         not isinstance(properties, dict)
         or schema.keys() & _SIBLINGS
         or schema.keys() & (fragment.keys() - _JOINED)
-        or not all(isinstance(schema.get(key, []), list) for key in _JOINED - {"properties"})
+        or not isinstance(schema.get("allOf", []), list)
+        or not all(type(name) is str for name in schema.get("required", []))
     ):
         return whole
     merged = dict(properties)
