@@ -95,6 +95,7 @@ def test_a_limit_that_admits_finds_no_problem(
     if limit.given is not None:  # the plan asks it only where its argument is given
         absent = {key: item for key, item in args.items() if key != limit.given}
         assert limit.admits(absent), (case, absent)
+        assert list(limit.problems(absent)) == [], (case, absent)  # (`Plan.explain` skips it)
 
 
 def _json_clean(args: Any) -> bool:
