@@ -44,8 +44,8 @@ def rerank(question_from: str | None = None) -> Limit:
     window, hits with source and no sort, and a question to judge against (`rerank.query`, or
     one question clause in the argument `question_from`).
 
-    Its fragment says "no rerank" (a block's rules are many): a call with one is passed by its
-    quick yes, on the offline lane's longer path."""
+    Its quick yes is its words (a block's rules are many), and its fragment says "no rerank":
+    a call with one takes the longer path of the offline lane."""
 
     def needs_query(args: Mapping[str, Any]) -> bool:
         query = args.get(question_from) if question_from else None
@@ -59,46 +59,8 @@ def rerank(question_from: str | None = None) -> Limit:
             yield from _problems(args, block, needs_query=needs_query(args))
 
     def admits(args: Mapping[str, Any]) -> bool:
-        block = args.get("rerank")
-        if type(block) is not dict:
-            return not isinstance(block, dict)
-        size, start, window = args.get("size", 10), args.get("from", 0), block.get("window", 30)
-        query = block.get("query")
-        if not (
-            type(size) is int
-            and type(start) is int
-            and type(window) is int
-            and size > 0
-            and start >= 0
-            and start + size <= window <= 300  # (so the window is 1 or more)
-            and "sort" not in args
-            and args.get("source") not in (False, "false")
-            and (
-                (type(query) is str and len(query) <= 4000 and query.strip() != "")
-                or ("query" not in block and not needs_query(args))
-            )
-        ):
-            return False
-        if len(block) == ("query" in block) + ("window" in block):
-            return True  # the usual block: nothing more to look at
-        provider = block.get("provider")
-        if not block.keys() <= _KEYS or (provider is not None and provider not in _PROVIDERS):
-            return False
-        for key, limit in _TEXTS:
-            if key in block and (type(block[key]) is not str or len(block[key]) > limit):
-                return False
-        for key, lo, hi in _INTS:
-            if key in block and not (type(block[key]) is int and lo <= block[key] <= hi):
-                return False
-        score = block.get("min_score", 0)
-        if type(score) not in (int, float) or not 0 <= score <= 1:
-            return False
-        fields = block.get("fields")
-        return "fields" not in block or (
-            type(fields) is list
-            and 1 <= len(fields) <= 64
-            and all(type(name) is str and name for name in fields)
-        )
+        # a rerank is one search call in many and costs XERJ a model's time: its words decide
+        return next(problems(args), None) is None
 
     return Limit(
         problems=problems,
