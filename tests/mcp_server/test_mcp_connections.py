@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import httpx2
 import pytest
@@ -87,7 +88,11 @@ def test_a_body_dribbled_past_its_deadline_closes_the_connection(xerj: XerjStand
     with Running(url=xerj.url, connections=limits) as server:
         slow = opened(server.port, head(server.port, len(INIT)) + INIT[:10])
         assert answer(slow) == b""
-        whole = opened(server.port, head(server.port, len(INIT)) + INIT)
+        # (Connection: close: an idle connection lasts until the head deadline, 30 s here)
+        closing = head(server.port, len(INIT)).replace(
+            b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"
+        )
+        whole = opened(server.port, closing + INIT)
         assert answer(whole).startswith(b"HTTP/1.1 200 ")
 
 
@@ -126,6 +131,51 @@ def test_with_every_connection_running_a_request_a_newcomer_is_answered_503(
         for sock in busy:
             sock.sendall(INIT)
             assert answer(sock).startswith(b"HTTP/1.1 200 ")
+
+
+def one_response(sock: socket.socket) -> bytes:
+    """One response with a Content-Length, read whole, the connection left open."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += sock.recv(65536)
+    head_part, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head_part.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head_part + b"\r\n\r\n" + body
+
+
+def test_an_idle_keep_alive_connection_lasts_until_the_head_deadline(
+    xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # uvicorn's keep-alive timer (5 s, as long as httpx keeps an idle connection) shortened to
+    # 0.1 s and the head deadline to 1.5 s: a connection idle past the former is still open, a
+    # request sent on it is answered, and once idle again the head deadline closes it (no 408).
+    from uvicorn.protocols.http import h11_impl
+
+    init = h11_impl.H11Protocol.__init__
+
+    def short_keep_alive(self: h11_impl.H11Protocol, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.timeout_keep_alive = 0.1
+
+    monkeypatch.setattr(h11_impl.H11Protocol, "__init__", short_keep_alive)
+    limits = ConnectionLimits(head_seconds=1.5, body_seconds=30)
+    with Running(url=xerj.url, connections=limits) as server:
+        request = f"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode()
+        sock = opened(server.port, request)
+        assert one_response(sock).startswith(b"HTTP/1.1 404 ")
+        sock.settimeout(0.6)  # past uvicorn's 0.1 s, before the head deadline
+        with pytest.raises(TimeoutError):
+            sock.recv(1)
+        sock.settimeout(10)
+        sock.sendall(request)
+        assert one_response(sock).startswith(b"HTTP/1.1 404 ")
+        assert answer(sock) == b""
 
 
 def test_the_default_bound_leaves_descriptors_for_the_rest() -> None:

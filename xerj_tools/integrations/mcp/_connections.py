@@ -10,7 +10,9 @@ for a descriptor, or make each one's request a 503. Here, on top of uvicorn's `H
 
 - **the head** (request line and headers) must arrive within `head_seconds` of the moment the
   connection starts waiting for it (opened, or its previous response sent); past it the
-  connection is answered 408 if some of the head came, and closed;
+  connection is answered 408 if some of the head came, and closed. This is also what closes an
+  idle keep-alive connection (uvicorn's own keep-alive timer is cancelled; see
+  `on_response_complete`);
 - **the body** must arrive within `body_seconds`, extended by one second for each `body_rate`
   bytes received (so a large body sent at a sane rate is never cut, a dribble is); past it the
   connection is closed and the request's handler sees the client leave;
@@ -224,6 +226,15 @@ def protocol_for(limits: ConnectionLimits) -> type[H11Protocol]:
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
+            # An idle connection is closed by the head deadline alone, not by uvicorn's keep-alive
+            # timer (`timeout_keep_alive`, 5 s from the response's end: uvicorn 0.55,
+            # protocols/http/h11_impl.py lines 322 and 355-363). httpx reuses an idle connection
+            # for 5 s too (`keepalive_expiry`: httpx 0.29, _config.py line 178; httpx2 2.17, the
+            # MCP SDK's client, _config.py line 172), counted from when it has read the response
+            # (httpcore 1.0, _async/http11.py line 248), so past the server's 5 s: a request sent
+            # near its end meets a connection the server is closing, unread, and is lost to a
+            # reset. The head deadline (10 s by default) outlasts such clients.
+            self._unset_keepalive_if_required()
             self._follow()
 
         def eof_received(self) -> None:
