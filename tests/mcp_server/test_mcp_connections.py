@@ -153,7 +153,7 @@ def test_an_idle_keep_alive_connection_lasts_until_the_head_deadline(
     xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # uvicorn's keep-alive timer (5 s, as long as httpx keeps an idle connection) shortened to
-    # 0.1 s and the head deadline to 1.5 s: a connection idle past the former is still open, a
+    # 0.1 s and the head deadline to 2 s: a connection idle past the former is still open, a
     # request sent on it is answered, and once idle again the head deadline closes it (no 408).
     from uvicorn.protocols.http import h11_impl
 
@@ -164,18 +164,18 @@ def test_an_idle_keep_alive_connection_lasts_until_the_head_deadline(
         self.timeout_keep_alive = 0.1
 
     monkeypatch.setattr(h11_impl.H11Protocol, "__init__", short_keep_alive)
-    limits = ConnectionLimits(head_seconds=1.5, body_seconds=30)
+    limits = ConnectionLimits(head_seconds=2.0, body_seconds=30)
     with Running(url=xerj.url, connections=limits) as server:
         request = f"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode()
-        sock = opened(server.port, request)
-        assert one_response(sock).startswith(b"HTTP/1.1 404 ")
-        sock.settimeout(0.6)  # past uvicorn's 0.1 s, before the head deadline
-        with pytest.raises(TimeoutError):
-            sock.recv(1)
-        sock.settimeout(10)
-        sock.sendall(request)
-        assert one_response(sock).startswith(b"HTTP/1.1 404 ")
-        assert answer(sock) == b""
+        with opened(server.port, request) as sock:
+            assert one_response(sock).startswith(b"HTTP/1.1 404 ")
+            sock.settimeout(0.5)  # past uvicorn's 0.1 s, well before the head deadline
+            with pytest.raises(TimeoutError):
+                sock.recv(1)
+            sock.settimeout(10)
+            sock.sendall(request)
+            assert one_response(sock).startswith(b"HTTP/1.1 404 ")
+            assert answer(sock) == b""
 
 
 def test_the_default_bound_leaves_descriptors_for_the_rest() -> None:
