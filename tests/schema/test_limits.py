@@ -15,6 +15,7 @@ its strict schema, with nothing else written.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -67,14 +68,23 @@ _RERANK = ["provider", "model", "window", "min_score", "query", "fields", "bogus
 leaf, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, _RERANK, rerank_size=4)
 
 
-@st.composite
-def arguments(draw: Any, names: list[str], tool: str | None) -> dict[str, Any]:
-    if tool in calls.TOOLS and draw(st.booleans()):  # a recorded valid call, changed
-        args = calls._valid(random.Random(draw(st.integers(0, 10_000))), tool)
-        for _ in range(draw(st.integers(1, 3))):
-            args[draw(st.sampled_from(names))] = draw(value)
-        return args
-    return draw(st.dictionaries(st.sampled_from(names), value, max_size=6))
+@functools.cache
+def arguments(names: tuple[str, ...], tool: str | None) -> st.SearchStrategy[dict[str, Any]]:
+    """Random arguments over `names`: a recorded valid call of `tool`, changed, or any. Made
+    once per (names, tool): a strategy built inside each draw costs more than the draw."""
+    name, seed, changes = st.sampled_from(names), st.integers(0, 10_000), st.integers(1, 3)
+    anything = st.dictionaries(name, value, max_size=6)
+
+    @st.composite
+    def drawn(draw: Any) -> dict[str, Any]:
+        if tool in calls.TOOLS and draw(st.booleans()):  # a recorded valid call, changed
+            args = calls._valid(random.Random(draw(seed)), tool)
+            for _ in range(draw(changes)):
+                args[draw(name)] = draw(value)
+            return args
+        return draw(anything)
+
+    return drawn()
 
 
 def _tool_of(case: str) -> str | None:
@@ -89,7 +99,7 @@ def test_a_limit_that_admits_finds_no_problem(
 ) -> None:
     if limit.admits is None:
         return  # a Python-only limit: its problems run on every call
-    args = data.draw(arguments(names, _tool_of(case)))
+    args = data.draw(arguments(tuple(names), _tool_of(case)))
     if limit.admits(args):
         assert list(limit.problems(args)) == [], (case, args)
     if limit.given is not None:  # the plan asks it only where its argument is given
@@ -125,7 +135,7 @@ def test_a_limit_whose_fragment_holds_admits(
     plan = plan_of((limit,), schema)
     strict = plan.strict(schema, jsonschema_rs.validator_for)
     assert strict is not None, case
-    args = data.draw(arguments(names, tool))
+    args = data.draw(arguments(tuple(names), tool))
     if not _json_clean(args):
         return  # the lane reads JSON: no NaN reaches the strict schema
     rest = all(type(args.get(key, 0)) is int for key in plan.ints) and all(
