@@ -91,22 +91,6 @@ def _tool_of(case: str) -> str | None:
     return case.split(":")[0] if ":" in case else None
 
 
-@pytest.mark.parametrize(("case", "limit", "names"), LIMITS, ids=[c for c, _, _ in LIMITS])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_a_limit_that_admits_finds_no_problem(
-    case: str, limit: Limit, names: list[str], data: Any
-) -> None:
-    if limit.admits is None:
-        return  # a Python-only limit: its problems run on every call
-    args = data.draw(arguments(tuple(names), _tool_of(case)))
-    if limit.admits(args):
-        assert list(limit.problems(args)) == [], (case, args)
-    if limit.given is not None:  # the plan asks it only where its argument is given
-        absent = {key: item for key, item in args.items() if key != limit.given}
-        assert limit.admits(absent), (case, absent)
-
-
 def _json_clean(args: Any) -> bool:
     try:
         json.dumps(args, allow_nan=False)
@@ -115,27 +99,51 @@ def _json_clean(args: Any) -> bool:
     return True
 
 
+def _strict_validator() -> Any:
+    """jsonschema-rs's `validator_for` (the `fast` extra), or None where it is not installed."""
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    return jsonschema_rs.validator_for
+
+
+# One draw serves both properties of a limit (the draw costs more than the checks): each is
+# checked on the same 150 random calls per limit as it would be on its own.
 @pytest.mark.parametrize(("case", "limit", "names"), LIMITS, ids=[c for c, _, _ in LIMITS])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_a_limit_whose_fragment_holds_admits(
+def test_a_limit_admits_only_without_a_problem_and_wherever_its_fragment_holds(
     case: str, limit: Limit, names: list[str], data: Any
 ) -> None:
-    jsonschema_rs = pytest.importorskip("jsonschema_rs")
-    if limit.fragment is None:
-        return  # JSON Schema cannot state it: no strict schema
+    validator_for = _strict_validator()
+    strict_too = limit.fragment is not None and validator_for is not None
+    if limit.admits is None and not strict_too:
+        return  # a Python-only limit: its problems run on every call
     tool = _tool_of(case)
-    # the tool's own schema, or one that states nothing but the names: the fragment assumes
-    # nothing of the schema
+    # the strict schema: the tool's own schema, or one that states nothing but the names (the
+    # fragment assumes nothing of the schema)
     schema = (
         dict(TOOLS[tool].schema)
-        if tool is not None and data.draw(st.booleans())
+        if strict_too and tool is not None and data.draw(st.booleans())
         else {"type": "object", "properties": {name: {} for name in limit.names or names}}
     )  # (the unknown-argument rule's names are the schema's properties: `Tool.limits_for`)
-    plan = plan_of((limit,), schema)
-    strict = plan.strict(schema, jsonschema_rs.validator_for)
-    assert strict is not None, case
     args = data.draw(arguments(tuple(names), tool))
+
+    # `admits` says yes only where `problems` finds nothing, and where `given` is absent
+    if limit.admits is not None:
+        if limit.admits(args):
+            assert list(limit.problems(args)) == [], (case, args)
+        if limit.given is not None:  # the plan asks it only where its argument is given
+            absent = {key: item for key, item in args.items() if key != limit.given}
+            assert limit.admits(absent), (case, absent)
+
+    # where the strict schema made of its fragment says yes (and the Python rest), it admits
+    if not strict_too:
+        return  # JSON Schema cannot state it (no strict schema), or no jsonschema-rs
+    plan = plan_of((limit,), schema)
+    strict = plan.strict(schema, validator_for)
+    assert strict is not None, case
     if not _json_clean(args):
         return  # the lane reads JSON: no NaN reaches the strict schema
     rest = all(type(args.get(key, 0)) is int for key in plan.ints) and all(
@@ -143,6 +151,11 @@ def test_a_limit_whose_fragment_holds_admits(
     )
     if strict(args) and rest:
         assert limit.admits is not None and limit.admits(args), (case, args)
+
+
+def test_the_strict_schemas_are_checked_where_jsonschema_rs_is_installed() -> None:
+    if _strict_validator() is None:
+        pytest.skip("jsonschema-rs is not installed (the `fast` extra): no strict schema checked")
 
 
 def _even(args: Any) -> Any:
