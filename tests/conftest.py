@@ -26,12 +26,13 @@ import signal
 import ssl
 from collections.abc import Callable, Iterator, MutableMapping
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from xerj_tools import AsyncDispatcher, Dispatcher, ToolResult
-from xerj_tools.testing import XerjStandIn
+if TYPE_CHECKING:  # imported where used: pytest-xdist's controller loads this file, runs no test
+    from xerj_tools import AsyncDispatcher, Dispatcher, ToolResult
+    from xerj_tools.testing import XerjStandIn
 
 # XERJ_TEST_TIME_LIMIT=N (CI: 10) lists, at the end, the tests not marked slow that took more
 # than N seconds; nothing fails for it.
@@ -97,6 +98,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.fixture
 def xerj() -> Iterator[XerjStandIn]:
+    from xerj_tools.testing import XerjStandIn
+
     with XerjStandIn() as server:
         yield server
 
@@ -122,6 +125,8 @@ class Runner:
         self.sleep = sleep
         self.options = options
         self._loop: asyncio.AbstractEventLoop | None = None
+        from xerj_tools import AsyncDispatcher, Dispatcher
+
         if mode == "sync":
             self.sync: Dispatcher | None = Dispatcher(sleep=sleep, **options)
             self.aio: AsyncDispatcher | None = None
