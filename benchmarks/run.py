@@ -44,7 +44,7 @@ from _common import (  # noqa: E402  (shared with the other scripts, which may u
     ten_hits,
 )
 
-from xerj_tools import AsyncDispatcher, Dispatcher, load_registry  # noqa: E402
+from xerj_tools import AsyncDispatcher, Dispatcher, Limits, load_registry  # noqa: E402
 
 ROUNDS = 7
 SCALE = 1.0  # the share of each case's call counts that is run (--quick lowers it)
@@ -161,7 +161,7 @@ def bench_fanout(server: MinimalServer) -> list[dict[str, Any]]:
 def bench_connections(server: MinimalServer) -> dict[str, Any]:
     before = server.connections.value
     pool = 10
-    with Dispatcher(url=server.url, pool_size=pool) as dispatcher:
+    with Dispatcher(url=server.url, limits=Limits(pool_size=pool)) as dispatcher:
         message = call(TYPICAL)
         for _ in range(count(1000)):
             dispatcher.dispatch(message)

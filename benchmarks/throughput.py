@@ -8,8 +8,8 @@ next call when its last one ends), and `Dispatcher.dispatch_many` with 8-call tu
 8 threads. Every level runs four sides against benchmarks/run.py's loopback server (a minimal
 asyncio server in its own process), interleaved round by round, in one process:
 
-- ours: the dispatcher as shipped (``max_in_flight="pool"``: at most 10 requests on the wire);
-- ours unbounded: ``max_in_flight=None``, what the dispatcher did before the bound;
+- ours: the dispatcher as shipped (``Limits(max_in_flight="pool")``: at most 10 requests on the wire);
+- ours unbounded: ``Limits(max_in_flight=None)``, what the dispatcher did before the bound;
 - raw: httpx doing the same, post + ``.json()``, unbounded (what users write);
 - raw bounded: the same with a semaphore of the pool's size around each post.
 
@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import run  # noqa: E402  (the loopback server, the typical search, the formatting)
 
-from xerj_tools import AsyncDispatcher, Dispatcher  # noqa: E402
+from xerj_tools import AsyncDispatcher, Dispatcher, Limits  # noqa: E402
 
 POOL = 10
 ASYNC_LEVELS = (1, 10, 100, 500)
@@ -111,8 +111,8 @@ async def async_level(url: str, in_flight: int) -> dict[str, list[dict[str, floa
     calls, posts = messages(TURN), bodies(TURN)
     target = url + "/docs/_search"
     bound = asyncio.Semaphore(POOL)
-    async with AsyncDispatcher(url=url, pool_size=POOL) as ours, \
-            AsyncDispatcher(url=url, pool_size=POOL, max_in_flight=None) as unbounded, \
+    async with AsyncDispatcher(url=url, limits=Limits(pool_size=POOL)) as ours, \
+            AsyncDispatcher(url=url, limits=Limits(pool_size=POOL, max_in_flight=None)) as unbounded, \
             httpx2.AsyncClient(limits=limits()) as client:  # fmt: skip
 
         async def raw(i: int) -> bool:
@@ -186,8 +186,8 @@ def sync_level(url: str, threads: int) -> dict[str, list[dict[str, float]]]:
     bound = threading.BoundedSemaphore(POOL)
     pools = [ThreadPoolExecutor(TURN) for _ in range(threads)]  # raw: a pool of 8 per thread
 
-    with Dispatcher(url=url, pool_size=POOL) as ours, \
-            Dispatcher(url=url, pool_size=POOL, max_in_flight=None) as unbounded, \
+    with Dispatcher(url=url, limits=Limits(pool_size=POOL)) as ours, \
+            Dispatcher(url=url, limits=Limits(pool_size=POOL, max_in_flight=None)) as unbounded, \
             httpx2.Client(limits=limits()) as client:  # fmt: skip
 
         def post(body: bytes) -> bool:

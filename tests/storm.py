@@ -18,7 +18,7 @@ from typing import Any
 
 from canned import listing
 
-from xerj_tools import AsyncDispatcher, arun_agent
+from xerj_tools import AsyncDispatcher, Limits, Timeout, arun_agent
 
 from conftest import chat_call
 
@@ -195,9 +195,10 @@ async def after(dispatcher: AsyncDispatcher) -> tuple[list[str], bool, float]:
 
 async def measure(url: str, kind: str, gate: bool, count: int, seed: int) -> str:
     storm = Storm(count, seed)
-    options: dict[str, Any] = {"pool_size": 4, "read_timeout": 5}
-    if not gate:
-        options["max_in_flight"] = None
+    options: dict[str, Any] = {
+        "limits": Limits(pool_size=4, max_in_flight="pool" if gate else None),
+        "timeout": Timeout(read=5),
+    }
     async with AsyncDispatcher(url=url, **options) as dispatcher:
         started = time.monotonic()
         await (storm.turns if kind == "turns" else storm.runs)(dispatcher)

@@ -26,6 +26,7 @@ from ._agent._turns import (
 )
 from ._bounds import MAX_ARGUMENT_DEPTH
 from ._dispatch._core import ToolResult
+from ._dispatch._options import Limits, Timeout
 from ._dispatch._policy import Policy, PolicyDenied
 from ._exceptions import (
     ArgumentsError,
@@ -93,6 +94,7 @@ __all__ = [
     "HttpRequest",
     "InvalidToolCallError",
     "Limit",
+    "Limits",
     "LoopError",
     "MaxTurnsExceeded",
     "MissingHandlerError",
@@ -106,6 +108,7 @@ __all__ = [
     "RetryPolicy",
     "RunFinished",
     "TextDelta",
+    "Timeout",
     "TokenUsage",
     "Tool",
     "ToolCall",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import Dispatcher, RetryPolicy
+from xerj_tools import Dispatcher, Limits, RetryPolicy, Timeout
 from xerj_tools.testing import XerjStandIn
 
 from conftest import chat_call, interrupted
@@ -25,7 +25,7 @@ CALLS = [chat_call("xerj_search", {"index": "docs", "query": {"match": {"body": 
 
 @pytest.mark.parametrize("many", [False, True], ids=["run", "dispatch_many"])
 def test_an_interrupt_on_any_line_leaves_no_call_counted(xerj: XerjStandIn, many: bool) -> None:
-    dispatcher = Dispatcher(url=xerj.url, max_workers=1)
+    dispatcher = Dispatcher(url=xerj.url, limits=Limits(max_workers=1))
 
     def job() -> None:
         if many:
@@ -50,7 +50,7 @@ def test_close_waits_at_most_its_bound_then_closes_anyway(caplog: pytest.LogCapt
         released.wait(10)
 
     with RawServer(hold) as server:
-        dispatcher = Dispatcher(url=server.url, retry=RetryPolicy(max_attempts=1), deadline=30)
+        dispatcher = Dispatcher(url=server.url, retry=RetryPolicy(max_attempts=1), timeout=Timeout(call=30))
         answers: list[Any] = []
         caller = threading.Thread(target=lambda: answers.append(dispatcher.dispatch(CALLS[0])))
         caller.start()

@@ -15,7 +15,15 @@ import httpx2
 import pytest
 from support import until
 
-from xerj_tools import AsyncDispatcher, ClosedError, ConfigurationError, Dispatcher, RetryPolicy
+from xerj_tools import (
+    AsyncDispatcher,
+    ClosedError,
+    ConfigurationError,
+    Dispatcher,
+    Limits,
+    RetryPolicy,
+    Timeout,
+)
 from xerj_tools.testing import Fault, XerjStandIn
 
 from conftest import chat_call
@@ -24,7 +32,7 @@ from storm import left_behind, settle
 ONE_TRY = RetryPolicy(max_attempts=1)
 # Without the in-flight bound every cancelled request is cut inside the connection pool, where
 # httpcore 1.x lost slots (encode/httpcore#1093, #1115): these tests turn it off to look there.
-UNBOUNDED = {"max_in_flight": None}
+UNBOUNDED = Limits(max_in_flight=None)
 
 
 def turn(i: int, width: int = 4) -> list[dict[str, Any]]:
@@ -64,7 +72,7 @@ def test_async_dispatcher_serves_normal_calls_after_hundreds_of_cancelled_turns(
     # whose slots leaked shows as `timeout` answers in bounded time.
     async def go() -> None:
         async with AsyncDispatcher(
-            url=xerj.url, pool_size=2, read_timeout=2, retry=ONE_TRY, **UNBOUNDED
+            url=xerj.url, limits=Limits(pool_size=2, max_in_flight=None), timeout=Timeout(read=2), retry=ONE_TRY
         ) as dispatcher:
             await cancel_turns(dispatcher, 150)
             await settle(dispatcher)
@@ -80,7 +88,7 @@ def test_a_client_you_pass_in_survives_cancelled_turns_and_is_left_open(xerj: Xe
     async def go() -> None:
         limits = httpx2.Limits(max_connections=2)
         async with httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(5.0)) as client:
-            dispatcher = AsyncDispatcher(url=xerj.url, client=client, retry=ONE_TRY, **UNBOUNDED)
+            dispatcher = AsyncDispatcher(url=xerj.url, client=client, retry=ONE_TRY, limits=UNBOUNDED)
             await cancel_turns(dispatcher, 200)
             await settle(dispatcher)
             pool = client._transport._pool  # type: ignore[attr-defined]
@@ -102,7 +110,7 @@ def test_a_plain_httpx_client_is_accepted_with_a_warning_and_its_errors_become_a
 
     async def go() -> None:
         async with httpx.AsyncClient(timeout=httpx.Timeout(2.0)) as client:
-            dispatcher = AsyncDispatcher(url=xerj.url, client=client, retry=ONE_TRY, deadline=1)
+            dispatcher = AsyncDispatcher(url=xerj.url, client=client, retry=ONE_TRY, timeout=Timeout(call=1))
             assert (await dispatcher.run(turn(1, 1)[0])).ok
             closed = AsyncDispatcher(url="http://127.0.0.1:9", client=client, retry=ONE_TRY)
             failure = json.loads((await closed.dispatch(turn(2, 1)[0]))["content"])

@@ -1,4 +1,5 @@
-"""The dispatchers' options: keywords only, each checked when the dispatcher is made."""
+"""The dispatchers' options: keywords only, each checked when the dispatcher is made; the
+`Timeout` and `Limits` value objects, checked when made."""
 
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ from xerj_tools import (
     ConfigurationError,
     Dispatcher,
     HttpRequest,
+    Limits,
     Policy,
     RetryPolicy,
+    Timeout,
     Tool,
 )
-from xerj_tools._dispatch._options import Settings
 
 MiB = 1024 * 1024
 
@@ -47,20 +49,15 @@ def dispatcher_keywords(
     retry: RetryPolicy | None = None,
     rerank_fallback: bool = True,
     rerank_memory_seconds: float = 300.0,
-    connect_timeout: float = 5.0,
-    read_timeout: float = 30.0,
+    timeout: Timeout | float = Timeout(call=60.0, connect=5.0, read=30.0),  # noqa: B008
     verify: bool | str | ssl.SSLContext = True,
-    pool_size: int = 10,
-    max_response_bytes: int = 32 * 1024 * 1024,
+    limits: Limits = Limits(pool_size=10, max_in_flight="pool", max_response_bytes=32 * MiB, max_workers=8),  # noqa: B008
     repair: bool = True,
     budget: int | Budget = 12_000,  # DEFAULT_BUDGET
     budgets: Mapping[str, int | Budget] | None = None,
     max_buckets: int = 25,
     policy: Policy | None = None,
-    max_workers: int = 8,
-    max_in_flight: Any = "pool",
-    deadline: float = 60.0,  # DEFAULT_DEADLINE
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,  # time.sleep, asyncio.sleep
     clock: Callable[[], float] = time.monotonic,
 ) -> None: ...
 
@@ -75,18 +72,18 @@ def defaults(function: Any) -> dict[str, Any]:
 
 def test_the_keywords_and_their_defaults_are_the_documented_ones() -> None:
     expected = defaults(dispatcher_keywords)
-    now = defaults(Dispatcher)
-    assert now == expected
-    assert now["sleep"] is time.sleep
-    async_now = defaults(AsyncDispatcher)
-    assert set(async_now) == set(now) - {"max_workers"}
-    assert {k: v for k, v in async_now.items() if k != "sleep"} == {
-        k: v for k, v in expected.items() if k not in ("sleep", "max_workers")
-    }
-    # what the dispatchers check is what they take, with the same defaults
-    fields = {f.name: f.default for f in dataclasses.fields(Settings)}
-    assert fields == {name: expected[name] for name in fields}
-    assert set(expected) - set(fields) == {"registry", "client", "sleep"}
+    assert defaults(Dispatcher) == expected == defaults(AsyncDispatcher)
+    assert Timeout() == expected["timeout"] and Limits() == expected["limits"]
+
+
+def test_one_signature_serves_both_dispatchers() -> None:
+    """Written once (`BaseDispatcher.__init__`), typed per dispatcher by its client and sleep."""
+    assert Dispatcher.__init__ is AsyncDispatcher.__init__
+    with Dispatcher(url="http://127.0.0.1:9") as sync:
+        assert sync._sleep is time.sleep
+    asynchronous = AsyncDispatcher(url="http://127.0.0.1:9")
+    assert asynchronous._sleep is not time.sleep and inspect.iscoroutinefunction(asynchronous._sleep)
+    close(asynchronous)
 
 
 @pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
@@ -96,6 +93,7 @@ def test_every_option_is_a_keyword_only_parameter_of_the_real_signature(kind: An
     parameters = list(inspect.signature(init).parameters.values())[1:]
     assert parameters[0].name == "registry"
     assert all(p.kind is p.KEYWORD_ONLY for p in parameters[1:])
+    assert all(p.annotation is not p.empty for p in parameters)  # typed, for IDEs and mypy
     assert "options" not in {p.name for p in parameters}
 
 
@@ -108,7 +106,10 @@ def test_help_of_the_dispatcher_lists_every_keyword_with_its_default() -> None:
         [line] = [x for x in doc.splitlines() if x.startswith(f"- ``{name}``: ")]
         paragraph = doc[doc.index(line) :].split("\n- ")[0]
         assert "Default" in paragraph, name
-    assert "``max_workers``" not in (AsyncDispatcher.__doc__ or "").replace("no ``max_workers``", "")
+    for value_object in (Timeout, Limits):  # each field with its default, in help() too
+        doc = inspect.getdoc(value_object) or ""
+        for field in dataclasses.fields(value_object):
+            assert re.search(rf"- ``{field.name}``: [^`]*(`[^`]*`[^`]*)*Default: ", doc), field.name
 
 
 def build(request: Mapping[str, Any]) -> HttpRequest:
@@ -142,25 +143,34 @@ EFFECTS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "retry": (RetryPolicy.never(), lambda d: d.retry),
     "rerank_fallback": (False, lambda d: d._core.rerank_fallback),
     "rerank_memory_seconds": (0, lambda d: d._core.rerank_memory._ttl),
-    "connect_timeout": (1.5, lambda d: d._settings.connect_timeout),
-    "read_timeout": (7.0, lambda d: d._settings.read_timeout),
+    "timeout": (Timeout(call=5.0), lambda d: d.timeout.call),
     "verify": (False, lambda d: d._settings.verify),
-    "pool_size": (3, lambda d: (d._settings.pool_size, d._gate.limit)),
-    "max_response_bytes": (2048, lambda d: d._settings.max_response_bytes),
+    "limits": (Limits(pool_size=3), lambda d: (d._settings.pool_size, d._gate.limit)),
     "repair": (False, lambda d: d._core.repair),
     "budget": (Budget(tokens=900), lambda d: d._core.budget),
     "budgets": ({"xerj_search": 2000}, lambda d: d._core.budgets),
     "max_buckets": (5, lambda d: d._core.max_buckets),
     "policy": (Policy(max_size=7), lambda d: d.policy),
-    "max_workers": (2, lambda d: d._max_workers),
-    "max_in_flight": (4, lambda d: d._gate.limit),
-    "deadline": (5.0, lambda d: d.deadline),
     "clock": (clock, lambda d: d._core.clock()),
 }
 
+# each field of the value objects: (a value for its keyword, what of a dispatcher shows it)
+FIELD_EFFECTS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
+    "Timeout.call": (Timeout(call=5.0), lambda d: d.timeout.call),
+    "Timeout.connect": (Timeout(connect=1.5), lambda d: d._settings.connect_timeout),
+    "Timeout.read": (Timeout(read=7.0), lambda d: (d._settings.read_timeout, d._gate._pool_timeout)),
+    "Limits.pool_size": (Limits(pool_size=3), lambda d: (d._settings.pool_size, d._gate.limit)),
+    "Limits.max_in_flight": (Limits(max_in_flight=4), lambda d: d._gate.limit),
+    "Limits.max_response_bytes": (Limits(max_response_bytes=2048), lambda d: d._settings.max_response_bytes),
+    "Limits.max_workers": (Limits(max_workers=2), lambda d: d.limits.max_workers),
+}
 
-def test_every_checked_keyword_has_a_case() -> None:
-    assert set(EFFECTS) == {f.name for f in dataclasses.fields(Settings)}
+
+def test_every_keyword_and_field_has_a_case() -> None:
+    assert set(EFFECTS) == set(defaults(Dispatcher)) - {"registry", "client", "sleep"}
+    assert set(FIELD_EFFECTS) == {
+        f"{kind.__name__}.{f.name}" for kind in (Timeout, Limits) for f in dataclasses.fields(kind)
+    }
 
 
 def close(*dispatchers: Any) -> None:
@@ -174,10 +184,19 @@ def close(*dispatchers: Any) -> None:
 @pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
 @pytest.mark.parametrize("name", list(EFFECTS))
 def test_each_keyword_changes_the_dispatcher(kind: Any, name: str) -> None:
-    if kind is AsyncDispatcher and name == "max_workers":
-        pytest.skip("Dispatcher only")
     value, effect = EFFECTS[name]
     given, plain = kind(**{name: value}), kind()
+    try:
+        assert effect(given) != effect(plain)
+    finally:
+        close(given, plain)
+
+
+@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
+@pytest.mark.parametrize("name", list(FIELD_EFFECTS))
+def test_each_field_of_timeout_and_limits_changes_the_dispatcher(kind: Any, name: str) -> None:
+    value, effect = FIELD_EFFECTS[name]
+    given, plain = kind(**{name.split(".")[0].lower(): value}), kind()
     try:
         assert effect(given) != effect(plain)
     finally:
@@ -194,9 +213,16 @@ def test_an_unknown_keyword_or_an_options_object_is_a_type_error(kind: Any) -> N
         kind(None, "http://127.0.0.1:9")
 
 
-def test_the_async_dispatcher_takes_no_max_workers() -> None:
-    with pytest.raises(TypeError, match=r"unexpected keyword argument 'max_workers'"):
-        AsyncDispatcher(max_workers=2)  # type: ignore[call-arg]
+GROUPED = ["deadline", "connect_timeout", "read_timeout", "pool_size", "max_in_flight",
+           "max_response_bytes", "max_workers"]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
+@pytest.mark.parametrize("name", GROUPED)
+def test_a_knob_of_timeout_or_limits_is_no_keyword_of_its_own(kind: Any, name: str) -> None:
+    """One way: ``timeout=Timeout(call=...)``, ``limits=Limits(pool_size=...)``."""
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{name}'"):
+        kind(**{name: 2})
 
 
 BAD: list[tuple[str, Any, str]] = [
@@ -222,12 +248,14 @@ BAD: list[tuple[str, Any, str]] = [
     ("retry", 3, "retry must be a RetryPolicy"),
     ("rerank_fallback", "yes", "rerank_fallback must be True or False"),
     ("rerank_memory_seconds", -1, "rerank_memory_seconds must be zero or more seconds"),
-    ("connect_timeout", 0, "connect_timeout must be a positive number of seconds"),
-    ("read_timeout", float("nan"), "read_timeout must be a positive number of seconds"),
+    ("timeout", 0, "timeout must be a positive number of seconds"),
+    ("timeout", float("nan"), "timeout must be a positive number of seconds"),
+    ("timeout", "5", "timeout must be a Timeout or a number of seconds, not str"),
+    ("timeout", True, "timeout must be a Timeout or a number of seconds, not bool"),
+    ("timeout", None, "timeout must be a Timeout or a number of seconds, not NoneType"),
     ("verify", 1.5, "verify must be True, False, a CA bundle path or an SSLContext"),
-    ("pool_size", 0, "pool_size must be an int of at least 1"),
-    ("pool_size", True, "pool_size must be an int of at least 1"),
-    ("max_response_bytes", 1.5, "max_response_bytes must be an int of at least 1"),
+    ("limits", {"pool_size": 3}, "limits must be a Limits, not dict"),
+    ("limits", 10, "limits must be a Limits, not int"),
     ("repair", None, "repair must be True or False"),
     ("budget", 10, "a budget must be at least 1000 characters"),
     ("budget", Budget(tokens=10), "at least 250 tokens"),
@@ -235,11 +263,6 @@ BAD: list[tuple[str, Any, str]] = [
     ("budgets", [("xerj_search", 5000)], "budgets must map tool names to budgets"),
     ("max_buckets", 0, "max_buckets must be an int of at least 1"),
     ("policy", {"max_size": 3}, "policy must be a Policy"),
-    ("max_workers", 0, "max_workers must be an int of at least 1"),
-    ("max_in_flight", 0, 'max_in_flight must be a positive int, None or "pool"'),
-    ("max_in_flight", "all", 'max_in_flight must be a positive int, None or "pool"'),
-    ("deadline", float("inf"), "deadline must be a positive number of seconds"),
-    ("deadline", -2, "deadline must be a positive number of seconds"),
     ("clock", 3.0, "clock must be a function"),
 ]
 
@@ -251,8 +274,6 @@ BAD: list[tuple[str, Any, str]] = [
 def test_a_bad_value_is_refused_when_the_dispatcher_is_made(
     kind: Any, name: str, value: Any, message: str
 ) -> None:
-    if kind is AsyncDispatcher and name == "max_workers":
-        pytest.skip("Dispatcher only")
     with pytest.raises(ConfigurationError, match=re.escape(message)) as raised:
         kind(**{name: value})
     if name in ("api_key", "authorization"):
@@ -262,39 +283,117 @@ def test_a_bad_value_is_refused_when_the_dispatcher_is_made(
 def test_no_repr_shows_a_credential() -> None:
     secrets = {"api_key": "sk-live-123456789", "authorization": "Bearer tok-987654321"}
     dispatcher = Dispatcher(budget=8000, **secrets)
-    settings = Settings(budget=8000, **secrets)
     close(dispatcher)
-    for text in (repr(settings), str(settings), repr(dispatcher)):
+    for text in (repr(dispatcher), str(dispatcher)):
         assert "sk-live-123456789" not in text and "tok-987654321" not in text
-    assert repr(settings) == "Settings(api_key=<redacted>, authorization=<redacted>, budget=8000)"
 
 
 def test_what_the_dispatcher_keeps_is_frozen_and_holds_copies() -> None:
     handlers = {"xerj_search": handler}
     budgets = {"xerj_search": 3000}
     tools = [CUSTOM]
-    settings = Settings(
-        handlers=handlers, budgets=budgets, tools=tools, url=["http://a:1", "http://b:2"]
-    )
-    handlers.clear(), budgets.clear(), tools.clear()
-    assert dict(settings.handlers or {}) == {"xerj_search": handler}
-    assert dict(settings.budgets or {}) == {"xerj_search": 3000} and settings.tools == (CUSTOM,)
-    assert settings.url == ("http://a:1", "http://b:2")
+    urls = ["http://a:1", "http://b:2"]
+    dispatcher = Dispatcher(handlers=handlers, budgets=budgets, tools=tools, url=urls)
+    handlers.clear(), budgets.clear(), tools.clear(), urls.clear()
+    assert dispatcher.tools["xerj_search"].build is handler and "notes_count" in dispatcher.tools
+    assert dispatcher._core.budgets == {"xerj_search": 3000}
+    assert dispatcher.urls == ("http://a:1", "http://b:2")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        settings.budget = 5000  # type: ignore[misc]
+        dispatcher.timeout.call = 5.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        dispatcher.limits.pool_size = 5  # type: ignore[misc]
     with pytest.raises(TypeError):
-        settings.budgets["x"] = 1  # type: ignore[index]
+        dispatcher.tools["x"] = CUSTOM  # type: ignore[index]
+    close(dispatcher)
 
 
 def test_one_set_of_keywords_serves_both_dispatchers() -> None:
-    keywords: dict[str, Any] = {"url": "http://127.0.0.1:9", "budget": 4000, "deadline": 3.0}
+    keywords: dict[str, Any] = {
+        "url": "http://127.0.0.1:9", "budget": 4000, "timeout": 3.0, "limits": Limits(max_workers=2)
+    }  # fmt: skip
     sync, asynchronous = Dispatcher(**keywords), AsyncDispatcher(**keywords)
-    assert (sync.url, sync._core.budget, asynchronous.deadline) == ("http://127.0.0.1:9", 4000, 3.0)
-    assert asynchronous._core.budget == 4000
+    assert (sync.url, sync._core.budget, asynchronous.timeout.call) == ("http://127.0.0.1:9", 4000, 3.0)
+    assert asynchronous._core.budget == 4000 and sync.limits == asynchronous.limits
     close(sync, asynchronous)
 
 
-@pytest.mark.parametrize("kind", [Policy, AgentOptions, Settings])
+# ------------------------------------------------------------------ Timeout and Limits
+
+
+def test_the_value_objects_defaults() -> None:
+    assert (Timeout().call, Timeout().connect, Timeout().read) == (60.0, 5.0, 30.0)
+    limits = Limits()
+    assert (limits.pool_size, limits.max_in_flight, limits.max_response_bytes, limits.max_workers) == (
+        10, "pool", 32 * MiB, 8
+    )  # fmt: skip
+    with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
+        assert (dispatcher.timeout, dispatcher.limits) == (Timeout(), Limits())
+        settings = dispatcher._settings
+        assert (settings.connect_timeout, settings.read_timeout, settings.pool_size) == (5.0, 30.0, 10)
+        assert settings.max_response_bytes == 32 * MiB and dispatcher._gate is not None
+        assert dispatcher._gate.limit == 10
+
+
+@pytest.mark.parametrize(
+    ("number", "expected"),
+    [
+        (2.0, Timeout(call=2.0, connect=2.0, read=2.0)),  # each phase at most the whole
+        (10, Timeout(call=10, connect=5.0, read=10)),
+        (120.0, Timeout(call=120.0, connect=5.0, read=30.0)),  # the call's bound alone
+    ],
+)
+@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
+def test_a_number_as_timeout_bounds_the_call_and_caps_each_phase(
+    kind: Any, number: float, expected: Timeout
+) -> None:
+    dispatcher = kind(url="http://127.0.0.1:9", timeout=number)
+    try:
+        assert dispatcher.timeout == expected
+        assert dispatcher._settings.connect_timeout == expected.connect
+        assert dispatcher._settings.read_timeout == expected.read
+    finally:
+        close(dispatcher)
+
+
+VALUE_BAD: list[tuple[Any, str, Any, str]] = [
+    (Timeout, "call", float("inf"), "Timeout.call must be a positive number of seconds"),
+    (Timeout, "call", -2, "Timeout.call must be a positive number of seconds"),
+    (Timeout, "connect", 0, "Timeout.connect must be a positive number of seconds"),
+    (Timeout, "read", float("nan"), "Timeout.read must be a positive number of seconds"),
+    (Timeout, "read", "30", "Timeout.read must be a positive number of seconds"),
+    (Timeout, "call", True, "Timeout.call must be a positive number of seconds"),
+    (Limits, "pool_size", 0, "pool_size must be an int of at least 1"),
+    (Limits, "pool_size", True, "pool_size must be an int of at least 1"),
+    (Limits, "max_response_bytes", 1.5, "max_response_bytes must be an int of at least 1"),
+    (Limits, "max_workers", 0, "max_workers must be an int of at least 1"),
+    (Limits, "max_in_flight", 0, 'max_in_flight must be a positive int, None or "pool"'),
+    (Limits, "max_in_flight", "all", 'max_in_flight must be a positive int, None or "pool"'),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "value", "message"),
+    VALUE_BAD,
+    ids=[f"{k.__name__}.{n}-{i}" for i, (k, n, _, _) in enumerate(VALUE_BAD)],
+)
+def test_a_bad_value_is_refused_when_the_value_object_is_made(
+    kind: Any, name: str, value: Any, message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
+        kind(**{name: value})
+
+
+def test_the_value_objects_are_frozen_and_compare_by_value() -> None:
+    assert Timeout(read=7.0) == Timeout(read=7.0) != Timeout()
+    assert hash(Limits(pool_size=3)) == hash(Limits(pool_size=3))
+    assert repr(Timeout(call=5)) == "Timeout(call=5, connect=5.0, read=30.0)"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Limits().pool_size = 3  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'timeout'"):
+        Timeout(timeout=5)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("kind", [Policy, AgentOptions, Timeout, Limits])
 def test_options_objects_are_made_with_keywords_only(kind: Any) -> None:
     with pytest.raises(TypeError, match="positional argument"):
         kind(1)
@@ -306,16 +405,18 @@ def test_the_options_object_of_the_loop_is_exported_and_the_dispatchers_have_non
 
 
 TYPED = """
-from xerj_tools import AgentOptions, AsyncDispatcher, Dispatcher, Policy, run_agent
+from xerj_tools import AgentOptions, AsyncDispatcher, Dispatcher, Limits, Policy, run_agent
 
-d = Dispatcher(budget=8000, deadline=5.0, policy=Policy(max_size=5))
+d = Dispatcher(budget=8000, timeout=5.0, policy=Policy(max_size=5), limits=Limits(pool_size=4))
 e = Dispatcher(budgett=8000)
-f = Dispatcher(pool_size="ten")
+f = Dispatcher(limits=Limits(pool_size="ten"))
 g = AsyncDispatcher(max_workers=3)
 run_agent(None, model="m", messages="hi", dispatcher=d, options=AgentOptions(max_turns=3))
 run_agent(None, model="m", messages="hi", dispatcher=d, max_turns=3)
 AgentOptions(max_turn=2)
 Policy(("*",))
+AsyncDispatcher(client=d)
+Dispatcher(timeout="5")
 """
 
 
@@ -335,7 +436,7 @@ def test_a_type_checker_checks_each_keyword(tmp_path: Any) -> None:
         for line in run.stdout.splitlines()
         if line.startswith("typed.py:") and ": error:" in line
     ]
-    assert sorted({line.split(":")[1] for line in errors}, key=int) == ["5", "6", "7", "9", "10", "11"], run.stdout
+    assert sorted({line.split(":")[1] for line in errors}, key=int) == ["5", "6", "7", "9", "10", "11", "12", "13"], run.stdout
     assert 'did you mean "budget"' in errors[0]
 
 

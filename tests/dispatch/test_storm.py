@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import AsyncDispatcher
+from xerj_tools import AsyncDispatcher, Limits, Timeout
 from xerj_tools.testing import XerjStandIn
 
 from storm import Storm, after, threaded_server
@@ -29,9 +29,10 @@ def run_storm(
     url: str, kind: str, gate: bool, count: int, seed: int, width: int, max_ms: int
 ) -> None:
     storm = Storm(count, seed, max_ms=max_ms, width=width)
-    options: dict[str, Any] = {"pool_size": 4, "read_timeout": 5}
-    if not gate:
-        options["max_in_flight"] = None
+    options: dict[str, Any] = {
+        "limits": Limits(pool_size=4, max_in_flight="pool" if gate else None),
+        "timeout": Timeout(read=5),
+    }
 
     async def go() -> tuple[list[str], bool]:
         async with AsyncDispatcher(url=url, **options) as dispatcher:

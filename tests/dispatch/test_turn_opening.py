@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import ConfigurationError, Dispatcher
+from xerj_tools import ConfigurationError, Dispatcher, Limits
 from xerj_tools.testing import XerjStandIn
 
 from conftest import chat_call, interrupted
@@ -47,7 +47,7 @@ def test_an_interrupt_never_leaves_the_turn_unanswered(xerj: XerjStandIn, by_han
     # count of running calls) is the caller's to answer: there the calls' parsing and their
     # placeholders are swept: unguarded, a quarter of the points there leave the turn unanswered.
     files = OPENING if by_hand else EVERY
-    with Dispatcher(url=xerj.url, max_workers=1) as dispatcher:
+    with Dispatcher(url=xerj.url, limits=Limits(max_workers=1)) as dispatcher:
         total = interrupted(job, files, None)
         assert valid(transcript, True)
         bad = []
@@ -100,7 +100,7 @@ def test_by_hand_only_the_entry_lines_can_leave_the_turn_unanswered(xerj: XerjSt
         finally:
             sys.settrace(None)
 
-    with Dispatcher(url=xerj.url, max_workers=1) as dispatcher:
+    with Dispatcher(url=xerj.url, limits=Limits(max_workers=1)) as dispatcher:
         sweep(None)
         assert valid(transcript, True) and placed_at
         entries = {("dispatch_many", 1), ("run_many", 1), ("_open_turn", 1), ("_open_turn", 2)}

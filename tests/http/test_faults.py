@@ -17,7 +17,9 @@ from xerj_tools import (
     XERJ_TOOLS,
     AsyncDispatcher,
     Dispatcher,
+    Limits,
     RetryPolicy,
+    Timeout,
     arun_agent,
     load_registry,
     run_agent,
@@ -60,8 +62,8 @@ CASES = [
     Case("connection refused", [], "unreachable", 4, refused=True),
     Case("reset mid-body", [search_fault(status=200, body=OK_BODY, truncate=25)] * 4, "unreachable", 4),
     Case("read timeout", [search_fault(delay=0.6)] * 2, "timeout", 2,
-         options={"read_timeout": 0.1, "retry": RetryPolicy(max_attempts=2)}),
-    Case("slow headers within the timeout", [search_fault(delay=0.2)], None, 1, options={"read_timeout": 5}),
+         options={"timeout": Timeout(read=0.1), "retry": RetryPolicy(max_attempts=2)}),
+    Case("slow headers within the timeout", [search_fault(delay=0.2)], None, 1, options={"timeout": Timeout(read=5)}),
     Case("429 with Retry-After", [search_fault(status=429, headers={"Retry-After": "2"})], None, 2),
     Case("429 without Retry-After", [search_fault(status=429)] * 4, "rate_limited", 4),
     Case("502/503/504 flapping, then ok", [search_fault(status=s) for s in (502, 503, 504)], None, 4),
@@ -79,7 +81,7 @@ CASES = [
     Case("HTML proxy page (502)", [search_fault(status=502, body=HTML, content_type="text/html")] * 4, "server_error", 4),
     Case("truncated JSON", [search_fault(status=200, body=b'{"hits": {"total": {"val')], "invalid_response", 1),
     Case("body beyond the cap", [search_fault(status=200, body=b'{"x": "' + b"a" * 5000 + b'"}')],
-         "response_too_large", 1, options={"max_response_bytes": 1000}),
+         "response_too_large", 1, options={"limits": Limits(max_response_bytes=1000)}),
     Case("wrong content type", [search_fault(status=200, body=OK_BODY, content_type="text/plain")], None, 1),
 ]
 
@@ -175,7 +177,7 @@ EVERY_TOOL = [
     Case("truncated JSON", [Fault(status=200, body=b'{"hits": {"total": {"val')], "invalid_response", 1),
     Case("an empty JSON object (200)", [Fault(status=200, body={})], "invalid_response", 1),
     Case("body beyond the cap", [Fault(status=200, body=b'{"x": "' + b"a" * 5000 + b'"}')],
-         "response_too_large", 1, options={"max_response_bytes": 1000}),
+         "response_too_large", 1, options={"limits": Limits(max_response_bytes=1000)}),
 ]
 
 

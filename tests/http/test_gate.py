@@ -20,7 +20,7 @@ import httpx2
 import pytest
 from support import until, until_async
 
-from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, RetryPolicy
+from xerj_tools import AsyncDispatcher, ConfigurationError, Dispatcher, Limits, RetryPolicy, Timeout
 from xerj_tools._http._deadline import Deadline
 from xerj_tools._http._gate import AsyncGate
 from xerj_tools._http._models import Reply
@@ -120,7 +120,7 @@ def payload(message: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------- at most N at the server
 
 def test_sync_at_most_n_requests_reach_the_server_from_many_threads_and_turns(server: Holding) -> None:
-    with Dispatcher(url=server.url, pool_size=10, max_in_flight=3, retry=ONE_TRY) as dispatcher:
+    with Dispatcher(url=server.url, limits=Limits(max_in_flight=3), retry=ONE_TRY) as dispatcher:
         gate = dispatcher._gate
         assert gate is not None
         answers: list[Any] = []
@@ -147,7 +147,7 @@ def test_sync_at_most_n_requests_reach_the_server_from_many_threads_and_turns(se
 @pytest.mark.parametrize("bound", [4, None])
 def test_async_at_most_n_requests_reach_the_server(server: Holding, bound: int | None) -> None:
     async def go() -> None:
-        async with AsyncDispatcher(url=server.url, pool_size=10, max_in_flight=bound, retry=ONE_TRY) as dispatcher:
+        async with AsyncDispatcher(url=server.url, limits=Limits(max_in_flight=bound), retry=ONE_TRY) as dispatcher:
             tasks = [asyncio.ensure_future(dispatcher.dispatch(search(f"a{i}"))) for i in range(30)]
             # unbounded, the pool's 10 connections are what stops the rest
             await until_async(lambda: server.held == (bound or 10))
@@ -164,7 +164,7 @@ def test_async_at_most_n_requests_reach_the_server(server: Holding, bound: int |
 # ---------------------------------------------------------------- first come, first served
 
 def test_sync_waiting_calls_are_sent_in_the_order_they_came(server: Holding) -> None:
-    with Dispatcher(url=server.url, max_in_flight=1, retry=ONE_TRY) as dispatcher:
+    with Dispatcher(url=server.url, limits=Limits(max_in_flight=1), retry=ONE_TRY) as dispatcher:
         gate = dispatcher._gate
         assert gate is not None
         threads = []
@@ -181,7 +181,7 @@ def test_sync_waiting_calls_are_sent_in_the_order_they_came(server: Holding) -> 
 
 def test_async_waiting_calls_are_sent_in_the_order_they_came(server: Holding) -> None:
     async def go() -> None:
-        async with AsyncDispatcher(url=server.url, max_in_flight=1, retry=ONE_TRY) as dispatcher:
+        async with AsyncDispatcher(url=server.url, limits=Limits(max_in_flight=1), retry=ONE_TRY) as dispatcher:
             gate = dispatcher._gate
             assert gate is not None
             tasks = []
@@ -205,12 +205,12 @@ def assert_unsent_deadline(message: Any, server: Holding) -> None:
 
 
 def test_sync_a_call_with_no_slot_before_its_deadline_fails_unsent(server: Holding) -> None:
-    with Dispatcher(url=server.url, max_in_flight=1) as dispatcher:
+    with Dispatcher(url=server.url, limits=Limits(max_in_flight=1)) as dispatcher:
         first: list[Any] = []
         thread = threading.Thread(target=lambda: first.append(dispatcher.dispatch(search("first"))))
         thread.start()
         server.wait_for(lambda: server.held == 1)
-        dispatcher.deadline = 0.2  # for the calls that start from now on
+        dispatcher.timeout = Timeout(call=0.2)  # for the calls that start from now on
         assert_unsent_deadline(dispatcher.dispatch(search("late")), server)
         server.open()
         thread.join(10)
@@ -219,10 +219,10 @@ def test_sync_a_call_with_no_slot_before_its_deadline_fails_unsent(server: Holdi
 
 def test_async_a_call_with_no_slot_before_its_deadline_fails_unsent(server: Holding) -> None:
     async def go() -> None:
-        async with AsyncDispatcher(url=server.url, max_in_flight=1) as dispatcher:
+        async with AsyncDispatcher(url=server.url, limits=Limits(max_in_flight=1)) as dispatcher:
             first = asyncio.ensure_future(dispatcher.dispatch(search("first")))
             await until_async(lambda: server.held == 1)
-            dispatcher.deadline = 0.2
+            dispatcher.timeout = Timeout(call=0.2)
             assert_unsent_deadline(await dispatcher.dispatch(search("late")), server)
             server.open()
             assert payload(await first)["ok"] and dispatcher._gate.in_flight == 0  # type: ignore[union-attr]
@@ -233,7 +233,7 @@ def test_async_a_call_with_no_slot_before_its_deadline_fails_unsent(server: Hold
 def test_the_pool_timeout_of_a_client_you_pass_bounds_the_wait_too(server: Holding) -> None:
     timeout = httpx2.Timeout(30, pool=0.2)
     with httpx2.Client(timeout=timeout) as client, \
-            Dispatcher(url=server.url, client=client, max_in_flight=1, retry=ONE_TRY) as dispatcher:  # fmt: skip
+            Dispatcher(url=server.url, client=client, limits=Limits(max_in_flight=1), retry=ONE_TRY) as dispatcher:  # fmt: skip
         thread = threading.Thread(target=dispatcher.dispatch, args=(search("first"),))
         thread.start()
         server.wait_for(lambda: server.held == 1)
@@ -252,11 +252,11 @@ def test_slots_come_back_after_failed_attempts(xerj: XerjStandIn, mode: str) -> 
     xerj.fail_next(500, Fault(drop="before"), Fault(truncate=5), 503)
     calls = [search(f"f{i}") for i in range(5)]
     if mode == "sync":
-        with Dispatcher(url=xerj.url, max_in_flight=1, retry=ONE_TRY, deadline=5) as dispatcher:
+        with Dispatcher(url=xerj.url, limits=Limits(max_in_flight=1), retry=ONE_TRY, timeout=Timeout(call=5)) as dispatcher:
             answers = [dispatcher.dispatch(c) for c in calls]
     else:
         async def go() -> list[Any]:
-            async with AsyncDispatcher(url=xerj.url, max_in_flight=1, retry=ONE_TRY, deadline=5) as dispatcher:
+            async with AsyncDispatcher(url=xerj.url, limits=Limits(max_in_flight=1), retry=ONE_TRY, timeout=Timeout(call=5)) as dispatcher:
                 return [await dispatcher.dispatch(c) for c in calls]
 
         answers = asyncio.run(go())
@@ -282,7 +282,7 @@ def exploding_once() -> Callable[[httpx2.Request], httpx2.Response]:
 
 def test_sync_a_slot_comes_back_when_an_interrupt_goes_through_the_send() -> None:
     with httpx2.Client(transport=httpx2.MockTransport(exploding_once())) as client, \
-            Dispatcher(url="http://xerj.test", client=client, max_in_flight=1) as dispatcher:  # fmt: skip
+            Dispatcher(url="http://xerj.test", client=client, limits=Limits(max_in_flight=1)) as dispatcher:  # fmt: skip
         with pytest.raises(Boom):
             dispatcher.dispatch(search("boom"))
         assert dispatcher._gate is not None and dispatcher._gate.in_flight == 0
@@ -297,7 +297,7 @@ def test_async_a_slot_comes_back_when_an_interrupt_goes_through_the_send() -> No
 
     async def go() -> None:
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client, \
-                AsyncDispatcher(url="http://xerj.test", client=client, max_in_flight=1) as dispatcher:  # fmt: skip
+                AsyncDispatcher(url="http://xerj.test", client=client, limits=Limits(max_in_flight=1)) as dispatcher:  # fmt: skip
             with pytest.raises(Boom):
                 await dispatcher.dispatch(search("boom"))
             assert dispatcher._gate is not None and dispatcher._gate.in_flight == 0
@@ -315,7 +315,7 @@ def test_sync_an_interrupt_while_waiting_leaves_the_queue(server: Holding) -> No
 
     previous = signal.signal(signal.SIGINT, interrupt)
     try:
-        with Dispatcher(url=server.url, max_in_flight=1) as dispatcher:
+        with Dispatcher(url=server.url, limits=Limits(max_in_flight=1)) as dispatcher:
             gate = dispatcher._gate
             assert gate is not None
             first = threading.Thread(target=dispatcher.dispatch, args=(search("first"),))
@@ -343,7 +343,7 @@ def test_sync_an_interrupt_while_waiting_leaves_the_queue(server: Holding) -> No
 
 def test_async_cancelled_calls_give_back_their_slot_or_their_place(server: Holding) -> None:
     async def go() -> None:
-        async with AsyncDispatcher(url=server.url, max_in_flight=2, retry=ONE_TRY) as dispatcher:
+        async with AsyncDispatcher(url=server.url, limits=Limits(max_in_flight=2), retry=ONE_TRY) as dispatcher:
             gate = dispatcher._gate
             assert gate is not None
             tasks = [asyncio.ensure_future(dispatcher.dispatch(search(f"c{i}"))) for i in range(5)]
@@ -395,7 +395,7 @@ def test_async_a_slot_handed_over_just_before_a_cancellation_goes_on() -> None:
 # ---------------------------------------------------------------- the bound's value
 
 def test_the_default_bound_is_the_pools_connection_limit() -> None:
-    with Dispatcher(url="http://xerj.test") as d, Dispatcher(url="http://xerj.test", pool_size=4) as d4:
+    with Dispatcher(url="http://xerj.test") as d, Dispatcher(url="http://xerj.test", limits=Limits(pool_size=4)) as d4:
         assert d._gate is not None and d._gate.limit == 10
         assert d4._gate is not None and d4._gate.limit == 4
     with httpx2.Client(limits=httpx2.Limits(max_connections=7)) as client, \
@@ -407,12 +407,12 @@ def test_the_default_bound_is_the_pools_connection_limit() -> None:
     with httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200))) as client, \
             Dispatcher(url="http://xerj.test", client=client) as d:  # fmt: skip
         assert d._gate is None  # limits that cannot be read: the client's business
-    with Dispatcher(url="http://xerj.test", max_in_flight=None) as d, \
-            Dispatcher(url="http://xerj.test", max_in_flight=50) as d50:  # fmt: skip
+    with Dispatcher(url="http://xerj.test", limits=Limits(max_in_flight=None)) as d, \
+            Dispatcher(url="http://xerj.test", limits=Limits(max_in_flight=50)) as d50:  # fmt: skip
         assert d._gate is None and d50._gate is not None and d50._gate.limit == 50
 
     async def go() -> None:
-        async with AsyncDispatcher(url="http://xerj.test", pool_size=3) as a, \
+        async with AsyncDispatcher(url="http://xerj.test", limits=Limits(pool_size=3)) as a, \
                 httpx2.AsyncClient(limits=httpx2.Limits(max_connections=6)) as client, \
                 AsyncDispatcher(url="http://xerj.test", client=client) as b:  # fmt: skip
             assert a._gate is not None and a._gate.limit == 3
@@ -424,6 +424,4 @@ def test_the_default_bound_is_the_pools_connection_limit() -> None:
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5, "many"])
 def test_a_bound_that_is_no_positive_int_is_refused(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="max_in_flight"):
-        Dispatcher(url="http://xerj.test", max_in_flight=bad)
-    with pytest.raises(ConfigurationError, match="max_in_flight"):
-        AsyncDispatcher(url="http://xerj.test", max_in_flight=bad)
+        Limits(max_in_flight=bad)

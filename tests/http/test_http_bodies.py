@@ -11,7 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from xerj_tools import HttpRequest
+from xerj_tools import HttpRequest, Limits
 from xerj_tools._http._models import Reply
 from xerj_tools.testing import XerjStandIn
 
@@ -160,7 +160,7 @@ def test_a_large_answer_is_decoded_without_holding_every_embedding() -> None:
 def test_every_response_too_large_hint_names_what_the_tool_can_change(
     make_runner: Any, xerj: XerjStandIn, tool: str, arguments: dict[str, Any], words: tuple[str, ...]
 ) -> None:
-    runner = make_runner(url=xerj.url, max_response_bytes=2000)
+    runner = make_runner(url=xerj.url, limits=Limits(max_response_bytes=2000))
     result = runner.run(chat_call(tool, arguments))
     error = result.payload["error"]
     assert result.code == "response_too_large" and error["retryable"] is False

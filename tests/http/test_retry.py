@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import HttpRequest, RetryPolicy
+from xerj_tools import HttpRequest, RetryPolicy, Timeout
 from xerj_tools._http._models import Failure, Reply
 from xerj_tools._http._rerank import rerank_refusal
 from xerj_tools._http._retry import retry_after_seconds, should_retry
@@ -256,7 +256,7 @@ def test_connection_refused_is_retried_then_reported(make_runner: Any, sleeps: S
 
 
 def test_read_timeout_is_retried_then_reported(make_runner: Any, xerj: XerjStandIn) -> None:
-    runner = make_runner(url=xerj.url, read_timeout=0.1, retry=RetryPolicy(max_attempts=2))
+    runner = make_runner(url=xerj.url, timeout=Timeout(read=0.1), retry=RetryPolicy(max_attempts=2))
     xerj.fail_next(Fault(delay=0.6), Fault(delay=0.6))
     result = runner.run(_call(SEARCH))
     assert result.code == "timeout" and result.attempts == 2

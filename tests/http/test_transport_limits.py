@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from xerj_tools import AsyncDispatcher, Dispatcher, RetryPolicy
+from xerj_tools import AsyncDispatcher, Dispatcher, Limits, RetryPolicy, Timeout
 from xerj_tools.testing import Fault, XerjStandIn
 
 from conftest import Runner, chat_call
@@ -65,7 +65,7 @@ def test_a_compression_bomb_stops_at_the_cap_with_memory_near_it(
     make_runner: Any, encoding: str, body: Callable[[], bytes]
 ) -> None:
     with RawServer(answer(200, body(), {"Content-Encoding": encoding})) as server:
-        result, peak = peak_of(lambda: run(make_runner, server.url, max_response_bytes=MiB))
+        result, peak = peak_of(lambda: run(make_runner, server.url, limits=Limits(max_response_bytes=MiB)))
     assert result.code in ("response_too_large", "invalid_response"), result.payload
     assert peak < 6 * MiB, f"peak {peak / MiB:.1f} MiB for a 1 MiB cap"
 
@@ -93,7 +93,7 @@ def test_a_compressed_reply_within_the_cap_is_read(make_runner: Any, encoding: s
 def test_decoded_size_counts_against_the_cap(make_runner: Any) -> None:
     body = json.dumps({"hits": {"hits": [], "pad": "a" * 5000}}).encode()
     with RawServer(answer(200, gzip.compress(body), {"Content-Encoding": "gzip"})) as server:
-        result = run(make_runner, server.url, max_response_bytes=1000)
+        result = run(make_runner, server.url, limits=Limits(max_response_bytes=1000))
     assert result.code == "response_too_large"
 
 
@@ -129,7 +129,7 @@ DRIBBLERS = {
 @pytest.mark.parametrize("script", DRIBBLERS, ids=str)
 def test_no_server_stretches_the_call_past_its_deadline(make_runner: Any, script: str) -> None:
     with RawServer(DRIBBLERS[script]) as server:
-        result = run(make_runner, server.url, deadline=0.5, read_timeout=30.0)
+        result = run(make_runner, server.url, timeout=Timeout(call=0.5, read=30.0))
         assert result.code == "timeout", result.payload
         error = result.payload["error"]
         assert error["deadline"] == 0.5 and "deadline" in error["reason"]
@@ -155,7 +155,7 @@ class FakeTime:
 def test_the_deadline_includes_the_waits(mode: str, xerj: XerjStandIn) -> None:
     xerj.fail_next(*[Fault(status=503, headers={"Retry-After": "4"})] * 10)
     fake = FakeTime()
-    options: dict[str, Any] = {"url": xerj.url, "deadline": 10.0, "clock": fake.clock,
+    options: dict[str, Any] = {"url": xerj.url, "timeout": Timeout(call=10.0), "clock": fake.clock,
                                "retry": RetryPolicy(max_attempts=10, max_time=100.0)}
     call = chat_call("xerj_search", SEARCH)
     if mode == "sync":
@@ -173,11 +173,13 @@ def test_the_deadline_includes_the_waits(mode: str, xerj: XerjStandIn) -> None:
 
 @pytest.mark.parametrize("seconds", [0, -1, float("inf"), float("nan")])
 @pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher])
-def test_a_deadline_is_configuration(kind: type, seconds: float) -> None:
+def test_a_call_timeout_is_configuration(kind: type, seconds: float) -> None:
     from xerj_tools import ConfigurationError
 
-    with pytest.raises(ConfigurationError, match="deadline"):
-        kind(url="http://127.0.0.1:9", deadline=seconds)
+    with pytest.raises(ConfigurationError, match="timeout must be a positive number of seconds"):
+        kind(url="http://127.0.0.1:9", timeout=seconds)
+    with pytest.raises(ConfigurationError, match=r"Timeout\.call must be a positive number"):
+        kind(url="http://127.0.0.1:9", timeout=Timeout(call=seconds))
 
 
 # -- the stand-in -------------------------------------------------------------------------------
@@ -254,7 +256,7 @@ def test_an_async_read_stopped_early_leaves_no_stream_to_the_collector(xerj: Xer
 
         sys.set_asyncgen_hooks(firstiter, record)
         try:
-            async with AsyncDispatcher(url=xerj.url, max_response_bytes=1000) as dispatcher:
+            async with AsyncDispatcher(url=xerj.url, limits=Limits(max_response_bytes=1000)) as dispatcher:
                 results = [await dispatcher.run(chat_call("xerj_search", SEARCH)) for _ in range(3)]
                 gc.collect()
         finally:

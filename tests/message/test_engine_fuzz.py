@@ -22,6 +22,7 @@ from xerj_tools import (
     XERJ_TOOLS,
     Dispatcher,
     HttpRequest,
+    Limits,
     RetryPolicy,
     Tool,
     load_registry,
@@ -142,7 +143,7 @@ def test_any_engine_reply_gives_a_strict_message_within_the_budget(tool: str) ->
 
     client = httpx2.Client(transport=httpx2.MockTransport(handler))
     dispatcher = Dispatcher(url="http://xerj.test", client=client, budget=BUDGET, retry=RetryPolicy.never(),
-                            max_response_bytes=2 * 1024 * 1024, tools=[CUSTOM])
+                            limits=Limits(max_response_bytes=2 * 1024 * 1024), tools=[CUSTOM])
     call = {"id": "c", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments(tool))}}
     outcomes: list[bool] = []
 

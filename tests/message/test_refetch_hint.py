@@ -18,6 +18,7 @@ from xerj_tools import (
     Advice,
     Dispatcher,
     HttpRequest,
+    Limits,
     Tool,
     ToolRegistry,
     ToolResult,
@@ -129,14 +130,14 @@ def test_refetch_hint_takes_a_sentence_a_function_or_nothing() -> None:
 def test_the_document_tool_names_xerj_search_only_where_it_is_served() -> None:
     body = {"_index": "docs", "_id": "d1", "found": True, "_source": {"body": "x" * 4000}}
     arguments = {"index": "docs", "id": "d1"}
-    served = canned("xerj_get_document", arguments, body, max_response_bytes=1000)
+    served = canned("xerj_get_document", arguments, body, limits=Limits(max_response_bytes=1000))
     assert served.code == "response_too_large"
     assert "xerj_search" in served.payload["error"]["hint"]
     alone = canned(
         "xerj_get_document",
         arguments,
         body,
-        max_response_bytes=1000,
+        limits=Limits(max_response_bytes=1000),
         registry=without("xerj_search"),
     )
     assert alone.code == "response_too_large"

@@ -137,6 +137,7 @@ def test_a_limit_admits_only_without_a_problem_and_wherever_its_fragment_holds(
         if limit.given is not None:  # the plan asks it only where its argument is given
             absent = {key: item for key, item in args.items() if key != limit.given}
             assert limit.admits(absent), (case, absent)
+            assert list(limit.problems(absent)) == [], (case, absent)  # (`Plan.explain` skips it)
 
     # where the strict schema made of its fragment says yes (and the Python rest), it admits
     if not strict_too:

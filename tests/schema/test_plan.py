@@ -110,6 +110,18 @@ def test_a_quick_yes_means_the_checks_and_validate_find_nothing(
         _holds(REGISTRY, name, args)
 
 
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments(NAMES))
+def test_the_checks_as_validation_asks_them_say_what_each_limit_says(
+    case: tuple[str, dict[str, Any]],
+) -> None:
+    """`plan.explain` asks a limit only where its argument is given and its quick yes says no:
+    the same problems, in the same order, as every limit's `problems`."""
+    name, args = case
+    plan = REGISTRY[name].plan
+    assert [p for check in plan.explain for p in check(args)] == _problems(REGISTRY, name, args)
+
+
 @pytest.mark.parametrize(
     ("name", "args"),
     [
@@ -409,3 +421,45 @@ def test_a_tool_has_a_strict_schema_only_where_each_limit_has_a_fragment(
     assert replaced["xerj_search"].plan.fragment is None
     assert _lane.Lane(replaced).tools["xerj_search"][0] is None
     assert math.isfinite(1e308)  # the vector cases above: each finite, their sum is not
+
+
+def test_a_bundled_strict_schema_is_one_schema() -> None:
+    """Each bundled tool's strict schema is its schema with the fragments merged in (its
+    properties, every name either requires, the subschemas of both), not ``allOf`` the three
+    (about twice the cost a call in jsonschema-rs): a limit that requires an argument the
+    schema requires too (the search's query) merges."""
+    jsonschema_rs = pytest.importorskip("jsonschema_rs")
+    for name in calls.TOOLS:
+        spec = REGISTRY[name]
+        seen: list[Any] = []
+
+        def validator_for(schema: Any, seen: list[Any] = seen) -> Any:
+            seen.append(schema)
+            return jsonschema_rs.validator_for(schema)
+
+        assert spec.plan.strict(spec.fast_check.schema, validator_for) is not None, name
+        (root,) = seen
+        assert root["additionalProperties"] is False, name
+        assert root.keys() >= {"properties", "required"}, name
+        required = spec.parameters.get("required", [])
+        fragment = spec.plan.fragment or {}
+        assert root["required"] == list(dict.fromkeys([*required, *fragment.get("required", [])]))
+        assert len(root.get("allOf", [])) == len(fragment.get("allOf", [])) + len(
+            spec.parameters.get("allOf", [])
+        ), name
+
+
+def test_recorded_valid_calls_with_a_rerank_pass_the_quick_yes() -> None:
+    """A search with a rerank takes the lane's longer path: its quick yes passes the common ones,
+    with the block's rarer fields too."""
+    found = 0
+    for seed in range(400):
+        args = calls._valid(random.Random(seed), "xerj_search")
+        if "rerank" in args:
+            found += 1
+            assert REGISTRY["xerj_search"].plan.admits(args), args
+            fuller = {**args["rerank"], "provider": "jev", "model": "m", "min_score": 0.5,
+                      "fields": ["title"], "timeout_ms": 5000, "instructions": "be strict"}  # fmt: skip
+            assert REGISTRY["xerj_search"].plan.admits({**args, "rerank": fuller}), fuller
+            _holds(REGISTRY, "xerj_search", {**args, "rerank": fuller}, schema_valid=True)
+    assert found > 10

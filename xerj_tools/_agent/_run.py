@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 from .._shapes._usage import TokenUsage
 
 __all__ = [
-    "CUT_OFF", "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentRun", "CreateOptions",
+    "CUT_OFF", "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentRun", "CreateOptions", "fresh_ids",
     "whole_arguments",
 ]  # fmt: skip
 
@@ -46,7 +46,7 @@ class AgentRun:
     """The state of one run, shared by every driver: transcript, figures, loop guard."""
 
     def __init__(
-        self, dispatcher: BaseDispatcher, model: str, messages: Any, options: AgentOptions
+        self, dispatcher: BaseDispatcher[Any, Any], model: str, messages: Any, options: AgentOptions
     ) -> None:
         self.turn = 0
         self.shape = loop_shape(options.api)  # the wire shape: definitions, requests, replies
@@ -214,23 +214,30 @@ def whole_arguments(arguments: Any, policy: Any) -> bool:
         return False
 
 
-def unique_call_ids(step: Step, turn: int) -> None:
-    """Give every call of a model turn an id of its own, in its calls and in the assistant turn
-    the transcript keeps (in place): answers are matched to calls by id, and the API refuses a
-    turn whose answers do not pair one to one with its calls. A missing or empty id becomes
-    ``xerj_<turn>_<position>``; an id already used in the turn becomes ``<id>_<position>``
-    (underscores added until it is free). Ids that are already unique are left as they are."""
-    taken = {call.call_id for call in step.calls}
+def fresh_ids(ids: Sequence[str | None], prefix: str = "xerj_") -> dict[int, str]:
+    """New ids, by position, for the calls of a turn that have none or one an earlier call has:
+    ``<prefix><position>`` for a missing or empty id, ``<id>_<position>`` for one already used,
+    with ``_`` added until it is free. Ids that are already unique are kept (and not listed)."""
+    taken = {i for i in ids if i}
     seen: set[str] = set()
     renamed: dict[int, str] = {}
-    for position, call in enumerate(step.calls):
-        new = call.call_id
+    for position, call_id in enumerate(ids):
+        new = call_id or ""
         if not new or new in seen:
-            new = f"{new}_{position}" if new else f"xerj_{turn}_{position}"
+            new = f"{new}_{position}" if new else f"{prefix}{position}"
             while new in taken or new in seen:
                 new += "_"
             renamed[position] = new
         seen.add(new)
+    return renamed
+
+
+def unique_call_ids(step: Step, turn: int) -> None:
+    """Give every call of a model turn an id of its own (`fresh_ids`, ``xerj_<turn>_<position>``
+    for a missing one), in its calls and in the assistant turn the transcript keeps (in place):
+    answers are matched to calls by id, and the API refuses a turn whose answers do not pair one
+    to one with its calls."""
+    renamed = fresh_ids([call.call_id for call in step.calls], f"xerj_{turn}_")
     if not renamed:
         return
     for position, new in renamed.items():

@@ -4,35 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx2
 
 from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
-from .._http._gate import AsyncGate, resolve_bound
+from .._http._gate import AsyncGate
 from .._http._models import Failure, HttpRequest, Outcome, Reply
-from .._http._retry import RetryPolicy, async_retrying, should_retry
+from .._http._retry import async_retrying, should_retry
 from .._http._transport import AsyncTransport
-from .._message._budget import DEFAULT_BUDGET, Budget
-from .._schema._registry import ToolRegistry
 from .._shapes import ToolMessage
-from ..tools import Handler, Tool
 from ._after import Flow
 from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
-from ._options import DEFAULT_DEADLINE, Settings
 from ._policy import Policy
 from ._trace import tool_call as tool_call_scope
-
-if TYPE_CHECKING:
-    import ssl
-
-    from .._http._gate import MaxInFlight
 
 __all__ = ["AsyncDispatcher"]
 
@@ -63,63 +53,30 @@ def _large(outcome: Outcome) -> bool:
     return isinstance(outcome, Reply) and len(outcome.body) > OFF_LOOP_BYTES
 
 
-class AsyncDispatcher(BaseDispatcher):
+class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Awaitable[None]]]):
     """The asyncio twin of `Dispatcher`, on a pooled `httpx2.AsyncClient`.
 
     Its keywords are `Dispatcher`'s, each with the same meaning and default (``help(Dispatcher)``
-    lists them by concern), but three:
+    lists them by concern), but two:
 
     - ``client``: your own `httpx2.AsyncClient`, left open by `aclose()`. Default: None, an
       owned client built from the HTTP keywords.
     - ``sleep``: an async function that waits between attempts, called with seconds. Default:
-      ``asyncio.sleep``.
-    - no ``max_workers``: a turn's calls run as tasks, as many as it has.
+      None: ``asyncio.sleep``.
+
+    A turn's calls run as tasks, as many as it has: ``limits.max_workers`` is not read.
     """
 
-    def __init__(
+    def _connect(
         self,
-        registry: ToolRegistry | None = None,
-        *,
-        handlers: Mapping[str, Handler] | None = None,
-        tools: Sequence[Tool] = (),
-        url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        authorization: str | None = None,
-        client: httpx2.AsyncClient | None = None,
-        policy: Policy | None = None,
-        repair: bool = True,
-        budget: int | Budget = DEFAULT_BUDGET,
-        budgets: Mapping[str, int | Budget] | None = None,
-        max_buckets: int = 25,
-        rerank_fallback: bool = True,
-        rerank_memory_seconds: float = 300.0,
-        retry: RetryPolicy | None = None,
-        deadline: float = DEFAULT_DEADLINE,
-        connect_timeout: float = 5.0,
-        read_timeout: float = 30.0,
-        verify: bool | str | ssl.SSLContext = True,
-        pool_size: int = 10,
-        max_response_bytes: int = 32 * 1024 * 1024,
-        max_in_flight: MaxInFlight = "pool",
-        sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
-        clock: Callable[[], float] = time.monotonic,
+        client: httpx2.AsyncClient | None,
+        sleep: Callable[[float], Awaitable[None]] | None,
+        bound: int | None,
+        pool: float | None,
     ) -> None:
-        options = Settings(
-            handlers=handlers, tools=tools, url=url, api_key=api_key,
-            authorization=authorization, policy=policy, repair=repair, budget=budget,
-            budgets=budgets, max_buckets=max_buckets, rerank_fallback=rerank_fallback,
-            rerank_memory_seconds=rerank_memory_seconds, retry=retry, deadline=deadline,
-            connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify,
-            pool_size=pool_size, max_response_bytes=max_response_bytes,
-            max_in_flight=max_in_flight, clock=clock,
-        )  # fmt: skip
-        super().__init__(registry, options)
-        pool_size = options.pool_size
-        bound = resolve_bound(options.max_in_flight, client, pool_size)  # before a client is made
-        self._transport = AsyncTransport(self._endpoint, self._settings, client, options.clock)
-        pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
-        self._gate = None if bound is None else AsyncGate(bound, pool_timeout)
-        self._sleep = sleep
+        self._transport = AsyncTransport(self._endpoint, self._settings, client, self._core.clock)
+        self._gate = None if bound is None else AsyncGate(bound, pool)
+        self._sleep = _asyncio_sleep if sleep is None else sleep
 
     async def run(self, call: Any, *, policy: Policy | None = None) -> ToolResult:
         if self._closed:
@@ -139,7 +96,7 @@ class AsyncDispatcher(BaseDispatcher):
             try:
                 payload, attempts, large = await self._drive(
                     self._core.flow(prepared, self._endpoint.label),
-                    Deadline(self.deadline, self._core.clock),
+                    Deadline(self.timeout.call, self._core.clock),
                     self._response_cap(prepared),
                 )
                 if large:  # a payload read from a large reply: fitted off the loop too

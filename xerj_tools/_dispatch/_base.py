@@ -1,23 +1,51 @@
-"""What both dispatchers share: configuration, and the plan and answers of a turn (no I/O)."""
+"""What both dispatchers share: their keywords, checked once, and a turn's plan and answers
+(no I/O)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import ssl
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from .._exceptions import ClosedError, ConfigurationError, InvalidToolCallError, ToolCallError
+from .._http._gate import resolve_bound
 from .._http._retry import RetryPolicy
 from .._http._transport import Endpoint, TransportSettings
+from .._message._budget import DEFAULT_BUDGET, Budget, checked_budget
 from .._schema._registry import ToolRegistry, load_registry
 from .._shapes import ToolCall, parse_tool_call, parse_turn
-from ..tools import Tool
+from ..tools import Handler, Tool
 from ._answers import PendingAnswers, checked_max_calls, too_many_calls
 from ._core import DispatchCore, Prepared, ToolResult, _raised
-from ._options import Settings
+from ._options import (
+    DEFAULT_LIMITS,
+    DEFAULT_TIMEOUT,
+    Limits,
+    Timeout,
+    check_budgets,
+    check_credential,
+    check_handlers,
+    check_url_option,
+    check_verify,
+    checked_limits,
+    checked_timeout,
+    checked_tools,
+    count,
+    flag,
+    of_type,
+    seconds,
+)
 from ._policy import Policy, call_policy
 
+if TYPE_CHECKING:
+    import httpx2
+
 __all__ = ["BaseDispatcher", "Begun"]
+
+ClientT = TypeVar("ClientT", bound="httpx2.Client | httpx2.AsyncClient")
+SleepT = TypeVar("SleepT", bound=Callable[[float], Any])
 
 
 class Begun(NamedTuple):
@@ -35,39 +63,83 @@ class Begun(NamedTuple):
         return self.prepared.key if isinstance(self.prepared, Prepared) else None
 
 
-class BaseDispatcher:
-    """What `Dispatcher` and `AsyncDispatcher` share: their configuration, and a turn's plan
-    (identical calls sent once) and its answers, whole or salvaged after an interruption."""
+class BaseDispatcher(Generic[ClientT, SleepT]):
+    """What `Dispatcher` and `AsyncDispatcher` share: their keywords (one signature, checked
+    once: `Dispatcher`'s docstring lists them), and a turn's plan (identical calls sent once)
+    and its answers, whole or salvaged after an interruption. Each dispatcher adds how it sends
+    (`_connect`), for its kind of client and ``sleep``."""
 
-    def __init__(self, registry: ToolRegistry | None, options: Settings) -> None:
-        self.deadline = options.deadline
+    def __init__(
+        self,
+        registry: ToolRegistry | None = None,
+        *,
+        handlers: Mapping[str, Handler] | None = None,
+        tools: Sequence[Tool] = (),
+        url: str | Sequence[str] | None = None,
+        api_key: str | None = None,
+        authorization: str | None = None,
+        client: ClientT | None = None,
+        policy: Policy | None = None,
+        repair: bool = True,
+        budget: int | Budget = DEFAULT_BUDGET,
+        budgets: Mapping[str, int | Budget] | None = None,
+        max_buckets: int = 25,
+        rerank_fallback: bool = True,
+        rerank_memory_seconds: float = 300.0,
+        retry: RetryPolicy | None = None,
+        timeout: Timeout | float = DEFAULT_TIMEOUT,
+        verify: bool | str | ssl.SSLContext = True,
+        limits: Limits = DEFAULT_LIMITS,
+        sleep: SleepT | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        check_url_option(url)
+        check_credential("api_key", api_key)
+        check_credential("authorization", authorization)
+        check_handlers(handlers)
+        tools = checked_tools(tools)
+        of_type("retry", retry, RetryPolicy, "a RetryPolicy")
+        of_type("policy", policy, Policy, "a Policy")
+        flag("rerank_fallback", rerank_fallback)
+        flag("repair", repair)
+        seconds("rerank_memory_seconds", rerank_memory_seconds, zero=True)
+        self.timeout, self.limits = checked_timeout(timeout), checked_limits(limits)
+        check_verify(verify)
+        count("max_buckets", max_buckets)
+        checked_budget(budget)
+        check_budgets(budgets)
+        if not callable(clock):
+            raise ConfigurationError("clock must be a function returning monotonic seconds")
         self._core = DispatchCore(
-            registry if registry is not None else load_registry(),
-            options.handlers,
-            tools=options.tools,
-            rerank_fallback=options.rerank_fallback,
-            rerank_memory_seconds=options.rerank_memory_seconds,
-            repair=options.repair,
-            budget=options.budget,
-            budgets=options.budgets,
-            max_buckets=options.max_buckets,
-            policy=options.policy,
-            clock=options.clock,
-        )
+            registry if registry is not None else load_registry(), handlers, tools=tools,
+            rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
+            repair=repair, budget=budget, budgets=budgets, max_buckets=max_buckets,
+            policy=policy, clock=clock,
+        )  # fmt: skip
         self.registry, self.policy = self._core.registry, self._core.policy
-        self._endpoint = Endpoint.create(
-            options.url, api_key=options.api_key, authorization=options.authorization
-        )
-        cap = self.policy.max_response_bytes or options.max_response_bytes
+        self._endpoint = Endpoint.create(url, api_key=api_key, authorization=authorization)
+        most = self.limits.max_response_bytes
         self._settings = TransportSettings(
-            connect_timeout=options.connect_timeout,
-            read_timeout=options.read_timeout,
-            verify=options.verify,
-            pool_size=options.pool_size,
-            max_response_bytes=min(options.max_response_bytes, cap),
+            connect_timeout=self.timeout.connect,
+            read_timeout=self.timeout.read,
+            verify=verify,
+            pool_size=self.limits.pool_size,
+            max_response_bytes=min(most, self.policy.max_response_bytes or most),
         )
-        self.retry = options.retry if options.retry is not None else RetryPolicy()
+        self.retry = retry if retry is not None else RetryPolicy()
         self._closed = False
+        # The in-flight bound is read before a client is made; waiting for a slot is bounded
+        # by the pool timeout of the client the requests wait for.
+        bound = resolve_bound(self.limits.max_in_flight, client, self.limits.pool_size)
+        pool_timeout = self.timeout.read if client is None else client.timeout.pool
+        self._connect(client, sleep, bound, pool_timeout)
+
+    def _connect(
+        self, client: ClientT | None, sleep: SleepT | None, bound: int | None, pool: float | None
+    ) -> None:
+        """Make the transport (on `client`, or an owned one), the in-flight gate of `bound`
+        slots (None: no gate) whose wait ends with the `pool` timeout, and keep `sleep`."""
+        raise NotImplementedError
 
     @property
     def url(self) -> str:

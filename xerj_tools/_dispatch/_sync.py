@@ -11,36 +11,27 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx2
 
 from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
-from .._http._gate import Gate, resolve_bound
+from .._http._gate import Gate
 from .._http._models import Failure, HttpRequest, Outcome
-from .._http._retry import RetryPolicy, retrying, should_retry
+from .._http._retry import retrying, should_retry
 from .._http._transport import SyncTransport
-from .._message._budget import DEFAULT_BUDGET, Budget
-from .._schema._registry import ToolRegistry
 from .._shapes import ToolMessage
-from ..tools import Handler, Tool
 from ._after import Flow
 from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
-from ._options import DEFAULT_DEADLINE, Settings
 from ._policy import Policy
 from ._trace import tool_call as tool_call_scope
-
-if TYPE_CHECKING:
-    import ssl
-
-    from .._http._gate import MaxInFlight
 
 __all__ = ["Dispatcher"]
 
@@ -53,7 +44,7 @@ class _Call:
     __slots__ = ("__weakref__",)
 
 
-class Dispatcher(BaseDispatcher):
+class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
     """Runs tool calls against XERJ with a pooled `httpx2.Client`; thread-safe.
 
     ``dispatch(call)`` takes a Chat Completions tool call, a Responses ``function_call`` item or
@@ -83,64 +74,28 @@ class Dispatcher(BaseDispatcher):
 
     How a request is sent:
     - ``retry``: how a request is retried (`RetryPolicy`). Default: ``RetryPolicy()``, 4 attempts.
-    - ``deadline``: seconds one call may take in all: attempts, waits, reads. Default: 60.0.
-    - ``connect_timeout``: seconds to open a connection to a node. Default: 5.0.
-    - ``read_timeout``: seconds per read or write, and to get a pooled connection. Default: 30.0.
+    - ``timeout``: a `Timeout`: seconds for one ``call`` in all (attempts, waits, reads), to
+      ``connect``, to ``read``; or a number, the whole call's bound (connect and read at most
+      that). Default: ``Timeout(call=60.0, connect=5.0, read=30.0)``.
     - ``verify``: TLS: True, False, a CA bundle path or an `ssl.SSLContext`. Default: True.
-    - ``pool_size``: connections kept by the owned client (and at most open). Default: 10.
-    - ``max_response_bytes``: largest body read. Default: 33554432 (32 MiB), or the policy's cap.
-    - ``max_in_flight``: requests on the wire at once, the rest wait: ``'pool'`` (the pool's
-      limit), an int, or None (no bound; docs/configuration.md). Default: ``'pool'``.
-    - ``max_workers``: threads that run a turn's calls at once in `dispatch_many`. Default: 8.
-    - ``sleep``: waits between attempts, given seconds (for tests). Default: ``time.sleep``.
+    - ``limits``: a `Limits`: the owned client's ``pool_size``, requests ``max_in_flight`` at
+      once (docs/configuration.md), ``max_response_bytes`` read, ``max_workers`` threads of
+      `dispatch_many`. Default: ``Limits(pool_size=10, max_in_flight='pool',
+      max_response_bytes=33554432, max_workers=8)``.
+    - ``sleep``: waits between attempts, given seconds (for tests). Default: None: ``time.sleep``.
     - ``clock``: monotonic seconds for deadlines and elapsed times. Default: ``time.monotonic``.
     """
 
-    def __init__(
+    def _connect(
         self,
-        registry: ToolRegistry | None = None,
-        *,
-        handlers: Mapping[str, Handler] | None = None,
-        tools: Sequence[Tool] = (),
-        url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        authorization: str | None = None,
-        client: httpx2.Client | None = None,
-        policy: Policy | None = None,
-        repair: bool = True,
-        budget: int | Budget = DEFAULT_BUDGET,
-        budgets: Mapping[str, int | Budget] | None = None,
-        max_buckets: int = 25,
-        rerank_fallback: bool = True,
-        rerank_memory_seconds: float = 300.0,
-        retry: RetryPolicy | None = None,
-        deadline: float = DEFAULT_DEADLINE,
-        connect_timeout: float = 5.0,
-        read_timeout: float = 30.0,
-        verify: bool | str | ssl.SSLContext = True,
-        pool_size: int = 10,
-        max_response_bytes: int = 32 * 1024 * 1024,
-        max_in_flight: MaxInFlight = "pool",
-        max_workers: int = 8,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
+        client: httpx2.Client | None,
+        sleep: Callable[[float], None] | None,
+        bound: int | None,
+        pool: float | None,
     ) -> None:
-        options = Settings(
-            handlers=handlers, tools=tools, url=url, api_key=api_key, authorization=authorization,
-            policy=policy, repair=repair, budget=budget, budgets=budgets, max_buckets=max_buckets,
-            rerank_fallback=rerank_fallback, rerank_memory_seconds=rerank_memory_seconds,
-            retry=retry, deadline=deadline, connect_timeout=connect_timeout, verify=verify,
-            read_timeout=read_timeout, pool_size=pool_size, max_in_flight=max_in_flight,
-            max_response_bytes=max_response_bytes, max_workers=max_workers, clock=clock,
-        )  # fmt: skip
-        super().__init__(registry, options)
-        pool_size = options.pool_size
-        bound = resolve_bound(options.max_in_flight, client, pool_size)  # before a client is made
-        self._transport = SyncTransport(self._endpoint, self._settings, client, options.clock)
-        pool_timeout = self._settings.read_timeout if client is None else client.timeout.pool
-        self._gate = None if bound is None else Gate(bound, pool_timeout)
-        self._sleep = sleep
-        self._max_workers = options.max_workers
+        self._transport = SyncTransport(self._endpoint, self._settings, client, self._core.clock)
+        self._gate = None if bound is None else Gate(bound, pool)
+        self._sleep = time.sleep if sleep is None else sleep
         self._pool: ThreadPoolExecutor | None = None
         # Guards the lazily made thread pool, the closed flag and the set of running calls.
         self._lock = threading.Condition()
@@ -182,7 +137,9 @@ class Dispatcher(BaseDispatcher):
     ) -> list[Future[ToolResult]]:
         with self._lock:  # one pool, however many threads start a turn at once
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="xerj-tools")
+                self._pool = ThreadPoolExecutor(
+                    self.limits.max_workers, thread_name_prefix="xerj-tools"
+                )
             # Each call runs in a copy of this context: its span's parent is the caller's.
             return [
                 self._pool.submit(copy_context().run, self._complete, begun[i], cancel)
@@ -200,7 +157,7 @@ class Dispatcher(BaseDispatcher):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
             flow = self._core.flow(prepared, self._endpoint.label)
-            deadline = Deadline(self.deadline, self._core.clock)
+            deadline = Deadline(self.timeout.call, self._core.clock)
             try:
                 payload, attempts = self._drive(
                     flow, deadline, cancel, self._response_cap(prepared)
@@ -370,7 +327,7 @@ class Dispatcher(BaseDispatcher):
         """Close the owned HTTP client and thread pool (a client you passed in stays open).
 
         Calls already running finish first, for at most `timeout` seconds (default: the
-        dispatcher's `deadline`, which no call outlasts); past it the dispatcher closes anyway,
+        dispatcher's ``timeout.call``, which no call outlasts); past it the dispatcher closes anyway,
         logs how many calls were still running, and their next attempts end ``cancelled``. Any
         call after this raises `ClosedError`. Closing twice is harmless.
         """
@@ -378,7 +335,7 @@ class Dispatcher(BaseDispatcher):
             if self._closed:
                 return
             self._closed = True
-            end = time.monotonic() + (self.deadline if timeout is None else timeout)
+            end = time.monotonic() + (self.timeout.call if timeout is None else timeout)
             # Timed waits: a call whose interrupt took its token away notifies no one.
             while self._calls and (left := end - time.monotonic()) > 0:
                 self._lock.wait(min(left, 0.1))
@@ -386,7 +343,7 @@ class Dispatcher(BaseDispatcher):
             if stuck:
                 logger.warning(
                     "Dispatcher.close(): %d call(s) still running after %g s; closing anyway",
-                    stuck, self.deadline if timeout is None else timeout,
+                    stuck, self.timeout.call if timeout is None else timeout,
                 )  # fmt: skip
             pool, self._pool = self._pool, None
         if pool is not None:

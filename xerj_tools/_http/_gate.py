@@ -53,22 +53,21 @@ def resolve_bound(
 ) -> int | None:
     """``"pool"``: the owned client's `pool_size`, or the connection limit of the client passed
     in where it can be read (else no bound: its limits are the caller's business)."""
-    if max_in_flight == "pool":  # a value checked when the dispatcher was made (`Settings`)
+    if max_in_flight == "pool":  # a value checked when its `Limits` was made
         return pool_size if client is None else pool_limit(client)
     return max_in_flight
 
 
-def _expired(deadline: Deadline, node: str) -> Failure:
+def _refused(deadline: Deadline, node: str, by_deadline: bool) -> Failure:
+    """A call whose wait for a slot ran out: by its deadline, or by the pool timeout."""
+    if not by_deadline:
+        return Failure("timeout", "no free connection in the pool in time", node, sent=False)
     return Failure(
         "deadline",
         f"the call's deadline of {deadline.seconds:g} s passed while it waited for one of the "
         "dispatcher's in-flight slots; nothing was sent",
         node, sent=False, deadline=deadline.seconds,
     )  # fmt: skip
-
-
-def _pool_timeout(node: str) -> Failure:
-    return Failure("timeout", "no free connection in the pool in time", node, sent=False)
 
 
 class _Waiter:
@@ -130,9 +129,7 @@ class Gate(_Slots[_Waiter]):
             if not self._abandon(waiter):
                 self._release()
             raise
-        if self._abandon(waiter):
-            return _expired(deadline, node) if by_deadline else _pool_timeout(node)
-        return None
+        return _refused(deadline, node, by_deadline) if self._abandon(waiter) else None
 
     def _abandon(self, waiter: _Waiter) -> bool:
         """Leave the queue; True if no slot had been handed to `waiter` (else it holds one)."""
@@ -189,9 +186,7 @@ class AsyncGate(_Slots["asyncio.Future[bool]"]):
             raise
         finally:
             timer.cancel()
-        if not granted:
-            return _expired(deadline, node) if by_deadline else _pool_timeout(node)
-        return None
+        return None if granted else _refused(deadline, node, by_deadline)
 
     def _expire(self, waiter: asyncio.Future[bool]) -> None:
         if not waiter.done():

@@ -184,9 +184,6 @@ class Endpoint:
         return (node or self.base_url) + path
 
 
-logger = logging.getLogger("xerj_tools")
-
-
 def _check_client(client: object, library: Any) -> None:
     if library is not httpx2:
         logger.warning(
@@ -249,19 +246,11 @@ def _limit(settings: TransportSettings, request: HttpRequest) -> int:
     return settings.max_response_bytes if own is None else min(own, settings.max_response_bytes)
 
 
-def _too_large(limit: int, node: str) -> Failure:
-    return Failure("too_large", f"the response is larger than {limit} bytes", node)
-
-
 def _late(deadline: Deadline, node: str, sent: bool = True) -> Failure:
     return Failure(
         "deadline", f"the call's deadline of {deadline.seconds:g} s passed before XERJ answered",
         node, sent=sent, deadline=deadline.seconds,
     )  # fmt: skip
-
-
-def _unreadable(exc: Undecodable, node: str) -> Failure:
-    return Failure("protocol", f"the response could not be decoded: {exc}", node)
 
 
 class _Transport:
@@ -281,6 +270,15 @@ class _Transport:
         self.scrub = endpoint.scrubber()
         self._owned = client is None
         self._lib = httpx2 if client is None else http_library(client)
+
+    def _failed(self, exc: Exception, limit: int, node: str, deadline: Deadline) -> Failure:
+        """How an attempt that raised ends: its body over `limit` or undecodable, its deadline
+        passed, or the HTTP exception as a value."""
+        if isinstance(exc, TooLarge):
+            return Failure("too_large", f"the response is larger than {limit} bytes", node)
+        if isinstance(exc, Undecodable):
+            return Failure("protocol", f"the response could not be decoded: {exc}", node)
+        return _late(deadline, node) if deadline.expired else _failure(exc, node, self._lib)
 
 
 def _owned_client(
@@ -339,12 +337,8 @@ class SyncTransport(_Transport):
                     if deadline.expired:
                         return _late(deadline, node)
                 return Reply(response.status_code, response.headers, body.decoded(), node)
-        except TooLarge:
-            return _too_large(limit, node)
-        except Undecodable as exc:
-            return _unreadable(exc, node)
-        except self._lib.HTTPError as exc:
-            return _late(deadline, node) if deadline.expired else _failure(exc, node, self._lib)
+        except (TooLarge, Undecodable, self._lib.HTTPError) as exc:
+            return self._failed(exc, limit, node, deadline)
 
     def close(self) -> None:
         if self._owned:
@@ -399,12 +393,8 @@ class AsyncTransport(_Transport):
                     elif not await read_async(response, body, deadline):
                         return _late(deadline, node)
                     return Reply(response.status_code, response.headers, body.decoded(), node)
-        except TooLarge:
-            return _too_large(limit, node)
-        except Undecodable as exc:
-            return _unreadable(exc, node)
-        except self._lib.HTTPError as exc:
-            return _late(deadline, node) if deadline.expired else _failure(exc, node, self._lib)
+        except (TooLarge, Undecodable, self._lib.HTTPError) as exc:
+            return self._failed(exc, limit, node, deadline)
 
     async def aclose(self) -> None:
         if self._owned:

@@ -10,12 +10,13 @@ the record with orjson and recognises its call as `_records.find_calls` would: a
 ``tool_use`` block, a Gemini ``functionCall`` part or a plain ``{"name" (or "tool"),
 "arguments"}`` record; never a Batch output line (``custom_id``) nor a fine-tuning example
 (``messages``). Arguments written as text are decoded as `_quick.quick_object` decodes them
-(inline, its bounds asked of `_quick.quick_bounds`); arguments the record holds as an object (Anthropic's ``input``, Gemini's ``args``, a plain record's object) are
-taken as orjson read them where `_quick.quick_bounds` finds nothing in the line for the bounds
-to refuse. Then the tool's strict schema (`ToolSpec.plan.strict`: the schema with the limits'
-JSON Schema fragments, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema
-says no, the schema check and the quick yes (`ToolSpec.plan.admits`; where a tool has none, its
-checks themselves). A line passes only when the full path (`_offline._validate.line_calls` +
+(inline, its bounds too: a call less per line); arguments the record holds as an object
+(Anthropic's ``input``, Gemini's ``args``, a plain record's object) are taken as orjson read
+them where `_quick.quick_bounds` finds nothing in the line for the bounds to refuse. Then the
+tool's strict schema (`ToolSpec.plan.strict`: the schema with the limits' JSON Schema
+fragments, one jsonschema-rs `is_valid`) and its Python rest; where the strict schema says no,
+the schema check and the quick yes (`ToolSpec.plan.admits`; where a tool has none, its checks
+themselves). A line passes only when the full path (`_offline._validate.line_calls` +
 `validate_calls`) would count one valid call with nothing to report; any other goes to that path,
 which writes the report it always wrote. So the lane changes the speed, never the report
 (tests/offline/test_lane.py and tests/offline/test_lane_shapes.py compare both, with `ENABLED` off, on mixed
@@ -44,9 +45,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .._bounds import _finite_numbers
+from .._bounds import MAX_ARGUMENT_DEPTH, _finite_numbers
 from .._schema._fastcheck import Predicate, compiled_backend
-from .._schema._quick import MAX_QUICK, quick_bounds, quick_object
+from .._schema._quick import _LONG, _MASK, MAX_QUICK, quick_bounds, quick_object
 from .._schema._registry import ToolRegistry, ToolSpec
 from ._lines import LaneLines, blocks_of
 from ._validate import (
@@ -114,7 +115,7 @@ class Lane:
                     else None
                 )
                 self.tools[spec.name] = (
-                    strict, plan.ints, plan.vectors, schema, plan.admits, plan.checks,
+                    strict, plan.ints, plan.vectors, schema, plan.admits, plan.explain,
                     strict is not None,
                     plain and getattr(type(spec), "validate", None) is ToolSpec.validate,
                 )  # fmt: skip
@@ -179,14 +180,17 @@ class Lane:
                 ):
                     return at  # a Batch output line, a fine-tuning example, or maybe too deep
             if type(arguments) is str:
-                # `_quick.quick_object`, inline but for its bounds (the hot loop's calls cost)
+                # `_quick.quick_object`, inline (the hot loop's calls cost)
                 if len(arguments) > MAX_QUICK:
                     return at
                 try:
                     raw = arguments.encode()
                 except UnicodeEncodeError:  # a lone surrogate
                     return at
-                if not quick_bounds(raw):
+                masked = raw.translate(_MASK)  # `_quick.quick_bounds`
+                if masked.count(b"{") > MAX_ARGUMENT_DEPTH or (
+                    masked.count(b"0") >= 19 and _LONG in masked  # (the count: cheaper)
+                ):
                     return at  # maybe too deep, or an integer orjson reads as a float
                 try:
                     value = loads(raw)

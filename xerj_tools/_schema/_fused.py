@@ -175,14 +175,14 @@ def general_path(
         return validate_decoded(
             spec._validator,
             value,
-            spec.plan.checks,
+            spec.plan.explain,
             repair=repair,
             fast=spec.fast_check,
             yes=spec.plan.admits,
         )
     plan = spec.plan
     return validate_arguments(
-        spec._validator, raw, plan.checks, repair=repair, fast=spec.fast_check, yes=plan.admits
+        spec._validator, raw, plan.explain, repair=repair, fast=spec.fast_check, yes=plan.admits
     )
 
 

@@ -4,6 +4,8 @@
 and gives the three things the rest of the library asks of them:
 
 - `Plan.checks`: each limit's `problems`, in the order declared: the words of a refused call;
+  `Plan.explain` the same words as validation asks them: a limit's problems only where its
+  `given` argument is present and its quick yes says no (where either holds, they find nothing);
 - `Plan.admits`: one quick yes, True only where every check finds nothing (each limit's
   `admits` in turn), or None where a limit has none: then the checks run on every call;
 - `Plan.within`: the same for arguments already known to be among the schema's properties (the
@@ -17,11 +19,11 @@ and gives the three things the rest of the library asks of them:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._problems import Check
+from .._problems import Check, Problem
 from ..tools._limits import Limit, Yes
 
 __all__ = ["Plan", "plan_of"]
@@ -37,6 +39,7 @@ class Plan:
 
     limits: tuple[Limit, ...]
     checks: tuple[Check, ...]
+    explain: tuple[Check, ...]
     admits: Yes | None
     within: Yes | None
     fragment: Mapping[str, Any] | None
@@ -85,6 +88,7 @@ def plan_of(limits: Sequence[Limit], parameters: Mapping[str, Any]) -> Plan:
     return Plan(
         limits=limits,
         checks=tuple(limit.problems for limit in limits),
+        explain=_explain(limits),
         admits=admits,
         within=within,
         fragment=fragment,
@@ -111,6 +115,29 @@ def _all(found: list[Limit]) -> Yes:
         return True
 
     return admits
+
+
+def _explain(limits: tuple[Limit, ...]) -> tuple[Check, ...]:
+    """Every limit's problems, in order, each asked only where the arguments hold its `given`
+    and its quick yes (if any) says no: a failed call's words, without a generator per limit
+    that would find nothing (tests/schema/test_limits.py holds each limit to both)."""
+    if all(limit.given is None and limit.admits is None for limit in limits):
+        return tuple(limit.problems for limit in limits)
+    steps = tuple((limit.given, limit.admits, limit.problems) for limit in limits)
+
+    def explain(args: Mapping[str, Any]) -> Iterator[Problem]:
+        for given, admits, problems in steps:
+            if given is not None and given not in args:
+                continue
+            if admits is not None:
+                try:
+                    if admits(args):
+                        continue
+                except Exception:  # a quick yes of yours may expect what the schema allows
+                    pass  # (it is asked after the schema check elsewhere): the words decide
+            yield from problems(args)
+
+    return (explain,)
 
 
 def _combined(fragments: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -141,6 +168,11 @@ _SIBLINGS = frozenset({
 })  # fmt: skip
 
 
+# Keywords both may hold and one schema still says: every name required by either, every
+# subschema of either (the tool's schema requires its own names; a limit may require one more).
+_JOINED = frozenset({"properties", "required", "allOf"})
+
+
 def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[str]) -> Any:
     """``{"allOf": [schema, fragment, only these argument names]}``, as one schema where the
     keywords do not meet (a tenth of a microsecond less per call in jsonschema-rs)."""
@@ -149,7 +181,9 @@ def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[s
     if (
         not isinstance(properties, dict)
         or schema.keys() & _SIBLINGS
-        or schema.keys() & (fragment.keys() - {"properties"})
+        or schema.keys() & (fragment.keys() - _JOINED)
+        or not isinstance(schema.get("allOf", []), list)
+        or not all(type(name) is str for name in schema.get("required", []))
     ):
         return whole
     merged = dict(properties)
@@ -168,7 +202,12 @@ def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[s
         merged.setdefault(name, True)
     if not merged.keys() <= names:
         return whole
-    return {**schema, **fragment, "properties": merged, "additionalProperties": False}
+    joined = {
+        key: [*dict.fromkeys([*schema[key], *fragment[key]])] if key == "required"
+        else [*schema[key], *fragment[key]]
+        for key in ("required", "allOf") if key in schema and key in fragment
+    }  # fmt: skip
+    return {**schema, **fragment, **joined, "properties": merged, "additionalProperties": False}
 
 
 def _plain(schema: Any) -> Any:

@@ -14,8 +14,9 @@ against, and how it is ruled out here:
 - text longer than 4,096 characters, which the full path walks: not looked at here.
 
 The dispatcher's validation (`validate_arguments`) uses it; the offline lane (`_offline._lane`)
-decodes as it does, inline, and asks `quick_bounds` of the arguments' text, and of a whole record
-whose arguments are an object already (an Anthropic ``input``, a Gemini ``args``).
+decodes as it does, inline (`quick_bounds` too, for the arguments' text), and asks
+`quick_bounds` of a whole record whose arguments are an object already (an Anthropic ``input``,
+a Gemini ``args``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from .. import _json
 from .._bounds import MAX_ARGUMENT_DEPTH
 
-__all__ = ["MAX_QUICK", "quick_bounds", "quick_object"]
+__all__ = ["MAX_QUICK", "quick_bounds", "quick_object"]  # `_lane` inlines them: _MASK, _LONG
 
 MAX_QUICK = 4096  # `_validation`: longer text is walked for its numbers and strings
 

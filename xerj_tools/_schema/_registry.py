@@ -100,7 +100,7 @@ class ToolSpec:
         return validate_arguments(
             self._validator,
             arguments,
-            self.plan.checks,
+            self.plan.explain,
             repair=repair,
             fast=self.fast_check,
             yes=self.plan.admits,
@@ -114,7 +114,7 @@ class ToolSpec:
         return validate_decoded(
             self._validator,
             value,
-            self.plan.checks,
+            self.plan.explain,
             repair=repair,
             fast=self.fast_check,
             yes=self.plan.admits,

@@ -82,6 +82,7 @@ class CallRunner:
             return self._finished.get(key[0], {}).get(key[1])
 
     def _answer(self, call: ToolCall, result: ToolResult, started: float) -> ToolResult:
+        """`result` for `call`: itself, or a copy under `call`'s id for an identical call."""
         if result.call.call_id == call.call_id:
             return result
         copy: ToolResult = self._dispatcher.copy_of(call, result, started)
@@ -124,11 +125,7 @@ class CallRunner:
                 with self._lock:
                     del self._threads[key]
             return result
-        result = future.result()
-        if result.call.call_id == call.call_id:
-            return result
-        copy: ToolResult = dispatcher.copy_of(call, result, begun.started)
-        return copy
+        return self._answer(call, future.result(), begun.started)
 
     def _send(self, begun: Begun) -> Awaitable[ToolResult]:
         dispatcher: Any = self._dispatcher
@@ -167,10 +164,7 @@ class CallRunner:
                 self._land(key, flight)  # nobody waits for it any more
                 flight.task.cancel()
             raise
-        if result.call.call_id == call.call_id:
-            return result
-        copy: ToolResult = dispatcher.copy_of(call, result, begun.started)
-        return copy
+        return self._answer(call, result, begun.started)
 
     def _land(self, key: tuple[Hashable, str], flight: _Flight) -> None:
         task = flight.task

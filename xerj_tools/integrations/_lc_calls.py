@@ -236,24 +236,6 @@ def _marked(call: Call) -> Call:
     return Call(call.id, call.name, call.arguments, cut=True, parsed=call.parsed)
 
 
-def fresh_ids(ids: Sequence[str | None]) -> dict[int, str]:
-    """New ids for the calls of a turn that have none, or one an earlier call has, as the agent
-    loop gives them (`_agent._run.unique_call_ids`): ``xerj_<position>``, ``<id>_<position>``,
-    with ``_`` added until the id is free. Ids that are already unique are kept."""
-    taken = {i for i in ids if i}
-    seen: set[str] = set()
-    renamed: dict[int, str] = {}
-    for position, call_id in enumerate(ids):
-        new = call_id or ""
-        if not new or new in seen:
-            new = f"{new}_{position}" if new else f"xerj_{position}"
-            while new in taken or new in seen:
-                new += "_"
-            renamed[position] = new
-        seen.add(new)
-    return renamed
-
-
 def with_ids(message: AIMessage, renamed: dict[int, str]) -> AIMessage:
     """A copy of `message` whose calls carry the ids `fresh_ids` gave them (positions counted
     over ``tool_calls`` then ``invalid_tool_calls``, as `turn_calls` lists an unstreamed turn;

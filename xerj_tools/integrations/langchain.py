@@ -45,11 +45,12 @@ import contextvars
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._agent._run import fresh_ids
 from .._dispatch._answers import checked_max_calls
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall, parse_tool_call
 from ._flights import CallRunner
-from ._lc_calls import TurnAnswers, as_chat_call, cut_off, fresh_ids, turn_calls, with_ids
+from ._lc_calls import TurnAnswers, as_chat_call, cut_off, turn_calls, with_ids
 from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:

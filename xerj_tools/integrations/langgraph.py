@@ -37,10 +37,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._agent._run import fresh_ids
 from .._dispatch._answers import checked_max_calls
 from .._exceptions import ConfigurationError
 from .._shapes import parse_tool_call
-from ._lc_calls import TurnAnswers, as_chat_call, cut_off, fresh_ids, turn_calls, with_ids
+from ._lc_calls import TurnAnswers, as_chat_call, cut_off, turn_calls, with_ids
 from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
 
 try:

@@ -263,6 +263,13 @@ class XerjStandIn:
         text = name == "cat" or (name == "cat_pattern" and status == 200)
         return status, payload, ({"Content-Type": _TEXT} if text else {})
 
+    def _searchable(self) -> dict[str, Index]:
+        """The indices with each memory namespace's backing index beside them."""
+        indices = dict(self.indices)
+        for ns, store in self.memories.items():
+            indices[MEMORY_PREFIX + ns] = memory_index(ns, store)
+        return indices
+
     def _handle_route(
         self,
         name: str,
@@ -272,14 +279,11 @@ class XerjStandIn:
         content_type: str | None,
     ) -> tuple[int, Any]:
         if name == "search":
-            indices = dict(self.indices)
-            for ns, store in self.memories.items():
-                indices[MEMORY_PREFIX + ns] = memory_index(ns, store)
             expr = segments[0] if len(segments) == 2 else "*"  # es_compat.rs:5238-5244
             closed = frozenset(self.closed)
             return search_request(
-                indices, expr, raw, content_type, rerank_mode=self.rerank, closed=closed,
-                aliases=self.aliases,
+                self._searchable(), expr, raw, content_type, rerank_mode=self.rerank,
+                closed=closed, aliases=self.aliases,
             )  # fmt: skip
         if name in ("memory", "recall"):
             try:
@@ -304,11 +308,8 @@ class XerjStandIn:
         if name == "cat_pattern":
             return cat_indices_pattern(listed_indices(self.indices, self.memories), segments[2])
         if name == "mapping":
-            indices = dict(self.indices)
-            for ns, store in self.memories.items():
-                indices[MEMORY_PREFIX + ns] = memory_index(ns, store)
             spec = segments[0] if len(segments) == 2 else "_all"
-            return get_mapping(indices, spec, self.aliases)
+            return get_mapping(self._searchable(), spec, self.aliases)
         if name == "resolve":
             listed = listed_indices(self.indices, self.memories)
             return 200, resolve_index(listed, segments[2], self.aliases)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..._dispatch._async import AsyncDispatcher
-from ..._dispatch._options import Settings
+from ..._dispatch._options import Limits, check_credential, check_url_option
 from ..._dispatch._policy import Policy
 from ..._exceptions import ConfigurationError
 from ..._log_text import OneLineFormatter
@@ -139,12 +139,12 @@ def dispatcher_factory(
 ) -> Callable[[Policy], AsyncDispatcher]:
     """One configuration of the XERJ side for every dispatcher of the server: the default one
     and one per caller's policy (the policy is all that differs)."""
-    Settings(url=url, authorization=authorization, pool_size=pool_size)  # checked once, here
+    check_url_option(url)  # checked once, here, before a socket is bound
+    check_credential("authorization", authorization)
+    limits = Limits(pool_size=pool_size)
 
     def make(policy: Policy) -> AsyncDispatcher:
-        return AsyncDispatcher(
-            url=url, authorization=authorization, pool_size=pool_size, policy=policy
-        )
+        return AsyncDispatcher(url=url, authorization=authorization, limits=limits, policy=policy)
 
     return make
 
