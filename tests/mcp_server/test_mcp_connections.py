@@ -88,7 +88,8 @@ def test_a_body_dribbled_past_its_deadline_closes_the_connection(xerj: XerjStand
     with Running(url=xerj.url, connections=limits) as server:
         slow = opened(server.port, head(server.port, len(INIT)) + INIT[:10])
         assert answer(slow) == b""
-        # (Connection: close: an idle connection lasts until the head deadline, 30 s here)
+        # (Connection: close: the answer ends with the connection, not at the head deadline, 30 s
+        # here, which is what closes an idle keep-alive connection)
         closing = head(server.port, len(INIT)).replace(
             b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"
         )

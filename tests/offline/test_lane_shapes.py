@@ -34,6 +34,7 @@ NAMES = [spec.name for spec in REGISTRY]
 NUMBERS = [-1, 0, 1, 5, 10, 5000, 10_001, 5000.0, 10.0, 0.5, 10**30, True, 2**63, -(10**19), 1e300]
 TEXTS = ["", " ", "docs", "agent", "a,b", "logs-*", "..", "Bad NS", "rrf", "body", "x" * 300]
 
+
 def _deep(levels: int) -> Any:
     nested: Any = 1
     for _ in range(levels):
@@ -72,18 +73,29 @@ def _orjson() -> None:
         pytest.skip("the lane reads with orjson (the `fast` extra)")
 
 
+# The strategies a draw takes from, made once (making them in each draw costs more than drawing).
+_NAMED = st.sampled_from([*NAMES, "xerj_nope"])
+_KEYS = {
+    name: st.sampled_from(
+        [*(REGISTRY[name].parameters.get("properties", {}) if name in NAMES else ()), "x"]
+    )
+    for name in [*NAMES, "xerj_nope"]
+}
+_ANYTHING = {name: st.dictionaries(key, value, max_size=6) for name, key in _KEYS.items()}
+_NO_OBJECT = st.sampled_from(["", "[1]", 3, None, "tea", [1]])
+
+
 @st.composite
 def arguments(draw: Any) -> tuple[str, Any]:
-    name = draw(st.sampled_from([*NAMES, "xerj_nope"]))
-    keys = [*(REGISTRY[name].parameters.get("properties", {}) if name in NAMES else ()), "x"]
+    name = draw(_NAMED)
     if name in NAMES and draw(st.booleans()):  # a recorded valid call, kept or changed
         args: Any = calls._valid(random.Random(draw(st.integers(0, 10_000))), name)
         for _ in range(draw(st.integers(0, 2))):
-            args[draw(st.sampled_from(keys))] = draw(value)
+            args[draw(_KEYS[name])] = draw(value)
     else:
-        args = draw(st.dictionaries(st.sampled_from(keys), value, max_size=6))
+        args = draw(_ANYTHING[name])
     if draw(st.integers(0, 9)) == 0:  # arguments that are no object
-        args = draw(st.sampled_from(["", "[1]", 3, None, "tea", [1]]))
+        args = draw(_NO_OBJECT)
     return name, args
 
 

@@ -10,6 +10,7 @@ import io
 import itertools
 import re
 import tokenize
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -328,13 +329,29 @@ HISTORY_ROOTS = ("xerj_tools", "tests", "examples", "benchmarks")
 def _prose(path: Path) -> list[tuple[int, str]]:
     """A module's comments and docstrings, with their lines."""
     text = path.read_text(encoding="utf-8")
-    found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)
-             if t.type == tokenize.COMMENT]
-    for node in ast.walk(ast.parse(text)):
+    # A comment is a slice of the text: where the text holds no match, no comment does (and
+    # tokenizing, in Python, is most of this test's cost). A docstring is read from the tree:
+    # its escapes are decoded there.
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline) if TRACKER.search(text) else ()
+    found = [(t.start[0], t.string) for t in tokens if t.type == tokenize.COMMENT]
+    for node in _statements(ast.parse(text)):
         documented = isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
         if documented and (doc := ast.get_docstring(node, clean=False)) is not None:
             found.append((node.body[0].lineno, doc))
     return found
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """The module and every statement in it, at any depth: what can hold a docstring (a
+    function or class is a statement), without walking the expressions (most of the nodes)."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                pending.extend(reversed(children))
 
 
 def test_comments_and_docstrings_give_reasons_not_tracker_numbers() -> None:

@@ -55,17 +55,24 @@ def _orjson(request: pytest.FixtureRequest) -> None:
         pytest.skip("orjson is not installed (the `fast` extra)")
 
 
+# The strategies a draw takes from, made once (making them in each draw costs more than drawing).
+_NAMED = st.sampled_from(NAMES)
+_KEYS = {
+    name: st.sampled_from([*REGISTRY[name].parameters.get("properties", {}), "treshold"])
+    for name in NAMES
+}
+_ANYTHING = {name: st.dictionaries(key, value, max_size=6) for name, key in _KEYS.items()}
+
 
 @st.composite
 def arguments(draw: Any) -> tuple[str, dict[str, Any]]:
-    name = draw(st.sampled_from(NAMES))
-    keys = [*REGISTRY[name].parameters.get("properties", {}), "treshold"]
+    name = draw(_NAMED)
     if draw(st.booleans()):
-        args = draw(st.dictionaries(st.sampled_from(keys), value, max_size=6))
+        args = draw(_ANYTHING[name])
     else:  # a recorded valid call, mostly left as it is (the one pass's case), or changed
         args = random_valid_arguments(name, draw(st.integers(0, 10_000)))
         for _ in range(draw(st.integers(0, 2))):
-            args[draw(st.sampled_from(keys))] = draw(value)
+            args[draw(_KEYS[name])] = draw(value)
     return name, args
 
 

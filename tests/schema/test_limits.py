@@ -15,6 +15,7 @@ its strict schema, with nothing else written.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -67,35 +68,27 @@ _RERANK = ["provider", "model", "window", "min_score", "query", "fields", "bogus
 leaf, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, _RERANK, rerank_size=4)
 
 
-@st.composite
-def arguments(draw: Any, names: list[str], tool: str | None) -> dict[str, Any]:
-    if tool in calls.TOOLS and draw(st.booleans()):  # a recorded valid call, changed
-        args = calls._valid(random.Random(draw(st.integers(0, 10_000))), tool)
-        for _ in range(draw(st.integers(1, 3))):
-            args[draw(st.sampled_from(names))] = draw(value)
-        return args
-    return draw(st.dictionaries(st.sampled_from(names), value, max_size=6))
+@functools.cache
+def arguments(names: tuple[str, ...], tool: str | None) -> st.SearchStrategy[dict[str, Any]]:
+    """Random arguments over `names`: a recorded valid call of `tool`, changed, or any. Made
+    once per (names, tool): a strategy built inside each draw costs more than the draw."""
+    name, seed, changes = st.sampled_from(names), st.integers(0, 10_000), st.integers(1, 3)
+    anything = st.dictionaries(name, value, max_size=6)
+
+    @st.composite
+    def drawn(draw: Any) -> dict[str, Any]:
+        if tool in calls.TOOLS and draw(st.booleans()):  # a recorded valid call, changed
+            args = calls._valid(random.Random(draw(seed)), tool)
+            for _ in range(draw(changes)):
+                args[draw(name)] = draw(value)
+            return args
+        return draw(anything)
+
+    return drawn()
 
 
 def _tool_of(case: str) -> str | None:
     return case.split(":")[0] if ":" in case else None
-
-
-@pytest.mark.parametrize(("case", "limit", "names"), LIMITS, ids=[c for c, _, _ in LIMITS])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_a_limit_that_admits_finds_no_problem(
-    case: str, limit: Limit, names: list[str], data: Any
-) -> None:
-    if limit.admits is None:
-        return  # a Python-only limit: its problems run on every call
-    args = data.draw(arguments(names, _tool_of(case)))
-    if limit.admits(args):
-        assert list(limit.problems(args)) == [], (case, args)
-    if limit.given is not None:  # the plan asks it only where its argument is given
-        absent = {key: item for key, item in args.items() if key != limit.given}
-        assert limit.admits(absent), (case, absent)
-        assert list(limit.problems(absent)) == [], (case, absent)  # (`Plan.explain` skips it)
 
 
 def _json_clean(args: Any) -> bool:
@@ -106,27 +99,52 @@ def _json_clean(args: Any) -> bool:
     return True
 
 
+def _strict_validator() -> Any:
+    """jsonschema-rs's `validator_for` (the `fast` extra), or None where it is not installed."""
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    return jsonschema_rs.validator_for
+
+
+# One draw serves both properties of a limit (the draw costs more than the checks): each is
+# checked on the same 150 random calls per limit as it would be on its own.
 @pytest.mark.parametrize(("case", "limit", "names"), LIMITS, ids=[c for c, _, _ in LIMITS])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_a_limit_whose_fragment_holds_admits(
+def test_a_limit_admits_only_without_a_problem_and_wherever_its_fragment_holds(
     case: str, limit: Limit, names: list[str], data: Any
 ) -> None:
-    jsonschema_rs = pytest.importorskip("jsonschema_rs")
-    if limit.fragment is None:
-        return  # JSON Schema cannot state it: no strict schema
+    validator_for = _strict_validator()
+    strict_too = limit.fragment is not None and validator_for is not None
+    if limit.admits is None and not strict_too:
+        return  # a Python-only limit: its problems run on every call
     tool = _tool_of(case)
-    # the tool's own schema, or one that states nothing but the names: the fragment assumes
-    # nothing of the schema
+    # the strict schema: the tool's own schema, or one that states nothing but the names (the
+    # fragment assumes nothing of the schema)
     schema = (
         dict(TOOLS[tool].schema)
-        if tool is not None and data.draw(st.booleans())
+        if strict_too and tool is not None and data.draw(st.booleans())
         else {"type": "object", "properties": {name: {} for name in limit.names or names}}
     )  # (the unknown-argument rule's names are the schema's properties: `Tool.limits_for`)
+    args = data.draw(arguments(tuple(names), tool))
+
+    # `admits` says yes only where `problems` finds nothing, and where `given` is absent
+    if limit.admits is not None:
+        if limit.admits(args):
+            assert list(limit.problems(args)) == [], (case, args)
+        if limit.given is not None:  # the plan asks it only where its argument is given
+            absent = {key: item for key, item in args.items() if key != limit.given}
+            assert limit.admits(absent), (case, absent)
+            assert list(limit.problems(absent)) == [], (case, absent)  # (`Plan.explain` skips it)
+
+    # where the strict schema made of its fragment says yes (and the Python rest), it admits
+    if not strict_too:
+        return  # JSON Schema cannot state it (no strict schema), or no jsonschema-rs
     plan = plan_of((limit,), schema)
-    strict = plan.strict(schema, jsonschema_rs.validator_for)
+    strict = plan.strict(schema, validator_for)
     assert strict is not None, case
-    args = data.draw(arguments(names, tool))
     if not _json_clean(args):
         return  # the lane reads JSON: no NaN reaches the strict schema
     rest = all(type(args.get(key, 0)) is int for key in plan.ints) and all(
@@ -134,6 +152,11 @@ def test_a_limit_whose_fragment_holds_admits(
     )
     if strict(args) and rest:
         assert limit.admits is not None and limit.admits(args), (case, args)
+
+
+def test_the_strict_schemas_are_checked_where_jsonschema_rs_is_installed() -> None:
+    if _strict_validator() is None:
+        pytest.skip("jsonschema-rs is not installed (the `fast` extra): no strict schema checked")
 
 
 def _even(args: Any) -> Any:

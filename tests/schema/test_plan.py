@@ -54,18 +54,31 @@ CLAUSES = [{}, {"match": {"body": "tea"}}, {"semantic": {"body": {"query": "q"}}
 leaf, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, _RERANK, rerank_size=5)
 
 
+def arguments(names: list[str]) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    """(a tool of `names`, its arguments). The strategies are made here, once, not in each
+    draw (where making them costs more than drawing from them)."""
+    named = st.sampled_from(names)
+    keys = {
+        name: st.sampled_from(
+            [*REGISTRY[name].parameters.get("properties", {}), "treshold", "_source"]
+        )
+        for name in names
+    }
+    anything = {name: st.dictionaries(key, value, max_size=6) for name, key in keys.items()}
+    seed, changes = st.integers(0, 10_000), st.integers(1, 3)
 
-@st.composite
-def arguments(draw: Any, names: list[str]) -> tuple[str, dict[str, Any]]:
-    name = draw(st.sampled_from(names))
-    keys = [*REGISTRY[name].parameters.get("properties", {}), "treshold", "_source"]
-    if draw(st.booleans()):  # random arguments over the tool's own keys (and a few others)
-        args = draw(st.dictionaries(st.sampled_from(keys), value, max_size=6))
-    else:  # a recorded valid call with one to three arguments changed or added
-        args = random_valid_arguments(name, draw(st.integers(0, 10_000)))
-        for _ in range(draw(st.integers(1, 3))):
-            args[draw(st.sampled_from(keys))] = draw(value)
-    return name, args
+    @st.composite
+    def drawn(draw: Any) -> tuple[str, dict[str, Any]]:
+        name = draw(named)
+        if draw(st.booleans()):  # random arguments over the tool's own keys (and a few others)
+            args = draw(anything[name])
+        else:  # a recorded valid call with one to three arguments changed or added
+            args = random_valid_arguments(name, draw(seed))
+            for _ in range(draw(changes)):
+                args[draw(keys[name])] = draw(value)
+        return name, args
+
+    return drawn()
 
 
 def _problems(registry: Any, name: str, args: dict[str, Any]) -> list[Any]:
