@@ -149,11 +149,11 @@ class AgentOptions:
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(AgentOptions))
 
-# What makes an options object pickle and copy whole, show no secret in its repr, and refuse an
-# unknown name in `replace` with the nearest one.
+# What makes `AgentOptions` pickle and copy whole, show no secret in its repr (its one mapping
+# of a client's options, `create_options`, is masked by key), and refuse an unknown name in
+# `replace` with the nearest one.
 
 _O = TypeVar("_O")
-_SECRETS = frozenset({"api_key", "authorization"})
 
 
 def plain_fields(options: Any) -> dict[str, Any]:
@@ -170,8 +170,8 @@ def rebuilt(cls: Callable[..., _O], fields: Mapping[str, Any]) -> _O:
 
 
 def options_repr(options: Any, masked: Collection[str] = ()) -> str:
-    """The fields that differ from their defaults; a secret shows as ``<redacted>``, and so
-    does, in a mapping field named in `masked`, each value whose key may hold one."""
+    """The fields that differ from their defaults; in a mapping field named in `masked`, each
+    value whose key may hold a secret shows as ``<redacted>``."""
     shown = []
     for f in dataclasses.fields(options):
         value = getattr(options, f.name)
@@ -181,7 +181,7 @@ def options_repr(options: Any, masked: Collection[str] = ()) -> str:
             value = {k: "<redacted>" if _secret_key(k) else v for k, v in value.items()}
         elif isinstance(value, MappingProxyType):
             value = dict(value)
-        shown.append(f"{f.name}={'<redacted>' if f.name in _SECRETS else repr(value)}")
+        shown.append(f"{f.name}={value!r}")
     return f"{type(options).__name__}({', '.join(shown)})"
 
 
