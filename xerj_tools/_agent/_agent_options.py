@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from .._dispatch._core import ToolResult
 from .._exceptions import ConfigurationError
@@ -136,53 +136,44 @@ class AgentOptions:
             object.__setattr__(self, "create_options", MappingProxyType(dict(self.create_options)))
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with `changes` (checked again); an unknown name raises `TypeError`."""
-        unexpected("AgentOptions.replace", changes, _FIELDS)
+        """A copy with `changes` (checked again); an unknown name raises `TypeError`, as Python
+        does for a keyword a function lacks, with the nearest known name."""
+        for name in changes:
+            if name not in _FIELDS:
+                near = difflib.get_close_matches(name, _FIELDS, n=1)
+                maybe = f"; did you mean {near[0]!r}?" if near else ""
+                raise TypeError(
+                    f"AgentOptions.replace() got an unexpected keyword argument {name!r}{maybe}"
+                )
         return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:
-        return options_repr(self, masked=("create_options",))
+        """The fields that differ from their defaults; in `create_options`, each value whose key
+        may hold a secret shows as ``<redacted>``."""
+        shown = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value == f.default:
+                continue
+            if f.name == "create_options":
+                value = {k: "<redacted>" if _secret_key(k) else v for k, v in value.items()}
+            shown.append(f"{f.name}={value!r}")
+        return f"AgentOptions({', '.join(shown)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return rebuilt, (type(self), plain_fields(self))
+        # `create_options` is a read-only mapping, which pickle and deepcopy cannot copy: the
+        # fields go as a plain dict, and the copy is made (and checked) again from them.
+        fields = {name: getattr(self, name) for name in _FIELDS}
+        if self.create_options is not None:
+            fields["create_options"] = dict(self.create_options)
+        return _rebuilt, (type(self), fields)
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(AgentOptions))
-
-# What makes `AgentOptions` pickle and copy whole, show no secret in its repr (its one mapping
-# of a client's options, `create_options`, is masked by key), and refuse an unknown name in
-# `replace` with the nearest one.
-
-_O = TypeVar("_O")
+_FIELDS = [f.name for f in dataclasses.fields(AgentOptions)]
 
 
-def plain_fields(options: Any) -> dict[str, Any]:
-    """The fields of an options object, read-only mappings as dicts (what pickle and deepcopy
-    can copy; `rebuilt` makes it again, checked)."""
-    return {
-        f.name: dict(v) if isinstance(v := getattr(options, f.name), MappingProxyType) else v
-        for f in dataclasses.fields(options)
-    }
-
-
-def rebuilt(cls: Callable[..., _O], fields: Mapping[str, Any]) -> _O:
+def _rebuilt(cls: type[AgentOptions], fields: Mapping[str, Any]) -> AgentOptions:
     return cls(**fields)
-
-
-def options_repr(options: Any, masked: Collection[str] = ()) -> str:
-    """The fields that differ from their defaults; in a mapping field named in `masked`, each
-    value whose key may hold a secret shows as ``<redacted>``."""
-    shown = []
-    for f in dataclasses.fields(options):
-        value = getattr(options, f.name)
-        if f.default is not dataclasses.MISSING and value == f.default:
-            continue
-        if isinstance(value, Mapping) and f.name in masked:
-            value = {k: "<redacted>" if _secret_key(k) else v for k, v in value.items()}
-        elif isinstance(value, MappingProxyType):
-            value = dict(value)
-        shown.append(f"{f.name}={value!r}")
-    return f"{type(options).__name__}({', '.join(shown)})"
 
 
 def _secret_key(key: Any) -> bool:
@@ -191,13 +182,3 @@ def _secret_key(key: Any) -> bool:
     return name.startswith("extra_") or any(
         word in name for word in ("key", "auth", "token", "secret", "password", "header")
     )
-
-
-def unexpected(owner: str, keywords: Collection[str], known: Collection[str]) -> None:
-    """Raise `TypeError` (as Python does for a keyword a function lacks) for the first keyword
-    not in `known`, with the nearest known name."""
-    for name in keywords:
-        if name not in known:
-            near = difflib.get_close_matches(name, list(known), n=1)
-            maybe = f"; did you mean {near[0]!r}?" if near else ""
-            raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}{maybe}")
