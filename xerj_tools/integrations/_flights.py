@@ -58,8 +58,8 @@ class CallRunner:
     def __init__(self, dispatcher: AsyncDispatcher | Dispatcher, *, per_turn: bool = False) -> None:
         from .._dispatch._async import AsyncDispatcher
 
-        self._dispatcher = dispatcher
-        self._native = isinstance(dispatcher, AsyncDispatcher)
+        self.dispatcher = dispatcher
+        self.native = isinstance(dispatcher, AsyncDispatcher)  # only `run` serves an async one
         self._flights: dict[tuple[Hashable, str], _Flight] = {}
         self._lock = threading.Lock()
         self._threads: dict[tuple[Hashable, str], concurrent.futures.Future[ToolResult]] = {}
@@ -85,22 +85,13 @@ class CallRunner:
         """`result` for `call`: itself, or a copy under `call`'s id for an identical call."""
         if result.call.call_id == call.call_id:
             return result
-        copy: ToolResult = self._dispatcher.copy_of(call, result, started)
+        copy: ToolResult = self.dispatcher.copy_of(call, result, started)
         return copy
-
-    @property
-    def dispatcher(self) -> AsyncDispatcher | Dispatcher:
-        return self._dispatcher
-
-    @property
-    def native(self) -> bool:
-        """Whether the dispatcher is an `AsyncDispatcher` (only `run` serves it)."""
-        return self._native
 
     def run_sync(self, call: ToolCall, scope: Hashable, policy: Policy | None = None) -> ToolResult:
         """`run` for a sync `Dispatcher` on the caller's thread: identical calls of `scope` in
         flight together on other threads wait for the first one's request."""
-        dispatcher: Any = self._dispatcher
+        dispatcher: Any = self.dispatcher
         begun = dispatcher.begin(call, policy=policy)
         if begun.key is None:  # refused: answered at once, nothing is sent
             refused: ToolResult = dispatcher.complete(begun)
@@ -128,8 +119,8 @@ class CallRunner:
         return self._answer(call, future.result(), begun.started)
 
     def _send(self, begun: Begun) -> Awaitable[ToolResult]:
-        dispatcher: Any = self._dispatcher
-        if self._native:
+        dispatcher: Any = self.dispatcher
+        if self.native:
             sent: Awaitable[ToolResult] = dispatcher.complete(begun)
             return sent
         return asyncio.to_thread(dispatcher.complete, begun)
@@ -140,11 +131,11 @@ class CallRunner:
         """Run `call`; identical calls with the same `scope` (one agent run) in flight together
         share one request, and the later ones get the first one's answer with a note. `policy`
         replaces the dispatcher's for this call; only calls under the same policy share."""
-        dispatcher: Any = self._dispatcher
+        dispatcher: Any = self.dispatcher
         begun = dispatcher.begin(call, policy=policy)
         if begun.key is None:  # refused: answered at once, nothing is sent (no thread hop)
             refused: ToolResult = (
-                await dispatcher.complete(begun) if self._native else dispatcher.complete(begun)
+                await dispatcher.complete(begun) if self.native else dispatcher.complete(begun)
             )
             return refused
         key = (_scoped(scope, policy), begun.key)
