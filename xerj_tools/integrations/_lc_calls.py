@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -49,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from ._per_run import RunGuard
 
-__all__ = ["RECORDER", "Call", "TurnAnswers", "as_chat_call", "cut_off", "turn_calls"]
+__all__ = ["RECORDER", "Call", "TurnAnswers", "as_chat_call", "turn_calls", "with_ids"]
 
 # Finish reasons of a turn that ended before its output was whole, as the providers spell them
 # (OpenAI Chat ``length`` / ``content_filter``, Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``).
@@ -73,13 +73,13 @@ def cut_off(message: AIMessage) -> str | None:
 @dataclass(frozen=True)
 class Call:
     """One tool call of a turn, in the model's order: `arguments` is the text the model sent
-    when it is known (streamed, or unparsed), else the decoded object; `cut` marks the call the
-    output was cut off inside."""
+    when it is known (streamed, or unparsed), else the decoded object; `cut`, the turn's finish
+    reason, marks the call the output was cut off inside."""
 
     id: str | None
     name: str
     arguments: Any
-    cut: bool = False
+    cut: str | None = None
     parsed: bool = True  # in ``tool_calls`` (else in ``invalid_tool_calls``)
 
 
@@ -219,21 +219,17 @@ def turn_calls(message: AIMessage) -> list[Call]:
     if texts is not None:
         calls = [Call(i, name, text, parsed=_whole(text)) for i, name, text in texts]
         if reason is not None and calls and not whole_arguments(calls[-1].arguments, _SIZE_ONLY):
-            calls[-1] = _marked(calls[-1])
+            calls[-1] = replace(calls[-1], cut=reason)
         return calls
     calls = _parsed(message)
     if reason is None or not calls:
         return calls
     unparsed = [at for at, c in enumerate(calls) if not c.parsed]
     if unparsed:
-        calls[unparsed[-1]] = _marked(calls[unparsed[-1]])
+        calls[unparsed[-1]] = replace(calls[unparsed[-1]], cut=reason)
     elif not known:
-        calls[-1] = _marked(calls[-1])
+        calls[-1] = replace(calls[-1], cut=reason)
     return calls
-
-
-def _marked(call: Call) -> Call:
-    return Call(call.id, call.name, call.arguments, cut=True, parsed=call.parsed)
 
 
 def with_ids(message: AIMessage, renamed: dict[int, str]) -> AIMessage:

@@ -50,7 +50,7 @@ from .._dispatch._answers import checked_max_calls
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall, parse_tool_call
 from ._flights import CallRunner
-from ._lc_calls import TurnAnswers, as_chat_call, cut_off, turn_calls, with_ids
+from ._lc_calls import TurnAnswers, as_chat_call, turn_calls, with_ids
 from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:
@@ -65,6 +65,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 if TYPE_CHECKING:
     from .._dispatch._async import AsyncDispatcher
+    from .._dispatch._core import ToolResult
+    from .._dispatch._policy import Policy
     from .._dispatch._sync import Dispatcher
 
 __all__ = ["XerjMiddleware", "XerjTool", "xerj_tools"]
@@ -113,15 +115,16 @@ class XerjTool(BaseTool):
         finally:
             _CALL_ID.reset(token)
 
-    def _call(self, arguments: Any) -> ToolCall:
-        return ToolCall(_CALL_ID.get() or self.name, self.name, arguments, "chat")
-
-    def _checked(self, call: ToolCall, config: RunnableConfig, scope: Any) -> Any:
-        """The run's policy for `call`, or the answer that refuses it (past the turn bound, or
-        no policy could be chosen)."""
-        guard: RunGuard = self.guard
+    def _checked(
+        self, args: Any, kwargs: Any, config: RunnableConfig
+    ) -> tuple[ToolCall, Any, Policy | None, ToolResult | None]:
+        """The call, its scope, and the run's policy for it or the answer that refuses it (past
+        the turn bound, or no policy could be chosen)."""
+        call = ToolCall(_CALL_ID.get() or self.name, self.name, args[0] if args else kwargs, "chat")
+        scope = _scope(config)
         run = repr(scope) if isinstance(scope, tuple) else scope  # a LangGraph step, or a call
-        return guard.check(call, run, 0, config)
+        guard: RunGuard = self.guard
+        return (call, scope, *guard.check(call, run, 0, config))
 
     def _run(self, *args: Any, config: RunnableConfig, **kwargs: Any) -> str:
         runner: CallRunner = self.runner
@@ -130,21 +133,19 @@ class XerjTool(BaseTool):
                 "xerj_tools over an AsyncDispatcher run with ainvoke/astream; use a Dispatcher "
                 "for invoke"
             )
-        call, scope = self._call(args[0] if args else kwargs), _scope(config)
-        policy, refused = self._checked(call, config, scope)
-        result = refused or runner.run_sync(call, scope, policy)
-        if not result.ok:
-            raise ToolException(result.content)
-        return result.content
+        call, scope, policy, refused = self._checked(args, kwargs, config)
+        return _content(refused or runner.run_sync(call, scope, policy))
 
     async def _arun(self, *args: Any, config: RunnableConfig, **kwargs: Any) -> str:
         runner: CallRunner = self.runner
-        call, scope = self._call(args[0] if args else kwargs), _scope(config)
-        policy, refused = self._checked(call, config, scope)
-        result = refused or await runner.run(call, scope, policy)
-        if not result.ok:
-            raise ToolException(result.content)
-        return result.content
+        call, scope, policy, refused = self._checked(args, kwargs, config)
+        return _content(refused or await runner.run(call, scope, policy))
+
+
+def _content(result: ToolResult) -> str:
+    if not result.ok:
+        raise ToolException(result.content)
+    return result.content
 
 
 def _id_of(input: Any) -> str | None:
@@ -235,8 +236,7 @@ class XerjMiddleware(AgentMiddleware):
             tool_call = parse_tool_call(as_chat_call(renamed.get(position) or call.id or "", call))
             # a call that parsed is the tools' to run, unless it is past the bound or cut off
             if not call.parsed or call.cut or (self._bound is not None and ours >= self._bound):
-                cut = (cut_off(message) or "length") if call.cut else None
-                answers.add(position, ours, tool_call, cut)
+                answers.add(position, ours, tool_call, call.cut)
             ours += 1
         return answers
 

@@ -41,7 +41,7 @@ from .._agent._run import fresh_ids
 from .._dispatch._answers import checked_max_calls
 from .._exceptions import ConfigurationError
 from .._shapes import parse_tool_call
-from ._lc_calls import TurnAnswers, as_chat_call, cut_off, turn_calls, with_ids
+from ._lc_calls import TurnAnswers, as_chat_call, turn_calls, with_ids
 from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
 
 try:
@@ -136,8 +136,7 @@ class XerjToolNode(Runnable[Any, Any]):
         for position, call in enumerate(calls):
             call_id = renamed.get(position) or call.id or ""
             if call_id not in answered:
-                cut = (cut_off(message) or "length") if call.cut else None
-                turn.add(position, position, parse_tool_call(as_chat_call(call_id, call)), cut)
+                turn.add(position, position, parse_tool_call(as_chat_call(call_id, call)), call.cut)
         return turn
 
     def _output(self, state: Any, turn: TurnAnswers) -> Any:
