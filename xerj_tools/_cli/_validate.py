@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from ._common import UsageError, _read_argument, _registry
@@ -25,8 +27,6 @@ def validate(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO) 
 def _usable_jobs(jobs: int, err: TextIO) -> int:
     """`--jobs`, at most the cores this process may run on: more processes than cores only
     share them (and a number such as 100000 would start that many)."""
-    import os
-
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # (not on every platform)
@@ -45,12 +45,31 @@ def _writer(args: argparse.Namespace, out: TextIO) -> Any:
     return JsonReport(out) if args.format == "json" else TextReport(out)
 
 
+_NOT_UTF8 = "the input is not UTF-8 text"
+
+
+@contextlib.contextmanager
+def _reporting(writer: Any) -> Iterator[None]:
+    """An input found unreadable midway: the reports written so far stand, the report says why
+    it stops, and the command exits 2 with the reason."""
+    from .._offline._parquet import ParquetError
+    from .._offline._validate import InputError
+
+    try:
+        yield
+    except (InputError, ParquetError) as exc:
+        writer.abort(str(exc))
+        raise UsageError(str(exc)) from None
+    except UnicodeDecodeError:
+        writer.abort(_NOT_UTF8)
+        raise UsageError(_NOT_UTF8) from None
+
+
 def _validate_in(
     args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO, closing: contextlib.ExitStack
 ) -> int:
     from .._json import _load as load_orjson
-    from .._offline._parquet import ParquetError
-    from .._offline._validate import FoundCall, InputError, read_calls, validate_calls
+    from .._offline._validate import FoundCall, read_calls, validate_calls
 
     load_orjson()  # orjson decodes every record and call where installed (the `fast` extra)
     registry = _registry(args.tools_file)
@@ -101,9 +120,8 @@ def _validate_in(
         raise UsageError("give an input file (or -), or --tool NAME --args JSON")
 
     # Each report is written as it comes and not kept: memory stays flat on any input length.
-    writer = _writer(args, out)
-    progress = Progress(err, out)
-    try:
+    writer, progress = _writer(args, out), Progress(err, out)
+    with _reporting(writer):
         summary = validate_calls(
             registry,
             found,
@@ -111,12 +129,6 @@ def _validate_in(
             progress=progress.shown(),
             on_report=writer.report,
         )
-    except (InputError, ParquetError) as exc:
-        writer.abort(str(exc))  # (the reports written so far stand)
-        raise UsageError(str(exc)) from None
-    except UnicodeDecodeError:
-        writer.abort("the input is not UTF-8 text")
-        raise UsageError("the input is not UTF-8 text") from None
     return _finish(summary, writer, err, progress)
 
 
@@ -176,7 +188,7 @@ def _validate_lines(
 
     writer = _writer(args, out)
     progress = Progress(err, out, os.fstat(binary.fileno()).st_size, binary.tell)
-    try:
+    with _reporting(writer):
         summary = validate_lines(
             registry,
             lane_lines(binary),
@@ -184,9 +196,6 @@ def _validate_lines(
             progress=progress.shown(),
             on_report=writer.report,
         )
-    except UnicodeDecodeError:
-        writer.abort("the input is not UTF-8 text")
-        raise UsageError("the input is not UTF-8 text") from None
     return _finish(summary, writer, err, progress)
 
 
@@ -195,13 +204,9 @@ def _finish_parallel(
 ) -> int:
     from .._offline._batch import summary_of
 
-    writer = _writer(args, out)
-    progress = Progress(err, out, size)
-    try:
+    writer, progress = _writer(args, out), Progress(err, out, size)
+    with _reporting(writer):
         total = run(writer.moved_on, progress)
-    except UnicodeDecodeError:
-        writer.abort("the input is not UTF-8 text")
-        raise UsageError("the input is not UTF-8 text") from None
     return _finish(summary_of(total), writer, err, progress)
 
 
@@ -215,8 +220,6 @@ class Progress:
     def __init__(
         self, err: TextIO, out: TextIO, size: int | None = None, position: Any = None
     ) -> None:
-        import time
-
         self.err, self.out, self.size, self.position = err, out, size, position
         self.on = _isatty(err)
         self.apart = self.on and _isatty(out)  # the reports share the terminal
@@ -232,8 +235,6 @@ class Progress:
         self.done = offset
 
     def __call__(self, count: int) -> None:
-        import time
-
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         text = f"validated {count:,} calls ({count / elapsed:,.0f}/s)"
         if self.size:
@@ -283,9 +284,8 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def _finish(summary: Any, writer: Any, err: TextIO, progress: Progress | None = None) -> int:
-    if progress is not None:
-        progress.end()
+def _finish(summary: Any, writer: Any, err: TextIO, progress: Progress) -> int:
+    progress.end()
     writer.summarize(summary)
     if not summary.calls:
         from .._offline._report import formats_tried
@@ -314,29 +314,24 @@ def _parquet_calls(path: str, column: str | None) -> Any:
 def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, err: TextIO) -> int:
     """`--jobs N` over JSON Lines; a single JSON document is read in this process."""
     from .._offline._batch import line_blocks, summary_of, validate_parallel
-    from .._offline._validate import InputError, is_jsonl, read_calls, validate_calls
+    from .._offline._validate import is_jsonl, read_calls, validate_calls
 
     head: list[str] = []
     for line in stream:
         head.append(line)
         if line.strip():
             break
-    writer = _writer(args, out)
-    progress = Progress(err, out)
-    try:
+    writer, progress = _writer(args, out), Progress(err, out)
+    with _reporting(writer):
         if head and head[-1].strip() and not is_jsonl(head[-1]):  # one document: read whole
             import io
 
-            try:
-                summary = validate_calls(
-                    _registry(args.tools_file),
-                    read_calls(io.StringIO("".join(head) + stream.read())),
-                    repair=not args.strict,
-                    on_report=writer.report,
-                )
-            except InputError as exc:
-                writer.abort(str(exc))
-                raise UsageError(str(exc)) from None
+            summary = validate_calls(
+                _registry(args.tools_file),
+                read_calls(io.StringIO("".join(head) + stream.read())),
+                repair=not args.strict,
+                on_report=writer.report,
+            )
             return _finish(summary, writer, err, progress)
         import itertools
 
@@ -348,7 +343,4 @@ def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, er
             on_reports=writer.moved_on,
             progress=progress.shown(),
         )
-    except UnicodeDecodeError:
-        writer.abort("the input is not UTF-8 text")
-        raise UsageError("the input is not UTF-8 text") from None
     return _finish(summary_of(total), writer, err, progress)
