@@ -58,16 +58,16 @@ def seen(result: Any) -> None:
 
 
 # field -> (a value other than its default, what of a started run shows it)
-EFFECTS: dict[str, tuple[Any, Callable[[Any, AgentOptions, bool], Any]]] = {
-    "api": ("responses", lambda run, o, s: run.shape.name),
-    "max_turns": (3, lambda run, o, s: run.max_turns),
-    "max_repeats": (5, lambda run, o, s: run.max_repeats),
-    "max_calls_per_turn": (4, lambda run, o, s: run.max_calls),
-    "on_tool_call": (deny, lambda run, o, s: o.on_tool_call),
-    "on_tool_result": (seen, lambda run, o, s: o.on_tool_result),
-    "on_max_turns": ("raise", lambda run, o, s: run.on_max_turns),
-    "stream": (True, lambda run, o, s: s),
-    "create_options": ({"temperature": 0}, lambda run, o, s: run.create_options),
+EFFECTS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
+    "api": ("responses", lambda run: run.shape.name),
+    "max_turns": (3, lambda run: run.max_turns),
+    "max_repeats": (5, lambda run: run.max_repeats),
+    "max_calls_per_turn": (4, lambda run: run.max_calls),
+    "on_tool_call": (deny, lambda run: run.on_tool_call),
+    "on_tool_result": (seen, lambda run: run.on_tool_result),
+    "on_max_turns": ("raise", lambda run: run.on_max_turns),
+    "stream": (True, lambda run: run.stream),
+    "create_options": ({"temperature": 0}, lambda run: run.create_options),
 }
 
 
@@ -80,8 +80,7 @@ def test_each_option_changes_the_run(dispatcher: Dispatcher, name: str) -> None:
     value, effect = EFFECTS[name]
 
     def start(options: AgentOptions | None) -> Any:
-        run, used, stream = _start(dispatcher, "m", "hi", options, False)
-        return effect(run, used, stream)
+        return effect(_start(dispatcher, "m", "hi", options, False))
 
     assert start(AgentOptions(**{name: value})) != start(None) == start(AgentOptions())
 

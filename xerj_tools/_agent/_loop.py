@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ConfigurationError
 from .._shapes import ToolCall
-from ._agent_options import AgentOptions, ToolCallHook, ToolResultHook
+from ._agent_options import AgentOptions
 from ._run import AgentRun
 from ._streams import aclose_stream, close_stream
 from ._turns import AgentEvent, AgentResult, RunFinished, TextDelta, ToolResultEvent
@@ -49,23 +49,16 @@ _DEFAULT = AgentOptions()
 
 def _start(
     dispatcher: Any, model: str, messages: Any, options: AgentOptions | None, stream: bool
-) -> tuple[AgentRun, AgentOptions, bool]:
-    """The run, its options and whether it streams (`stream` unless the options say)."""
+) -> AgentRun:
+    """The run; `stream` is the entry point's default, for options that do not say."""
     if options is None:
         options = _DEFAULT
     elif not isinstance(options, AgentOptions):
         raise TypeError(f"options= takes an AgentOptions, not {type(options).__name__}")
-    run = AgentRun(dispatcher, model, messages, options)
-    return run, options, stream if options.stream is None else options.stream
+    return AgentRun(dispatcher, model, messages, options, stream)
 
 
-def _turns(
-    client: Any,
-    run: AgentRun,
-    stream: bool,
-    on_tool_call: ToolCallHook | None,
-    on_tool_result: ToolResultHook | None,
-) -> Iterator[AgentEvent]:
+def _turns(client: Any, run: AgentRun) -> Iterator[AgentEvent]:
     """The sync loop: one model request and one turn of tool calls after another."""
     from .._dispatch._sync import Dispatcher
 
@@ -73,8 +66,8 @@ def _turns(
     assert isinstance(dispatcher, Dispatcher)  # the sync entry points take only this
     for turn in range(1, run.max_turns + 1):
         run.begin(turn)
-        if stream:
-            assembler = run.assembler()
+        if run.stream:
+            assembler = run.shape.assembler()
             chunks = run.create(client)(**run.request(True))
             try:
                 for chunk in chunks:
@@ -84,7 +77,7 @@ def _turns(
                 close_stream(chunks)
             step = assembler.step()
         else:
-            step = run.step(run.create(client)(**run.request(False)))
+            step = run.shape.step(run.create(client)(**run.request(False)))
             if step.text:
                 yield TextDelta(step.text)
         yield from run.take(step)
@@ -95,7 +88,7 @@ def _turns(
                 for position, call in enumerate(step.calls):
                     answer = run.cut(step, position, call) or run.over_bound(position, call)
                     answer = answer or run.screen(call)
-                    answer = answer or run.deny(call, _sync_hook(on_tool_call, call))
+                    answer = answer or run.deny(call, _sync_hook(run.on_tool_call, call))
                     run.settle(position, answer, todo)
                 with run.trace.use():
                     done = dispatcher.run_many(todo, transcript=sink)
@@ -104,7 +97,7 @@ def _turns(
                 raise
             results = run.results(step, done)
             for result in results:
-                _sync_hook(on_tool_result, result)
+                _sync_hook(run.on_tool_result, result)
                 yield ToolResultEvent(result)
         events = run.close(turn, step)
         yield from events
@@ -113,13 +106,7 @@ def _turns(
     yield run.end("max_turns", run.max_turns)
 
 
-async def _aturns(
-    client: Any,
-    run: AgentRun,
-    stream: bool,
-    on_tool_call: ToolCallHook | None,
-    on_tool_result: ToolResultHook | None,
-) -> AsyncGenerator[AgentEvent, None]:
+async def _aturns(client: Any, run: AgentRun) -> AsyncGenerator[AgentEvent, None]:
     """The async loop, the twin of `_turns`; hooks may be async."""
     from .._dispatch._async import AsyncDispatcher
 
@@ -127,8 +114,8 @@ async def _aturns(
     assert isinstance(dispatcher, AsyncDispatcher)  # the async entry points take only this
     for turn in range(1, run.max_turns + 1):
         run.begin(turn)
-        if stream:
-            assembler = run.assembler()
+        if run.stream:
+            assembler = run.shape.assembler()
             chunks = await run.create(client)(**run.request(True))
             try:
                 async for chunk in chunks:
@@ -138,7 +125,7 @@ async def _aturns(
                 await aclose_stream(chunks)
             step = assembler.step()
         else:
-            step = run.step(await run.create(client)(**run.request(False)))
+            step = run.shape.step(await run.create(client)(**run.request(False)))
             if step.text:
                 yield TextDelta(step.text)
         for event in run.take(step):
@@ -150,7 +137,7 @@ async def _aturns(
                 for position, call in enumerate(step.calls):
                     answer = run.cut(step, position, call) or run.over_bound(position, call)
                     answer = answer or run.screen(call)
-                    answer = answer or run.deny(call, await _async_hook(on_tool_call, call))
+                    answer = answer or run.deny(call, await _async_hook(run.on_tool_call, call))
                     run.settle(position, answer, todo)
                 with run.trace.use():
                     done = await dispatcher.run_many(todo, transcript=sink)
@@ -159,7 +146,7 @@ async def _aturns(
                 raise
             results = run.results(step, done)
             for result in results:
-                await _async_hook(on_tool_result, result)
+                await _async_hook(run.on_tool_result, result)
                 yield ToolResultEvent(result)
         events = run.close(turn, step)
         for event in events:
@@ -184,8 +171,7 @@ def stream_agent(
     deltas assembled; ``run_agent`` is this loop with ``stream=False``, drained. Its parameters
     are those of `run_agent`.
     """
-    run, o, stream = _start(dispatcher, model, messages, options, True)
-    yield from _turns(client, run, stream, o.on_tool_call, o.on_tool_result)
+    yield from _turns(client, _start(dispatcher, model, messages, options, True))
 
 
 def run_agent(
@@ -215,8 +201,7 @@ def run_agent(
     unchanged; ``model``, ``messages``, ``input``, ``tools`` and ``stream`` belong to the loop).
     Default: ``AgentOptions()``.
     """
-    run, o, stream = _start(dispatcher, model, messages, options, False)
-    for event in _turns(client, run, stream, o.on_tool_call, o.on_tool_result):
+    for event in _turns(client, _start(dispatcher, model, messages, options, False)):
         if isinstance(event, RunFinished):
             return event.result
     raise AssertionError("the loop ended without a result")  # pragma: no cover
@@ -231,10 +216,10 @@ async def astream_agent(
     options: AgentOptions | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """The asyncio twin of `stream_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
-    run, o, stream = _start(dispatcher, model, messages, options, True)
+    run = _start(dispatcher, model, messages, options, True)
     # `async for` alone would leave the loop suspended when this generator is closed: its open
     # answer (if any) is closed here, not whenever the garbage collector gets to it.
-    async with aclosing(_aturns(client, run, stream, o.on_tool_call, o.on_tool_result)) as events:
+    async with aclosing(_aturns(client, run)) as events:
         async for event in events:
             yield event
 
@@ -248,8 +233,8 @@ async def arun_agent(
     options: AgentOptions | None = None,
 ) -> AgentResult:
     """The asyncio twin of `run_agent`, for `openai.AsyncOpenAI`; hooks may be async."""
-    run, o, stream = _start(dispatcher, model, messages, options, False)
-    async with aclosing(_aturns(client, run, stream, o.on_tool_call, o.on_tool_result)) as events:
+    run = _start(dispatcher, model, messages, options, False)
+    async with aclosing(_aturns(client, run)) as events:
         async for event in events:
             if isinstance(event, RunFinished):
                 return event.result

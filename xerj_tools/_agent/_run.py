@@ -13,7 +13,7 @@ from .._bounds import loads
 from .._dispatch._answers import PendingAnswers, too_many_calls
 from .._dispatch._core import ToolResult
 from .._exceptions import MaxTurnsExceeded
-from .._shapes import Assembler, Step, ToolCall, loop_shape
+from .._shapes import Step, ToolCall, loop_shape
 from . import _trace_turns
 from ._agent_options import LOOP_OWNED, MAX_CALLS_PER_TURN, AgentOptions, CreateOptions
 from ._turns import (
@@ -46,9 +46,16 @@ class AgentRun:
     """The state of one run, shared by every driver: transcript, figures, loop guard."""
 
     def __init__(
-        self, dispatcher: BaseDispatcher[Any, Any], model: str, messages: Any, options: AgentOptions
+        self,
+        dispatcher: BaseDispatcher[Any, Any],
+        model: str,
+        messages: Any,
+        options: AgentOptions,
+        stream: bool,
     ) -> None:
         self.turn = 0
+        self.stream = stream if options.stream is None else options.stream  # else the default
+        self.on_tool_call, self.on_tool_result = options.on_tool_call, options.on_tool_result
         self.shape = loop_shape(options.api)  # the wire shape: definitions, requests, replies
         self.max_calls = options.max_calls_per_turn
         if isinstance(messages, str):
@@ -87,12 +94,6 @@ class AgentRun:
 
     def create(self, client: Any) -> Any:
         return self.trace.wrap(self.shape.create(client))
-
-    def step(self, response: Any) -> Step:
-        return self.shape.step(response)
-
-    def assembler(self) -> Assembler:
-        return self.shape.assembler()
 
     def over_bound(self, position: int, call: ToolCall) -> ToolResult | None:
         """A call past `max_calls_per_turn` in its turn is answered without being run."""
