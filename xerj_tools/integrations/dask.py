@@ -38,10 +38,6 @@ def _module(name: str) -> Any:
     return importlib.import_module(name)
 
 
-def _validate_lines(lines: Sequence[Any], tools_file: str | None, repair: bool) -> dict[str, Any]:
-    return validate_batch(lines, repair=repair, tools_file=tools_file)
-
-
 def validate_jsonl(
     paths: str | Sequence[str],
     *,
@@ -64,7 +60,7 @@ def validate_jsonl(
     tasks = [dask.delayed(_split_path)(part) for part in parts]
     jobs = [
         dask.delayed(_with_path)(
-            dask.delayed(_validate_lines)(task[0], tools_file, not strict), task[1]
+            dask.delayed(validate_batch)(task[0], repair=not strict, tools_file=tools_file), task[1]
         )
         for task in tasks
     ]
@@ -167,8 +163,7 @@ def _merge_by_file(results: list[dict[str, Any]]) -> dict[str, Any]:
     files = list(dict.fromkeys(r["path"] for r in results if r["path"] is not None))
     if len(files) <= 1:
         return report_of(merge_results(results))
-    merged = merge_results(_per_file(results, files))
-    return report_of(merged)
+    return report_of(merge_results(_per_file(results, files)))
 
 
 def _per_file(results: list[dict[str, Any]], files: list[str]) -> Iterator[dict[str, Any]]:
