@@ -91,15 +91,13 @@ class RunGuard:
         try:
             chosen = choice(context)
         except Exception as exc:  # the type only: an exception's text may quote the context
-            logger.error("the policy function raised %s; %s refused", type(exc).__name__, call.name)
-            return None, self._dispatcher.answer(call, "policy_denied", _NO_POLICY)
-        if not isinstance(chosen, Policy):
-            logger.error(
-                "the policy function returned %s, not a Policy; %s refused",
-                type(chosen).__name__, call.name,
-            )  # fmt: skip
-            return None, self._dispatcher.answer(call, "policy_denied", _NO_POLICY)
-        return chosen, None
+            failed = f"raised {type(exc).__name__}"
+        else:
+            if isinstance(chosen, Policy):
+                return chosen, None
+            failed = f"returned {type(chosen).__name__}, not a Policy"
+        logger.error("the policy function %s; %s refused", failed, call.name)
+        return None, self._dispatcher.answer(call, "policy_denied", _NO_POLICY)
 
     def _over_bound(self, call: ToolCall, run: Any, step: Hashable) -> ToolResult | None:
         if self._max_calls is None:
