@@ -247,6 +247,41 @@ def test_the_loop_guard_stops_a_repeated_call(mode: str, api: str, xerj: XerjSta
     assert len(xerj.requests) == 2
 
 
+def distinct_searches(count: int) -> list[tuple[str, dict[str, Any]]]:
+    return [("xerj_search", {"index": "docs", "query": {"match": {"body": f"word{i}"}}}) for i in range(count)]
+
+
+def searches(xerj: XerjStandIn) -> list[Any]:
+    # The calls' own requests; an empty answer may be followed by a read of the mapping (a field
+    # hint, `_after`), which is not a call.
+    return [r for r in xerj.requests if r.path.endswith("/_search")]
+
+
+def test_calls_past_the_turn_bound_are_answered_not_run(mode: str, api: str, xerj: XerjStandIn) -> None:
+    # The first `max_calls_per_turn` calls of a turn run; each past them is answered
+    # `too_many_calls` without reaching XERJ, and every call still gets one answer, in call order.
+    result, _, transcript, _ = drive(mode, api, [Turn(tool_calls=distinct_searches(20)), Turn(text="done")], xerj=xerj)
+    assert result.completed
+    got = [json.loads(text) for _, text in answered(transcript)]
+    assert len(got) == 20  # one answer per call
+    assert all(a["ok"] for a in got[:16])
+    assert [a["error"]["code"] for a in got[16:]] == ["too_many_calls"] * 4
+    assert got[16]["error"]["retryable"] is True and "first 16" in got[16]["error"]["reason"]
+    assert len(searches(xerj)) == 16  # the four past the bound never reached XERJ
+
+
+def test_the_turn_bound_is_an_option(xerj: XerjStandIn) -> None:
+    script = [Turn(tool_calls=distinct_searches(5)), Turn(text="done")]
+    result, _, transcript, _ = drive("sync", "chat", script, xerj=xerj, max_calls_per_turn=2)
+    assert list(codes(transcript).values()) == [None, None, *["too_many_calls"] * 3]
+    assert len(searches(xerj)) == 2 and result.tool_stats["xerj_search"].calls == 5
+
+
+def test_a_turn_within_the_bound_runs_every_call(xerj: XerjStandIn) -> None:
+    _, _, transcript, _ = drive("sync", "chat", [Turn(tool_calls=distinct_searches(16)), Turn(text="done")], xerj=xerj)
+    assert set(codes(transcript).values()) == {None} and len(searches(xerj)) == 16
+
+
 def test_per_tool_figures_count_retries_and_repairs(mode: str, xerj: XerjStandIn) -> None:
     xerj.fail_next(503)
     script = [Turn(tool_calls=[("xerj_search", {**SEARCH, "size": "2"})]), Turn(text="k")]

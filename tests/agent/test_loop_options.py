@@ -125,6 +125,7 @@ BAD: list[tuple[str, Any, str]] = [
     ("max_turns", 0, "max_turns, max_repeats and max_calls_per_turn must be at least 1"),
     ("max_repeats", True, "max_turns, max_repeats and max_calls_per_turn must be at least 1"),
     ("max_calls_per_turn", 2.5, "max_turns, max_repeats and max_calls_per_turn must be at least 1"),
+    ("max_calls_per_turn", 0, "max_turns, max_repeats and max_calls_per_turn must be at least 1"),
     ("on_tool_call", "deny", "on_tool_call must be a function or None"),
     ("on_tool_result", 3, "on_tool_result must be a function or None"),
     ("on_max_turns", "stop", "on_max_turns must be 'return' or 'raise'"),
