@@ -8,12 +8,32 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx2
+
 from xerj_tools.integrations.mcp._serve import configure, serve_until
+from xerj_tools.testing import XerjStandIn
+
+INIT = {
+    "jsonrpc": "2.0", "id": 0, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}  # fmt: skip
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@contextmanager
+def tenants_node() -> Iterator[XerjStandIn]:
+    """A stand-in holding tenant A's and tenant B's documents and memories."""
+    with XerjStandIn() as stand_in:
+        stand_in.add_documents("tenant-a-docs", {"a1": {"body": "alpha plan"}})
+        stand_in.add_documents("tenant-b-docs", {"b1": {"body": "bravo secret plan"}})
+        for ns, text in (("tenant-a", "A remembers the alpha plan"), ("tenant-b", "B's secret plan")):
+            httpx2.post(f"{stand_in.url}/_memory/{ns}", json={"text": text}).raise_for_status()
+        yield stand_in
 
 
 class Running:

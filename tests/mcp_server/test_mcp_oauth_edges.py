@@ -17,18 +17,13 @@ from xerj_tools.testing import XerjStandIn
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
-from mcp_team_support import Issuer, Running
+from mcp_team_support import HEADERS, INIT, Issuer, Running
 
 from xerj_tools.integrations.mcp import OAuthSettings
 from xerj_tools.integrations.mcp._callers import hash_token
 
 RESOURCE = "http://127.0.0.1/mcp"
 TOKEN = "xt_oauth-edges-bearer"
-INIT = {
-    "jsonrpc": "2.0", "id": 0, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}  # fmt: skip
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from xerj_tools.testing import XerjStandIn
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
-from mcp_team_support import Running, connect, text_of
+from mcp_team_support import HEADERS, INIT, Running, connect, tenants_node, text_of
 
 from xerj_tools import AsyncDispatcher, Policy
 from xerj_tools.integrations.mcp import list_tools
@@ -173,9 +173,7 @@ def test_reloads_close_the_dispatchers_of_policies_no_caller_has_any_more(files:
 
 @pytest.fixture(scope="module")
 def xerj() -> Iterator[XerjStandIn]:
-    with XerjStandIn() as stand_in:
-        stand_in.add_documents("tenant-a-docs", {"a1": {"body": "alpha plan"}})
-        stand_in.add_documents("tenant-b-docs", {"b1": {"body": "bravo secret plan"}})
+    with tenants_node() as stand_in:
         yield stand_in
 
 
@@ -210,13 +208,8 @@ def test_a_request_during_a_rewrite_waits_for_it_to_settle(xerj: XerjStandIn, fi
         # Tenant B removed by a change just written: the request waits for it to settle, and
         # the change is in force for that very request.
         written(files, f'{ENTRY_A}policy = "a.toml"\n', age=0)
-        init = {
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-        }  # fmt: skip
-        headers = {"Accept": "application/json, text/event-stream"}
         for token, status in ((TOKEN_B, 401), (TOKEN_A, 200)):
             reply = httpx2.post(
-                server.url, json=init, headers={**headers, "Authorization": f"Bearer {token}"}
+                server.url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {token}"}
             )
             assert reply.status_code == status

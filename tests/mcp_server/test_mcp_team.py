@@ -25,30 +25,18 @@ from xerj_tools.testing import Fault, XerjStandIn
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed")
 
-from mcp_team_support import Issuer, Running, connect, text_of
+from mcp_team_support import HEADERS, INIT, Issuer, Running, connect, tenants_node, text_of
 from support import until_async
 
 from xerj_tools.integrations.mcp._callers import hash_token
 
 TOKEN_A, TOKEN_B, TOKEN_C = "xt_tenant-a-secret-1", "xt_tenant-b-secret-2", "xt_tenant-c-secret-3"
-INIT = {
-    "jsonrpc": "2.0", "id": 0, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}  # fmt: skip
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 SEARCH = {"index": "tenant-a-docs", "query": {"match_all": {}}}
 
 
 @pytest.fixture(scope="module")
 def xerj() -> Iterator[XerjStandIn]:
-    with XerjStandIn() as stand_in:
-        stand_in.add_documents("tenant-a-docs", {"a1": {"body": "alpha plan"}})
-        stand_in.add_documents("tenant-b-docs", {"b1": {"body": "bravo secret plan"}})
-        for ns, text in (
-            ("tenant-a", "A remembers the alpha plan"),
-            ("tenant-b", "B's secret plan"),
-        ):
-            httpx2.post(f"{stand_in.url}/_memory/{ns}", json={"text": text}).raise_for_status()
+    with tenants_node() as stand_in:
         yield stand_in
 
 
