@@ -183,23 +183,21 @@ def _target(url: str | None, out: TextIO) -> Iterator[str]:
 
 
 def run_demo(url: str | None = None, *, index: str = "docs", out: TextIO | None = None) -> int:
-    """Run the demo; returns 0 when every call was answered with a tool message."""
+    """Run the demo; returns 0 (`run_many` answers every call with a tool message)."""
     import sys
 
     out = out or sys.stdout
-    answered = expected = 0
+    answered = 0
     with _target(url, out) as target, Dispatcher(url=target) as dispatcher:
         for number, (story, calls) in enumerate(demo_turns(index), start=1):
             print(f"\nTurn {number}. {story}", file=out)
-            results = dispatcher.run_many(calls)
-            expected += len(calls)
-            for call, result in zip(calls, results, strict=True):
-                answered += 1
+            for call, result in zip(calls, dispatcher.run_many(calls), strict=True):
                 arguments = call["function"]["arguments"]
                 print(f"  → {call['function']['name']} {arguments[:110]}", file=out)
                 print(f"  ← {_summary(dict(result.payload))}", file=out)
+            answered += len(calls)
         print(
-            f"\n{answered}/{expected} calls answered with a tool message the model can act on.",
+            f"\n{answered}/{answered} calls answered with a tool message the model can act on.",
             file=out,
         )
-    return 0 if answered == expected else 1
+    return 0
