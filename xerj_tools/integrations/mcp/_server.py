@@ -60,7 +60,6 @@ __all__ = [
     "parse_bind",
     "serve_http",
     "serve_stdio",
-    "tool_hints",
 ]
 
 logger = logging.getLogger("xerj_tools")
@@ -103,14 +102,6 @@ class ToolHints:
         )
 
 
-def tool_hints(tool: Tool) -> ToolHints | None:
-    """A tool's title and hints, from its `Tool` (a tool that writes is neither read-only nor
-    idempotent: each store without an `id` adds another memory)."""
-    if tool.title is None:
-        return None
-    return ToolHints(tool.title, tool.traits.writes is False, tool.traits.writes is False)
-
-
 def list_tools(
     registry: ToolRegistry, policy: Policy | None = None, tools: Mapping[str, Tool] = XERJ_TOOLS
 ) -> list[types.Tool]:
@@ -127,7 +118,12 @@ def list_tools(
         tool = tools.get(spec.name)
         if policy is not None and policy.read_only and tool is not None and tool.traits.writes:
             continue
-        hints = tool_hints(tool) if tool is not None else None
+        hints = None
+        if tool is not None and tool.title is not None:
+            # A tool that writes is neither read-only nor idempotent: each store without an `id`
+            # adds another memory.
+            unchanging = tool.traits.writes is False
+            hints = ToolHints(tool.title, read_only=unchanging, idempotent=unchanging)
         listed.append(
             types.Tool(
                 name=spec.name,
