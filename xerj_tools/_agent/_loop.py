@@ -68,7 +68,7 @@ def _turns(client: Any, run: AgentRun) -> Iterator[AgentEvent]:
         run.begin(turn)
         if run.stream:
             assembler = run.shape.assembler()
-            chunks = run.create(client)(**run.request(True))
+            chunks = run.create(client)(**run.request())
             try:
                 for chunk in chunks:
                     if (delta := assembler.feed(chunk)) is not None:
@@ -77,7 +77,7 @@ def _turns(client: Any, run: AgentRun) -> Iterator[AgentEvent]:
                 close_stream(chunks)
             step = assembler.step()
         else:
-            step = run.shape.step(run.create(client)(**run.request(False)))
+            step = run.shape.step(run.create(client)(**run.request()))
             if step.text:
                 yield TextDelta(step.text)
         yield from run.take(step)
@@ -116,7 +116,7 @@ async def _aturns(client: Any, run: AgentRun) -> AsyncGenerator[AgentEvent, None
         run.begin(turn)
         if run.stream:
             assembler = run.shape.assembler()
-            chunks = await run.create(client)(**run.request(True))
+            chunks = await run.create(client)(**run.request())
             try:
                 async for chunk in chunks:
                     if (delta := assembler.feed(chunk)) is not None:
@@ -125,7 +125,7 @@ async def _aturns(client: Any, run: AgentRun) -> AsyncGenerator[AgentEvent, None
                 await aclose_stream(chunks)
             step = assembler.step()
         else:
-            step = run.shape.step(await run.create(client)(**run.request(False)))
+            step = run.shape.step(await run.create(client)(**run.request()))
             if step.text:
                 yield TextDelta(step.text)
         for event in run.take(step):

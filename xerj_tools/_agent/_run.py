@@ -81,14 +81,14 @@ class AgentRun:
         self.turn = turn
         self.trace = _trace_turns.turn(turn, self.model, self.shape.name)
 
-    def request(self, stream: bool) -> dict[str, Any]:
+    def request(self) -> dict[str, Any]:
         request = {
             "model": self.model,
             str(self.shape.request_key): list(self.transcript),
             "tools": self.tools,
             **self.create_options,
         }
-        if stream:
+        if self.stream:
             request["stream"] = True
         return request
 
@@ -158,16 +158,13 @@ class AgentRun:
                 self.answers.put(position, self.dispatcher.cancelled(call).message)
         self.trace.end(error=sys.exc_info()[1])
 
-    def deliver(self, results: Sequence[ToolResult]) -> None:
-        """Put the turn's answers into the transcript and count them in the figures."""
+    def results(self, step: Step, done: Sequence[ToolResult]) -> list[ToolResult]:
+        """The turn's answers in call order, put into the transcript and counted in the figures."""
+        by_id = {r.call.call_id: r for r in done}
+        results = [self.ready.get(c.call_id) or by_id[c.call_id] for c in step.calls]
         for position, result in enumerate(results):
             self.answers.put(position, result.message)
             record(self.stats, result)
-
-    def results(self, step: Step, done: Sequence[ToolResult]) -> list[ToolResult]:
-        by_id = {r.call.call_id: r for r in done}
-        results = [self.ready.get(c.call_id) or by_id[c.call_id] for c in step.calls]
-        self.deliver(results)
         return results
 
     def take(self, step: Step) -> list[AgentEvent]:
