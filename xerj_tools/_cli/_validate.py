@@ -91,16 +91,7 @@ def _validate_in(
             raise UsageError(head.error)
         if head.jsonl:  # the valid lane, over the file's bytes (xerj_tools._offline._lane)
             if args.jobs > 1:
-                from .._offline._ranges import validate_ranges
-
-                size = os.fstat(binary.fileno()).st_size
-                return _finish_parallel(args, out, err, size, lambda on_reports, progress: (
-                    validate_ranges(
-                        args.input, args.jobs, tools_file=args.tools_file, repair=not args.strict,
-                        on_reports=on_reports, progress=progress.shown(), reached=progress.reached,
-                        rendered=args.format == "json" and not args.summary,
-                    )
-                ))  # fmt: skip
+                return _validate_ranges(args, binary, out, err)
             return _validate_lines(args, registry, binary, out, err)
         binary.close()
         found = read_calls(closing.enter_context(open(args.input, encoding="utf-8")))  # noqa: SIM115
@@ -199,14 +190,19 @@ def _validate_lines(
     return _finish(summary, writer, err, progress)
 
 
-def _finish_parallel(
-    args: argparse.Namespace, out: TextIO, err: TextIO, size: int | None, run: Any
-) -> int:
+def _validate_ranges(args: argparse.Namespace, binary: Any, out: TextIO, err: TextIO) -> int:
+    """`--jobs N` over a JSON Lines file: N processes, each over byte ranges of it."""
     from .._offline._batch import summary_of
+    from .._offline._ranges import validate_ranges
 
-    writer, progress = _writer(args, out), Progress(err, out, size)
+    writer = _writer(args, out)
+    progress = Progress(err, out, os.fstat(binary.fileno()).st_size)
     with _reporting(writer):
-        total = run(writer.moved_on, progress)
+        total = validate_ranges(
+            args.input, args.jobs, tools_file=args.tools_file, repair=not args.strict,
+            on_reports=writer.moved_on, progress=progress.shown(), reached=progress.reached,
+            rendered=args.format == "json" and not args.summary,
+        )  # fmt: skip
     return _finish(summary_of(total), writer, err, progress)
 
 
