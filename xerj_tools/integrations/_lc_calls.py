@@ -30,12 +30,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from .._agent._run import whole_arguments
+from .._agent._run import fresh_ids, whole_arguments
 from .._agent._turns import incomplete_reason
 from .._dispatch._answers import too_many_calls
 from .._dispatch._core import ToolResult
 from .._dispatch._policy import Policy
-from .._shapes import ToolCall
+from .._shapes import ToolCall, parse_tool_call
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler
@@ -49,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from ._per_run import RunGuard
 
-__all__ = ["RECORDER", "Call", "TurnAnswers", "as_chat_call", "turn_calls", "with_ids"]
+__all__ = ["RECORDER", "Call", "TurnAnswers", "turn_calls"]
 
 # Finish reasons of a turn that ended before its output was whole, as the providers spell them
 # (OpenAI Chat ``length`` / ``content_filter``, Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``).
@@ -276,7 +276,7 @@ def _partial_object(text: str) -> bool:
         return False
 
 
-def as_chat_call(call_id: str, call: Call) -> dict[str, Any]:
+def _as_chat_call(call_id: str, call: Call) -> dict[str, Any]:
     """`call` as a Chat Completions tool call, for the dispatcher."""
     arguments = call.arguments
     if arguments is None:
@@ -289,31 +289,41 @@ def as_chat_call(call_id: str, call: Call) -> dict[str, Any]:
 
 
 class TurnAnswers:
-    """A turn's answers by position: made already (`ready`), or to run through the dispatcher
-    (`todo`, by policy); and the AI message with the ids `fresh_ids` gave, if any."""
+    """The answers of `message`'s turn by position: made already (`ready`), or to run through
+    the dispatcher (`todo`, by policy). `calls` are the turn's (`turn_calls`) by position, each
+    with its id; `message` is the AI message with the ids `fresh_ids` gave, if it gave any."""
 
-    def __init__(self, dispatcher: Any, guard: RunGuard, bound: int | None, config: Any) -> None:
+    def __init__(
+        self, dispatcher: Any, guard: RunGuard, bound: int | None, config: Any, message: AIMessage
+    ) -> None:
         self.dispatcher, self._guard, self._bound, self._config = dispatcher, guard, bound, config
-        self.message: AIMessage | None = None
+        calls = turn_calls(message)
+        renamed = fresh_ids([c.id for c in calls])
+        self.message = with_ids(message, renamed) if renamed else None
+        self.calls = [
+            (position, renamed.get(position) or call.id or "", call)
+            for position, call in enumerate(calls)
+        ]
         self.ready: dict[int, ToolResult] = {}
         self.todo: dict[int, tuple[Policy | None, list[tuple[int, ToolCall]]]] = {}
 
-    def add(self, position: int, counted: int, call: ToolCall, cut: str | None) -> None:
+    def add(self, position: int, counted: int, call_id: str, call: Call) -> None:
         """Answer `call` now when it is past the turn bound (`counted` calls came before it) or
-        the one a cut-off turn (finish reason `cut`) ended inside; else queue it under the
-        run's policy, or answer the refusal when no policy could be chosen."""
+        the one a cut-off turn ended inside; else queue it under the run's policy, or answer the
+        refusal when no policy could be chosen."""
+        tool_call = parse_tool_call(_as_chat_call(call_id, call))
         if self._bound is not None and counted >= self._bound:
             refusal = too_many_calls(self._bound)
-            self.ready[position] = self.dispatcher.answer(call, refusal.code, str(refusal))
-        elif cut is not None:
-            reason = incomplete_reason(cut)
-            self.ready[position] = self.dispatcher.answer(call, "incomplete_call", reason)
+            self.ready[position] = self.dispatcher.answer(tool_call, refusal.code, str(refusal))
+        elif call.cut is not None:
+            reason = incomplete_reason(call.cut)
+            self.ready[position] = self.dispatcher.answer(tool_call, "incomplete_call", reason)
         else:
-            policy, refused = self._guard.check(call, None, None, self._config)
+            policy, refused = self._guard.check(tool_call, None, None, self._config)
             if refused is not None:
                 self.ready[position] = refused
             else:
-                self.todo.setdefault(id(policy), (policy, []))[1].append((position, call))
+                self.todo.setdefault(id(policy), (policy, []))[1].append((position, tool_call))
 
     def run(self) -> None:
         """Run the queued calls through a sync `Dispatcher`, one ``run_many`` per policy."""

@@ -45,12 +45,11 @@ import contextvars
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._agent._run import fresh_ids
 from .._dispatch._answers import checked_max_calls
 from .._exceptions import ConfigurationError
-from .._shapes import ToolCall, parse_tool_call
+from .._shapes import ToolCall
 from ._flights import CallRunner
-from ._lc_calls import TurnAnswers, as_chat_call, turn_calls, with_ids
+from ._lc_calls import TurnAnswers
 from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard, chosen_tools
 
 try:
@@ -224,19 +223,14 @@ class XerjMiddleware(AgentMiddleware):
         return last if isinstance(last, AIMessage) else None
 
     def _read(self, message: AIMessage) -> TurnAnswers:
-        answers = TurnAnswers(self.dispatcher, self._guard, self._bound, _run_config())
-        calls = turn_calls(message)
-        renamed = fresh_ids([c.id for c in calls])
-        if renamed:
-            answers.message = with_ids(message, renamed)
+        answers = TurnAnswers(self.dispatcher, self._guard, self._bound, _run_config(), message)
         ours = 0  # the registry's calls so far: the turn bound counts those
-        for position, call in enumerate(calls):
+        for position, call_id, call in answers.calls:
             if call.name not in self.dispatcher.registry:
                 continue
-            tool_call = parse_tool_call(as_chat_call(renamed.get(position) or call.id or "", call))
             # a call that parsed is the tools' to run, unless it is past the bound or cut off
             if not call.parsed or call.cut or (self._bound is not None and ours >= self._bound):
-                answers.add(position, ours, tool_call, call.cut)
+                answers.add(position, ours, call_id, call)
             ours += 1
         return answers
 

@@ -37,11 +37,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._agent._run import fresh_ids
 from .._dispatch._answers import checked_max_calls
 from .._exceptions import ConfigurationError
-from .._shapes import parse_tool_call
-from ._lc_calls import TurnAnswers, as_chat_call, turn_calls, with_ids
+from ._lc_calls import TurnAnswers
 from ._per_run import MAX_CALLS_PER_TURN, PolicyChoice, RunGuard
 
 try:
@@ -123,20 +121,16 @@ class XerjToolNode(Runnable[Any, Any]):
         messages = _messages(state, self.messages_key)
         at, message = _last_ai(messages)
         answered = {m.tool_call_id for m in messages[at + 1 :] if isinstance(m, ToolMessage)}
-        calls = turn_calls(message)
-        renamed = fresh_ids([c.id for c in calls])
-        if renamed and isinstance(state, list):
+        turn = TurnAnswers(self.dispatcher, self._guard, self._bound, config, message)
+        if turn.message is not None and isinstance(state, list):
             raise ValueError(
                 "a tool call without an id (or with an id another call of its turn has) can be "
                 "answered only in a graph state, where the AI message is replaced with one whose "
                 "calls carry ids; pass the state, not a list of messages"
             )
-        turn = TurnAnswers(self.dispatcher, self._guard, self._bound, config)
-        turn.message = with_ids(message, renamed) if renamed else None
-        for position, call in enumerate(calls):
-            call_id = renamed.get(position) or call.id or ""
+        for position, call_id, call in turn.calls:
             if call_id not in answered:
-                turn.add(position, position, parse_tool_call(as_chat_call(call_id, call)), call.cut)
+                turn.add(position, position, call_id, call)
         return turn
 
     def _output(self, state: Any, turn: TurnAnswers) -> Any:
