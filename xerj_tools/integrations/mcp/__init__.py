@@ -18,17 +18,17 @@ if importlib.util.find_spec("mcp") is None:  # before any module of the server i
 
     raise missing_extra("xerj_tools.integrations.mcp", "the MCP SDK", "mcp")
 
+from ._auth import OAuthSettings
+from ._callers import CallersFile
+from ._http import parse_bind
+from ._policy_file import load_policy_file
 from ._serve import serve
 from ._server import (
-    CallersFile,
-    OAuthSettings,
     ToolHints,
     XerjServer,
     build_server,
     instructions,
     list_tools,
-    load_policy_file,
-    parse_bind,
     serve_http,
     serve_stdio,
 )

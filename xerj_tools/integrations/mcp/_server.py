@@ -31,33 +31,21 @@ from ..._schema._registry import ToolRegistry
 from ..._shapes import ToolCall
 from ..._version import __version__
 from ...tools import XERJ_TOOLS, Tool
-from ._auth import CallerVerifier, OAuthSettings
-from ._callers import LOCAL, Caller, CallersFile
+from ._auth import CallerVerifier
+from ._callers import LOCAL, Caller
 from ._connections import ConnectionLimits
-from ._http import (
-    HUNG_UP,
-    HangUpWatch,
-    HostOriginGuard,
-    allowed_names,
-    cancelled_on,
-    parse_bind,
-)
+from ._http import HUNG_UP, HangUpWatch, HostOriginGuard, allowed_names, cancelled_on
 from ._limits import CallLimits
 from ._output import output_schema
-from ._policy_file import load_policy_file
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, bounded_stdio_server
 from ._tenants import Tenants
 
 __all__ = [
-    "CallersFile",
-    "OAuthSettings",
     "ToolHints",
     "XerjServer",
     "build_server",
     "instructions",
     "list_tools",
-    "load_policy_file",
-    "parse_bind",
     "serve_http",
     "serve_stdio",
 ]
