@@ -49,24 +49,6 @@ def _port(text: str) -> int:
     return port
 
 
-def stand_in_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--port", type=_port, default=9200, help="the port on 127.0.0.1 (default 9200; 0 picks one)"
-    )
-    parser.add_argument(
-        "--api-key",
-        help="require this key (Authorization: ApiKey ...), as a XERJ node with auth does",
-    )
-    parser.add_argument(
-        "--rerank", choices=_RERANK_MODES, default="ok", help="how a rerank block is treated"
-    )
-    parser.add_argument(
-        "--catalog",
-        action="store_true",
-        help="also hold the autoindex-catalog that `xerj autoindex` would write for the corpus",
-    )
-
-
 def _parser() -> argparse.ArgumentParser:
     from .._offline._lint import TARGETS
     from .._version import __version__
@@ -162,8 +144,21 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--url", help="XERJ base URL (default: $XERJ_URL, else the stand-in)")
     demo.add_argument("--index", default="docs", help="the index the searches use (default: docs)")
 
-    stand_in_arguments(
-        add("stand-in", "run the XERJ stand-in (a test double) on 127.0.0.1 until Ctrl-C")
+    stand_in = add("stand-in", "run the XERJ stand-in (a test double) on 127.0.0.1 until Ctrl-C")
+    stand_in.add_argument(
+        "--port", type=_port, default=9200, help="the port on 127.0.0.1 (default 9200; 0 picks one)"
+    )
+    stand_in.add_argument(
+        "--api-key",
+        help="require this key (Authorization: ApiKey ...), as a XERJ node with auth does",
+    )
+    stand_in.add_argument(
+        "--rerank", choices=_RERANK_MODES, default="ok", help="how a rerank block is treated"
+    )
+    stand_in.add_argument(
+        "--catalog",
+        action="store_true",
+        help="also hold the autoindex-catalog that `xerj autoindex` would write for the corpus",
     )
 
     add_mcp_arguments(
