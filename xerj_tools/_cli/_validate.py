@@ -98,7 +98,7 @@ def _validate_in(
     elif args.input:
         try:
             stream = (
-                _utf8(stdin, closing)
+                _utf8(stdin)
                 if args.input == "-"
                 else closing.enter_context(open(args.input, encoding="utf-8"))  # noqa: SIM115
             )
@@ -123,7 +123,7 @@ def _validate_in(
     return _finish(summary, writer, err, progress)
 
 
-def _utf8(stdin: TextIO, closing: contextlib.ExitStack) -> Any:
+def _utf8(stdin: TextIO) -> Any:
     """stdin read as a file is: UTF-8, strictly, lines ended as text mode ends them (the
     process's own stdin may decode with the locale's codec, or turn bytes that are not UTF-8
     into surrogates). Each line is decoded alone, so a line that is not UTF-8 stops the reading
