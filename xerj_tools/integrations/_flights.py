@@ -85,8 +85,7 @@ class CallRunner:
         """`result` for `call`: itself, or a copy under `call`'s id for an identical call."""
         if result.call.call_id == call.call_id:
             return result
-        copy: ToolResult = self.dispatcher.copy_of(call, result, started)
-        return copy
+        return self.dispatcher.copy_of(call, result, started)
 
     def run_sync(self, call: ToolCall, scope: Hashable, policy: Policy | None = None) -> ToolResult:
         """`run` for a sync `Dispatcher` on the caller's thread: identical calls of `scope` in
