@@ -23,10 +23,7 @@ from .._shapes import ToolCall
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = [
-    "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentOptions", "CreateOptions", "ToolCallHook",
-    "ToolResultHook",
-]  # fmt: skip
+__all__ = ["LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentOptions", "CreateOptions"]
 
 ToolCallHook = Callable[[ToolCall], Any]
 ToolResultHook = Callable[[ToolResult], Any]

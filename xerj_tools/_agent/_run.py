@@ -15,7 +15,7 @@ from .._dispatch._core import ToolResult
 from .._exceptions import MaxTurnsExceeded
 from .._shapes import Step, ToolCall, loop_shape
 from . import _trace_turns
-from ._agent_options import LOOP_OWNED, MAX_CALLS_PER_TURN, AgentOptions, CreateOptions
+from ._agent_options import AgentOptions
 from ._turns import (
     AgentEvent,
     AgentResult,
@@ -34,10 +34,7 @@ if TYPE_CHECKING:
     from .._dispatch._base import BaseDispatcher
 from .._shapes._usage import TokenUsage
 
-__all__ = [
-    "CUT_OFF", "LOOP_OWNED", "MAX_CALLS_PER_TURN", "AgentRun", "CreateOptions", "fresh_ids",
-    "whole_arguments",
-]  # fmt: skip
+__all__ = ["CUT_OFF", "AgentRun", "fresh_ids", "whole_arguments"]
 
 CUT_OFF = ("length", "content_filter")  # the output ended before its calls were whole
 
