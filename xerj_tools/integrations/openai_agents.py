@@ -73,20 +73,16 @@ def function_tools(
     registry = dispatcher.registry
     chosen = chosen_tools(registry, names)
     runner, guard = CallRunner(dispatcher), RunGuard(dispatcher, policy, max_calls_per_turn)
-    functions = {tool["function"]["name"]: tool["function"] for tool in registry.chat_tools()}
-    tools = []
-    for name in chosen:
-        function = functions[name]
-        tools.append(
-            FunctionTool(
-                name=name,
-                description=str(function.get("description", "")),
-                params_json_schema=copy.deepcopy(dict(function["parameters"])),
-                on_invoke_tool=_invoker(runner, guard, name),
-                strict_json_schema=False,
-            )
+    return [
+        FunctionTool(
+            name=name,
+            description=registry[name].description,
+            params_json_schema=copy.deepcopy(dict(registry[name].parameters)),
+            on_invoke_tool=_invoker(runner, guard, name),
+            strict_json_schema=False,
         )
-    return tools
+        for name in chosen
+    ]
 
 
 def _invoker(
