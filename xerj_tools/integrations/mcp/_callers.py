@@ -173,10 +173,10 @@ def _caller(
 
 
 def parse_callers(
-    data: Any, base: Path, load: PolicyLoader = load_policy_file
-) -> tuple[dict[str, Caller], dict[str, Caller], dict[str, int | None]]:
-    """(callers by token hash, callers by OAuth subject, the file's default limits); `load`
-    reads each policy file an entry names."""
+    data: Any, base: Path, load: PolicyLoader
+) -> tuple[dict[str, Caller], dict[str, Caller]]:
+    """(callers by token hash, callers by OAuth subject); `load` reads each policy file an
+    entry names."""
     if not isinstance(data, Mapping):
         raise ConfigurationError("the top level must be a table")
     unknown = sorted(set(data) - {"caller", *_LIMIT_KEYS})
@@ -206,7 +206,7 @@ def parse_callers(
                     f"caller {caller.name!r}: the same oauth_subject as another"
                 )
             by_subject[subject] = caller
-    return by_token, by_subject, defaults
+    return by_token, by_subject
 
 
 def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -290,7 +290,7 @@ class CallersFile:
             return load_policy_file(path)
 
         try:
-            by_token, by_subject, _ = parse_callers(self._read(), self.path.parent, load)
+            by_token, by_subject = parse_callers(self._read(), self.path.parent, load)
             if not strict:
                 after = {c.name: c for c in (*by_token.values(), *by_subject.values())}
                 if (widening := _narrowing_lost(self.callers(), after)) is not None:
