@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -168,8 +169,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _jobs(text: str) -> int:
-    import os
-
     try:
         jobs = int(text)
     except ValueError:
@@ -316,8 +315,6 @@ def _tolerant(stream: TextIO) -> TextIO:
 
 
 def _discard(*streams: TextIO) -> None:
-    import os
-
     for stream in streams:
         try:
             fileno = stream.fileno()
