@@ -1,5 +1,6 @@
 """`xerj-tools mcp` as processes: two stateless replicas serving one client alternately, the
-start-up warning of a remote bind, and the bound on one stdio message."""
+start-up warning of a remote bind, and the bound on one stdio message (its reader:
+test_mcp_stdio_ids.py)."""
 
 from __future__ import annotations
 
@@ -174,39 +175,3 @@ def test_a_stdio_message_past_the_limit_is_refused_without_being_held(
         process.stdin.close()
         process.wait(30)
         process.stdout.close()
-
-
-def test_the_stdio_reader_skips_a_long_line_as_it_arrives_and_answers_its_id() -> None:
-    from xerj_tools.integrations.mcp._stdio import _Lines
-
-    read_fd, write_fd = os.pipe()
-    replies: list[dict[str, Any]] = []
-
-    async def reply(message: dict[str, Any]) -> None:
-        replies.append(message)
-
-    async def scenario() -> list[str]:
-        lines = _Lines(read_fd, 4096, reply)
-        got = []
-        async for line in lines:
-            got.append(line)
-            assert len(lines.buffer) <= 4096 + 64 * 1024  # never the whole long line
-        return got
-
-    def feed() -> None:
-        with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
-            pipe.write(b'{"jsonrpc":"2.0","id":"call-7","method":"tools/call","params":{"x":"')
-            for _ in range(64):
-                pipe.write(b"y" * 65536)
-            pipe.write(b'"}}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
-
-    import threading
-
-    writer = threading.Thread(target=feed)
-    writer.start()
-    got = asyncio.run(scenario())
-    writer.join()
-    os.close(read_fd)
-    assert [json.loads(line)["id"] for line in got] == [1, 2]
-    assert [r["id"] for r in replies] == ["call-7"] and replies[0]["error"]["code"] == -32600
