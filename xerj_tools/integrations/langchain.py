@@ -26,12 +26,8 @@ hides them instead: langchain-core completes partial JSON, so a call cut off by 
 or missing its last ``}`` lands in ``tool_calls`` as a guess (see `_lc_calls`).
 
 `XerjMiddleware` reads each turn as the agent loop does, by the text the model sent, and answers
-in the state, before the tools run: the registry's calls whose JSON broke with the dispatcher's
-``invalid_json`` envelope (where it broke), the call a cut-off turn ended inside
-``incomplete_call``, and the calls past `max_calls_per_turn` ``too_many_calls``; a turn left
-with no call to run goes back to the model instead of ending the run. It gives a call without
-an id one. For a graph built by hand, `XerjToolNode` (``xerj_tools.integrations.langgraph``)
-does the same.
+in the state, before the tools run, the calls that must not run (its docstring says which). For
+a graph built by hand, `XerjToolNode` (``xerj_tools.integrations.langgraph``) does the same.
 
 `policy` (of `xerj_tools` and of `XerjMiddleware`; give both the same) chooses a run's policy:
 a `Policy`, or a function of the run's `RunnableConfig` (``config["configurable"]``; LangGraph's
