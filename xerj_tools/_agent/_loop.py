@@ -68,7 +68,7 @@ def _turns(client: Any, run: AgentRun) -> Iterator[AgentEvent]:
         run.begin(turn)
         if run.stream:
             assembler = run.shape.assembler()
-            chunks = run.create(client)(**run.request())
+            chunks = run.ask(client)
             try:
                 for chunk in chunks:
                     if (delta := assembler.feed(chunk)) is not None:
@@ -77,7 +77,7 @@ def _turns(client: Any, run: AgentRun) -> Iterator[AgentEvent]:
                 close_stream(chunks)
             step = assembler.step()
         else:
-            step = run.shape.step(run.create(client)(**run.request()))
+            step = run.shape.step(run.ask(client))
             if step.text:
                 yield TextDelta(step.text)
         yield from run.take(step)
@@ -95,8 +95,7 @@ def _turns(client: Any, run: AgentRun) -> Iterator[AgentEvent]:
             except BaseException:
                 run.interrupted(sink)
                 raise
-            results = run.results(step, done)
-            for result in results:
+            for result in run.results(step, done):
                 _sync_hook(run.on_tool_result, result)
                 yield ToolResultEvent(result)
         events = run.close(turn, step)
@@ -116,7 +115,7 @@ async def _aturns(client: Any, run: AgentRun) -> AsyncGenerator[AgentEvent, None
         run.begin(turn)
         if run.stream:
             assembler = run.shape.assembler()
-            chunks = await run.create(client)(**run.request())
+            chunks = await run.ask(client)
             try:
                 async for chunk in chunks:
                     if (delta := assembler.feed(chunk)) is not None:
@@ -125,7 +124,7 @@ async def _aturns(client: Any, run: AgentRun) -> AsyncGenerator[AgentEvent, None
                 await aclose_stream(chunks)
             step = assembler.step()
         else:
-            step = run.shape.step(await run.create(client)(**run.request()))
+            step = run.shape.step(await run.ask(client))
             if step.text:
                 yield TextDelta(step.text)
         for event in run.take(step):
@@ -144,8 +143,7 @@ async def _aturns(client: Any, run: AgentRun) -> AsyncGenerator[AgentEvent, None
             except BaseException:
                 run.interrupted(sink)
                 raise
-            results = run.results(step, done)
-            for result in results:
+            for result in run.results(step, done):
                 await _async_hook(run.on_tool_result, result)
                 yield ToolResultEvent(result)
         events = run.close(turn, step)

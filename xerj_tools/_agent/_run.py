@@ -78,7 +78,9 @@ class AgentRun:
         self.turn = turn
         self.trace = _trace_turns.turn(turn, self.model, self.shape.name)
 
-    def request(self) -> dict[str, Any]:
+    def ask(self, client: Any) -> Any:
+        """The turn's model request, made with the turn's span current (awaitable from an async
+        client; a stream of chunks when the run streams)."""
         request = {
             "model": self.model,
             str(self.shape.request_key): list(self.transcript),
@@ -87,10 +89,7 @@ class AgentRun:
         }
         if self.stream:
             request["stream"] = True
-        return request
-
-    def create(self, client: Any) -> Any:
-        return self.trace.wrap(self.shape.create(client))
+        return self.trace.wrap(self.shape.create(client))(**request)
 
     def over_bound(self, position: int, call: ToolCall) -> ToolResult | None:
         """A call past `max_calls_per_turn` in its turn is answered without being run."""
