@@ -89,7 +89,7 @@ class AgentRun:
         }
         if self.stream:
             request["stream"] = True
-        return self.trace.wrap(self.shape.create(client))(**request)
+        return self.trace.call(self.shape.create(client), **request)
 
     def over_bound(self, position: int, call: ToolCall) -> ToolResult | None:
         """A call past `max_calls_per_turn` in its turn is answered without being run."""

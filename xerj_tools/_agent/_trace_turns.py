@@ -31,23 +31,20 @@ class TurnSpan:
         with use_span(self._api, self._span):
             yield
 
-    def wrap(self, create: Callable[..., _T]) -> Callable[..., _T]:
-        """`create` (the model request) run with the turn current; a failure ends the turn."""
+    def call(self, create: Callable[..., Any], **request: Any) -> Any:
+        """``create(**request)`` (the model request) run with the turn current; a failure ends
+        the turn, whether the request itself fails or the answer it streams breaks off."""
         if self._span is None:
-            return create
-
-        def traced(*args: Any, **kwargs: Any) -> Any:
-            try:
-                with self.use():
-                    out = create(*args, **kwargs)
-            except BaseException as exc:
-                self.end(error=exc)
-                raise
-            if isinstance(out, Awaitable):
-                return self._awaited(out)
-            return self._chunks(out) if isinstance(out, Iterator) else out
-
-        return traced
+            return create(**request)
+        try:
+            with self.use():
+                out = create(**request)
+        except BaseException as exc:
+            self.end(error=exc)
+            raise
+        if isinstance(out, Awaitable):
+            return self._awaited(out)
+        return self._chunks(out) if isinstance(out, Iterator) else out
 
     async def _awaited(self, pending: Awaitable[Any]) -> Any:
         try:
