@@ -51,7 +51,7 @@ class AgentRun:
         stream: bool,
     ) -> None:
         self.turn = 0
-        self.stream = stream if options.stream is None else options.stream  # else the default
+        self.stream = stream if options.stream is None else options.stream  # the options win
         self.on_tool_call, self.on_tool_result = options.on_tool_call, options.on_tool_result
         self.shape = loop_shape(options.api)  # the wire shape: definitions, requests, replies
         self.max_calls = options.max_calls_per_turn
