@@ -28,12 +28,15 @@ def xerj() -> Iterator[XerjStandIn]:
         yield stand_in
 
 
-def start(xerj: XerjStandIn, *args: str) -> tuple[subprocess.Popen[bytes], str]:
-    """Start the server; return it once its start line is out (and that line)."""
+def start(
+    xerj: XerjStandIn, *args: str, command: tuple[str, ...] = ("-m", "xerj_tools", "mcp")
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the server (`xerj-tools mcp`, or the Python `command`); return it once its start
+    line is out (and that line)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("XERJ_")}
     env.update(XERJ_URL=xerj.url, XERJ_API_KEY=KEY)
     process = subprocess.Popen(
-        [sys.executable, "-m", "xerj_tools", "mcp", *args],
+        [sys.executable, *command, *args],
         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     assert process.stderr is not None
@@ -107,8 +110,6 @@ logging.basicConfig(level=logging.INFO, format="app %(name)s: %(message)s", stre
 root = logging.getLogger()
 before = (root.level, list(root.handlers))
 atexit.register(lambda: print("atexit ran", file=sys.stderr, flush=True))
-sys.stderr.write("ready\\n")
-sys.stderr.flush()
 code = serve(http=sys.argv[1] or None, log_level="info")
 unchanged = (root.level, list(root.handlers)) == before
 print(f"serve returned {code}; root logger unchanged: {unchanged}", file=sys.stderr, flush=True)
@@ -117,16 +118,7 @@ print(f"serve returned {code}; root logger unchanged: {unchanged}", file=sys.std
 
 @pytest.mark.parametrize("http", ["", "127.0.0.1:0"], ids=["stdio", "http"])
 def test_an_application_running_the_server_keeps_its_logging_and_its_exit(xerj: XerjStandIn, http: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XERJ_")}
-    env.update(XERJ_URL=xerj.url, XERJ_API_KEY=KEY)
-    process = subprocess.Popen(
-        [sys.executable, "-c", EMBEDDED, http],
-        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    assert process.stderr is not None
-    assert process.stderr.readline() == b"ready\n"
-    banner = process.stderr.readline().decode()
-    assert banner.startswith("xerj-tools mcp "), banner
+    process, _ = start(xerj, http, command=("-c", EMBEDDED))
     process.send_signal(signal.SIGTERM)  # stdin stays open: the stdio session is cancelled
     rest = finish(process)
     assert process.returncode == 0, rest
