@@ -145,18 +145,15 @@ class _Utf8Lines:
 
         for raw in iter(self.buffer.readline, b""):
             for part in _split(raw):
-                yield _newline(part.decode("utf-8"))
+                yield _text_mode(part.decode("utf-8"))
 
     def read(self) -> str:
-        text: str = self.buffer.read().decode("utf-8")
-        return text.replace("\r\n", "\n").replace("\r", "\n")
+        return _text_mode(self.buffer.read().decode("utf-8"))
 
 
-def _newline(line: str) -> str:
-    """A line's ending as text mode writes it: ``\\n`` for ``\\r\\n`` and ``\\r``."""
-    if line.endswith("\r\n"):
-        return line[:-2] + "\n"
-    return line[:-1] + "\n" if line.endswith("\r") else line
+def _text_mode(text: str) -> str:
+    """`text`'s line ends as text mode reads them: ``\\n`` for ``\\r\\n`` and ``\\r``."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _seekable(path: str, closing: contextlib.ExitStack) -> Any:
