@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import time
 from collections.abc import Iterator
@@ -296,12 +297,7 @@ def _parquet_calls(path: str, column: str | None) -> Any:
         first = next(rows, None)  # opens the file: a missing pyarrow or column is said now
     except ParquetError as exc:
         raise UsageError(str(exc)) from None
-
-    def numbered() -> Any:
-        yield 1, first
-        yield from enumerate(rows, start=2)
-
-    return jsonl_calls(numbered())
+    return jsonl_calls(enumerate(itertools.chain([first], rows), start=1))
 
 
 def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, err: TextIO) -> int:
@@ -326,8 +322,6 @@ def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, er
                 on_report=writer.report,
             )
             return _finish(summary, writer, err, progress)
-        import itertools
-
         total = validate_parallel(
             line_blocks(itertools.chain(head, stream)),
             args.jobs,
