@@ -261,11 +261,6 @@ def start_line(setup: Setup) -> str:
     ) + warnings(host, allow_remote=setup.allow_remote, callers=callers)
 
 
-# The loggers whose records the server writes: its own, and the MCP SDK's (a malformed message,
-# a session's error), whose text a client chose: written here, each on one line.
-_SDK_LOGGER = "mcp"
-
-
 @contextlib.contextmanager
 def serve_logging(err: TextIO, level: str = "warning") -> Iterator[None]:
     """The server's log to `err` while the block runs, one line per record: the ``xerj_tools``
@@ -278,7 +273,7 @@ def serve_logging(err: TextIO, level: str = "warning") -> Iterator[None]:
     sdk_handler = logging.StreamHandler(err)
     sdk_handler.setFormatter(handler.formatter)
     sdk_handler.setLevel(logging.WARNING)
-    sdk = logging.getLogger(_SDK_LOGGER)
+    sdk = logging.getLogger("mcp")  # a malformed message, a session's error: a client's text
     previous = logger.level
     logger.addHandler(handler)
     logger.setLevel(level.upper())
