@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._agg_dates import iso_utc, parse_date_ms
+from ._numbers import number
 
 __all__ = [
     "NUMERIC",
@@ -97,15 +98,12 @@ def strings(doc: Doc, field: str) -> list[str]:
 
 
 def _number(value: Any, dates: bool) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
+    if not isinstance(value, str):
+        return number(value)
+    if NUMERIC.fullmatch(value):
         return float(value)
-    if isinstance(value, str):
-        if NUMERIC.fullmatch(value):
-            return float(value)
-        if dates and (ms := parse_date_ms(value)) is not None:
-            return float(ms)
+    if dates and (ms := parse_date_ms(value)) is not None:
+        return float(ms)
     return None
 
 
@@ -155,8 +153,8 @@ def typed_key(key: str) -> tuple[Any, str | None]:
     if _INT.fullmatch(key) and -(2**63) <= int(key) < 2**63:
         return int(key), None
     if NUMERIC.fullmatch(key):
-        number = float(key)
-        return (number if math.isfinite(number) else key), None
+        value = float(key)
+        return (value if math.isfinite(value) else key), None
     if (ms := parse_date_ms(key)) is not None:
         return ms, iso_utc(ms)
     return key, None
@@ -188,22 +186,21 @@ def _range_holds(values: list[str], bounds: Any) -> bool:
     if not values or not isinstance(bounds, Mapping):
         return bool(values)
     first = values[0]
-    checks = _CHECKS
     if NUMERIC.fullmatch(first):
-        number = float(first)
+        value = float(first)
         return all(
-            check(number, float(bounds[op]))
-            for op, check in checks.items()
-            if isinstance(bounds.get(op), int | float) and not isinstance(bounds.get(op), bool)
+            check(value, bound)
+            for op, check in _CHECKS.items()
+            if (bound := number(bounds.get(op))) is not None
         )
     if (ms := parse_date_ms(first)) is not None:
         return all(
             check(ms, bound)
-            for op, check in checks.items()
+            for op, check in _CHECKS.items()
             if (bound := parse_date_ms(bounds.get(op))) is not None
         )
     return all(
-        check(first, bounds[op]) for op, check in checks.items() if isinstance(bounds.get(op), str)
+        check(first, bounds[op]) for op, check in _CHECKS.items() if isinstance(bounds.get(op), str)
     )
 
 

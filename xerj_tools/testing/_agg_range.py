@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ._agg_buckets import Sub, _bucket, _float
+from ._agg_buckets import Sub, _bucket
 from ._agg_dates import iso_utc, parse_date_ms
 from ._agg_fields import Doc, date_values, first_number
+from ._numbers import number
 
 __all__ = ["range_agg"]
 
@@ -53,7 +54,7 @@ def range_agg(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
                 return float(value)
             except ValueError:
                 return None
-        return _float(value)
+        return number(value)
 
     missing = read(body.get("missing"))
     if missing is None and dated and isinstance(body.get("missing"), str):

@@ -17,6 +17,7 @@ from typing import Any
 
 from ._corpus import CORPUS, MAPPINGS, SEMANTIC_FIELDS
 from ._embed import embed
+from ._numbers import number
 from ._query_string import lower_query_string, wildcard_match
 
 Result = tuple[int, dict[str, Any]]
@@ -117,11 +118,8 @@ def _text_score(source: Mapping[str, Any], fieldname: str, text: Any) -> float:
     words = set(tokens(text))
     if not words:
         return 0.0
-    fields = (
-        [k for k in source if fnmatch.fnmatch(k, fieldname)] if "*" in fieldname else [fieldname]
-    )
     best = 0.0
-    for f in fields:
+    for f in _fields(source, fieldname):
         doc_words = [t for v in _field_values(source, f) for t in tokens(v)]
         hits = sum(1 for t in doc_words if t in words)
         if hits:
@@ -154,9 +152,14 @@ def _wildcard(body: Any, source: Mapping[str, Any]) -> float | None:
             lowered = value.lower()
             words = [w for w in re.split(r"[^\w]|_", lowered) if w]
             if wildcard_match(lowered, pattern) or any(wildcard_match(w, pattern) for w in words):
-                ok = isinstance(boost, int | float) and not isinstance(boost, bool)
-                return float(boost) if ok and boost is not None else 1.0
+                return boost_of(boost)
     return None
+
+
+def boost_of(value: Any) -> float:
+    """A clause's `boost`: a number, else 1.0."""
+    found = number(value)
+    return 1.0 if found is None else found
 
 
 def _single(kind: str, clause: Any) -> tuple[str, Any]:
@@ -293,8 +296,7 @@ def _constant_score(body: Any, source: Mapping[str, Any], doc_id: str) -> float 
         raise _parse_error("`constant_score` requires a `filter` clause")
     if score(body["filter"], source, doc_id) is None:
         return None
-    boost = body.get("boost")
-    return float(boost) if isinstance(boost, (int, float)) and not isinstance(boost, bool) else 1.0
+    return boost_of(body.get("boost"))
 
 
 def _clauses(value: Any) -> list[Any]:

@@ -21,6 +21,7 @@ from ._engine import (
     top,
 )
 from ._knn import knn, knn_k, multi_knn, top_level_knn
+from ._numbers import count
 from ._ordering import hits_total, sort_specs, sort_value, sorted_hits
 from ._rerank import RerankMode, prepare, rerank
 from ._selector import _NotFound, select
@@ -102,8 +103,7 @@ def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
             '`"onnx-experimental"` in an ONNX-enabled build with explicit model and tokenizer '
             "paths)."
         )
-    k = spec.get("k")
-    k = k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else 10
+    k = count(spec, "k", 10)
     vector = {"field": f"{spec['field']}_vector", "query_vector": embed(spec["query"]), "k": k}
     return knn(index, vector, spec.get("filter"))
 
