@@ -299,8 +299,6 @@ def missing(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
     """`run_missing` (aggs.rs:5563-5588): documents whose field is absent or null; 0 when the
     aggregation sets its own `missing`; no sub-aggregations."""
     field = body.get("field")
-    if not isinstance(field, str):
-        return {"doc_count": 0}
-    if "missing" in body:
+    if not isinstance(field, str) or "missing" in body:
         return {"doc_count": 0}
     return {"doc_count": sum(1 for d in docs if field_value(d, field) is None)}
