@@ -17,6 +17,7 @@ from ._numbers import number
 
 __all__ = [
     "NUMERIC",
+    "RANGE_CHECKS",
     "Doc",
     "as_string",
     "date_values",
@@ -173,7 +174,8 @@ def _expected(spec: Any, key: str) -> str:
     return _text(spec.get(key)) if isinstance(spec, Mapping) else _text(spec)
 
 
-_CHECKS: dict[str, Callable[[Any, Any], bool]] = {
+# A `range`'s bounds, as the query and the aggregations' filter both compare them.
+RANGE_CHECKS: dict[str, Callable[[Any, Any], bool]] = {
     "gte": operator.ge,
     "gt": operator.gt,
     "lte": operator.le,
@@ -190,17 +192,19 @@ def _range_holds(values: list[str], bounds: Any) -> bool:
         value = float(first)
         return all(
             check(value, bound)
-            for op, check in _CHECKS.items()
+            for op, check in RANGE_CHECKS.items()
             if (bound := number(bounds.get(op))) is not None
         )
     if (ms := parse_date_ms(first)) is not None:
         return all(
             check(ms, bound)
-            for op, check in _CHECKS.items()
+            for op, check in RANGE_CHECKS.items()
             if (bound := parse_date_ms(bounds.get(op))) is not None
         )
     return all(
-        check(first, bounds[op]) for op, check in _CHECKS.items() if isinstance(bounds.get(op), str)
+        check(first, bounds[op])
+        for op, check in RANGE_CHECKS.items()
+        if isinstance(bounds.get(op), str)
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._agg_fields import RANGE_CHECKS
 from ._corpus import CORPUS, MAPPINGS, SEMANTIC_FIELDS
 from ._embed import embed
 from ._numbers import number
@@ -177,13 +178,7 @@ def _single(kind: str, clause: Any) -> tuple[str, Any]:
 def _range_ok(values: list[Any], spec: Mapping[str, Any]) -> bool:
     for v in values:
         try:
-            if all(
-                (op != "gte" or v >= b)
-                and (op != "gt" or v > b)
-                and (op != "lte" or v <= b)
-                and (op != "lt" or v < b)
-                for op, b in spec.items()
-            ):
+            if all(RANGE_CHECKS[op](v, b) for op, b in spec.items() if op in RANGE_CHECKS):
                 return True
         except TypeError:
             continue

@@ -49,7 +49,7 @@ class TopLevel:
     key: str
     key_end: tuple[int, int]  # serde position after the key (and any blanks before `:`)
     value_start: tuple[int, int]  # Jackson position of the value's first byte
-    value_end: tuple[int, int]  # serde position after the value
+    value_end: tuple[int, int] | None  # serde position after the value; None: it never ends
     first_byte: int
 
 
@@ -124,7 +124,10 @@ class _Scanner:
 
 
 def scan_top_level(raw: bytes) -> tuple[list[TopLevel], tuple[int, int] | None]:
-    """The top-level keys of an object body, and serde's position after its closing brace."""
+    """The top-level keys of an object body, and serde's position after its closing brace.
+
+    The scan stops at what it cannot read; a value it cannot read to its end still has its key
+    listed last, with no `value_end` (an unknown key is reported before its value is read)."""
     s = _Scanner(raw)
     s.skip_ws()
     found: list[TopLevel] = []
@@ -153,6 +156,7 @@ def scan_top_level(raw: bytes) -> tuple[list[TopLevel], tuple[int, int] | None]:
             return found, None
         start = (s.line, s.col)
         if not s.skip_value():
+            found.append(TopLevel(key, key_end, start, None, first))
             return found, None
         found.append(TopLevel(key, key_end, start, s.serde_pos(), first))
 
@@ -166,34 +170,16 @@ def first_unknown_key(raw: bytes, allowed: frozenset[str]) -> dict[str, Any] | N
     The scan runs before the typed parse (es_compat.rs:2800-2810), so an unknown key wins over
     a malformed value after it.
     """
-    s = _Scanner(raw)
-    s.skip_ws()
-    if s.cur() != 0x7B:
+    unknown = next((t for t in scan_top_level(raw)[0] if t.key not in allowed), None)
+    if unknown is None:
         return None
-    s.adv()
-    while True:
-        s.skip_ws()
-        c = s.cur()
-        if c == 0x2C:
-            s.adv()
-            continue
-        if c != 0x22 or (key := s.read_string()) is None:
-            return None
-        s.skip_ws()
-        if s.cur() != 0x3A:
-            return None
-        s.adv()
-        s.skip_ws()
-        if (first := s.cur()) is None:
-            return None
-        if key not in allowed:
-            token = _TOKENS.get(first, "VALUE_BOOLEAN" if first == 0x66 else "VALUE_NUMBER")
-            token = "VALUE_NULL" if first == 0x6E else token
-            reason = f"Unknown key for a {token} in [{key}]."
-            error = {"type": "parsing_exception", "reason": reason, "line": s.line, "col": s.col}
-            return {"error": {"root_cause": [dict(error)], **error}, "status": 400}
-        if not s.skip_value():
-            return None
+    first = unknown.first_byte
+    token = _TOKENS.get(first, "VALUE_BOOLEAN" if first == 0x66 else "VALUE_NUMBER")
+    token = "VALUE_NULL" if first == 0x6E else token
+    reason = f"Unknown key for a {token} in [{unknown.key}]."
+    line, col = unknown.value_start
+    error = {"type": "parsing_exception", "reason": reason, "line": line, "col": col}
+    return {"error": {"root_cause": [dict(error)], **error}, "status": 400}
 
 
 def check_content_type(content_type: str | None) -> None:
