@@ -231,10 +231,7 @@ def histogram(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
             nums = [missing]
         for key in {math.floor((n - offset) / interval) for n in nums}:
             members.setdefault(key, []).append(doc)
-    ext_min, ext_max = (
-        _bound(body, "extended_bounds", "min"),
-        _bound(body, "extended_bounds", "max"),
-    )
+    ext_min, ext_max = (_bound(body, "extended_bounds", end) for end in ("min", "max"))
     if not members and ext_min is None:
         keys: list[int] = []
     elif min_doc_count > 0 and ext_min is None:
@@ -245,7 +242,7 @@ def histogram(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
         if high - low > MAX_BUCKETS:
             return too_many(MAX_BUCKETS)  # filling the gaps would pass the cap (5681-5708)
         keys = list(range(low, high + 1))
-    hard_min, hard_max = _bound(body, "hard_bounds", "min"), _bound(body, "hard_bounds", "max")
+    hard_min, hard_max = (_bound(body, "hard_bounds", end) for end in ("min", "max"))
     if hard_min is not None and hard_max is not None:
         lo = math.floor((hard_min - offset) / interval)
         hi = math.floor((hard_max - offset) / interval)

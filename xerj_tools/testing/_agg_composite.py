@@ -145,10 +145,7 @@ def composite(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
                 return -order if params.get("order") == "desc" else order
         return 0
 
-    def sort_order(a: tuple[str, ...], b: tuple[str, ...]) -> int:
-        return compare(a, b, sorting=True)
-
-    keys = sorted(members, key=functools.cmp_to_key(sort_order))
+    keys = sorted(members, key=functools.cmp_to_key(functools.partial(compare, sorting=True)))
     after = body.get("after")
     if isinstance(after, Mapping):
         cursor = tuple(_after_part(kind, params, after.get(name)) for name, kind, _, params in defs)

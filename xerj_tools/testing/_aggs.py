@@ -122,14 +122,11 @@ def _one(name: str, spec: Any, docs: list[Doc], all_docs: list[Doc]) -> dict[str
     return {"error": f"unsupported aggregation type '{kind}'"}
 
 
-def run_aggs(
-    aggs: Mapping[str, Any], docs: list[Doc], all_docs: list[Doc] | None = None
-) -> dict[str, Any]:
+def run_aggs(aggs: Mapping[str, Any], docs: list[Doc], all_docs: list[Doc]) -> dict[str, Any]:
     """`aggregations` for `aggs` over the matching documents (`run_aggs_with_all`,
     aggs.rs:165-196): each named aggregation in order, its `meta` echoed into its result.
     `all_docs` is every document of the indices searched (`global`, `min_doc_count: 0`);
     the documents carry `_id`, `_index` and `_score` as XERJ's do (index.rs:9818-9830)."""
-    every = docs if all_docs is None else all_docs
     out: dict[str, Any] = {}
     pipelines: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for name, spec in aggs.items():
@@ -139,7 +136,7 @@ def run_aggs(
             pipelines[name] = (kind, body if isinstance(body, Mapping) else {})
             out[name] = {}  # resolved after its siblings, in its place (aggs.rs:199-245)
             continue
-        out[name] = _one(name, spec, docs, every)
+        out[name] = _one(name, spec, docs, all_docs)
     for name, (kind, body) in pipelines.items():
         out[name] = resolve(kind, body, out)
     for name, spec in aggs.items():

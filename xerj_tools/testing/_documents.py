@@ -18,13 +18,13 @@ def get_document(
     memories: Mapping[str, Mapping[str, Memory]],
     index: str,
     doc_id: str,
-    aliases: Mapping[str, Sequence[str]] | None = None,
+    aliases: Mapping[str, Sequence[str]],
 ) -> tuple[int, Any]:
     # The index by its exact name, or an alias's first backing index, memory namespaces'
     # `.xerj-memory-<ns>` included; no pattern (engine.rs:956-972 `get_index`); missing: the
     # decorated 404 (es_compat.rs:1983-1986). `_index` is the name as requested, an alias's
     # own (es_compat.rs:1999 `EsGetResponse::found(&index, …)`).
-    found = get_index(indices, aliases or {}, index)
+    found = get_index(indices, aliases, index)
     ns = index.removeprefix(MEMORY_PREFIX)
     if found is None and ns != index and ns in memories:
         found = memory_index(ns, memories[ns])

@@ -185,7 +185,7 @@ def _range_ok(values: list[Any], spec: Mapping[str, Any]) -> bool:
     return False
 
 
-def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | None:
+def score(clause: Any, source: Mapping[str, Any], doc_id: str) -> float | None:
     """None: no match. Otherwise the (toy) relevance score of `source` for `clause`.
 
     The shape checks are the parser's (parser.rs:250-337): an object, `{}` is match_all, exactly

@@ -12,7 +12,7 @@ from ._engine import Index
 from ._listing import cat_indices
 from ._selector import expand, get_index, glob_match_simple, index_not_found
 
-__all__ = ["cat_indices_pattern", "derived_properties", "get_mapping"]
+__all__ = ["cat_indices_pattern", "get_mapping"]
 
 
 def _type_of(value: Any) -> str:
@@ -44,7 +44,7 @@ def derived_properties(index: Index) -> dict[str, Any]:
 
 
 def get_mapping(
-    indices: Mapping[str, Index], spec: str, aliases: Mapping[str, Sequence[str]] | None = None
+    indices: Mapping[str, Index], spec: str, aliases: Mapping[str, Sequence[str]]
 ) -> tuple[int, Any]:
     """es_compat.rs:1458-1497: 404 when the selector selects nothing; each selected index that
     exists answers its stored mapping, else its derived one; a missing exact name is skipped
@@ -60,7 +60,7 @@ def get_mapping(
         return 404, index_not_found(spec)
     out: dict[str, Any] = {}
     for name in targets:
-        index = get_index(indices, aliases or {}, name)
+        index = get_index(indices, aliases, name)
         if index is None:
             continue
         stored = index.mappings if index.name == name else None

@@ -128,9 +128,7 @@ def _extract(name: str, body: Any, raw: bytes, **rules: Any) -> Result | None:
     return None
 
 
-def memory_store(
-    memories: dict[str, dict[str, Memory]], ns: str, body: Any, raw: bytes = b""
-) -> Result:
+def memory_store(memories: dict[str, dict[str, Memory]], ns: str, body: Any, raw: bytes) -> Result:
     """``POST /_memory/{ns}`` (memory_api.rs:299-382)."""
     refused = _extract("StoreBody", body, raw, fields=_STORE_FIELDS, required=("text",))
     if refused is not None:
@@ -192,7 +190,7 @@ def _nearest(
 
 
 def memory_recall(
-    memories: Mapping[str, Mapping[str, Memory]], ns: str, body: Any, raw: bytes = b""
+    memories: Mapping[str, Mapping[str, Memory]], ns: str, body: Any, raw: bytes
 ) -> Result:
     """``POST /_memory/{ns}/_recall`` (memory_api.rs:429-573)."""
     refused = _extract("RecallBody", body, raw, fields=_RECALL_FIELDS, deny_unknown=True)

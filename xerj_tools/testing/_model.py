@@ -47,8 +47,8 @@ class Turn:
         return out
 
 
-def _pieces(text: str, n: int = 3) -> list[str]:
-    size = max(1, -(-len(text) // n))
+def _pieces(text: str) -> list[str]:
+    size = max(1, -(-len(text) // 3))  # three pieces at most
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
@@ -76,7 +76,7 @@ _CHAT_USAGE = {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
 
 
 def _chat_chunks(
-    turn: Turn, calls: list[tuple[str, str, str]], model: str, usage: bool = False
+    turn: Turn, calls: list[tuple[str, str, str]], model: str, usage: bool
 ) -> Iterator[dict[str, Any]]:
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         return {

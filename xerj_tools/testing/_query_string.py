@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["QueryStringError", "lower_query_string", "wildcard_match"]
+__all__ = ["lower_query_string", "wildcard_match"]
 
 Tok = tuple[str, Any]  # (kind, payload): term, phrase, range, or, and, not, must, (, )
 
@@ -244,24 +244,19 @@ def lower_query_string(body: Mapping[str, Any], invalid: Callable[[str], Excepti
     op = body.get("default_operator")
     operator = op.lower() if isinstance(op, str) and op.lower() in ("and", "or") else None
     try:
-        toks = _tokens(query)
-        if toks and any(k == "range" for k, _ in toks):
-            unqualified = [p for k, p in toks if k == "range" and not p[0]]
-            if unqualified and (field is None or field in ("", "*")):
-                raise QueryStringError(
-                    "query_string range requires an explicit field (e.g. `price:>10`) or a "
-                    "non-wildcard default_field"
-                )
-        parser = _Parser(toks or [], field, operator)
+        toks = _tokens(query) or []  # None (XERJ gives up) lowers as nothing does
+        ranges = [p for k, p in toks if k == "range"]
+        if any(not f for f, _ in ranges) and (field is None or field in ("", "*")):
+            raise QueryStringError(
+                "query_string range requires an explicit field (e.g. `price:>10`) or a "
+                "non-wildcard default_field"
+            )
+        parser = _Parser(toks, field, operator)
         lowered = parser.either(operator) if toks else None
-        if (
-            toks
-            and any(k == "range" for k, _ in toks)
-            and (lowered is None or parser.pos < len(toks))
-        ):
+        if ranges and (lowered is None or parser.pos < len(toks)):
             raise QueryStringError(f"failed to parse query_string with range syntax: `{query}`")
     except QueryStringError as exc:
         raise invalid(str(exc)) from None
-    if lowered is not None and parser.pos == len(toks or []):
+    if lowered is not None and parser.pos == len(toks):
         return lowered
     return {"multi_match": {"query": query, "fields": [field or "*"]}}

@@ -59,8 +59,8 @@ def search_request(
     content_type: str | None,
     *,
     rerank_mode: RerankMode,
-    closed: frozenset[str] = frozenset(),
-    aliases: Mapping[str, Sequence[str]] | None = None,
+    closed: frozenset[str],
+    aliases: Mapping[str, Sequence[str]],
 ) -> Result:
     """``POST /{index}/_search`` from the raw body, through XERJ's `EsSearchJson` extractor.
 

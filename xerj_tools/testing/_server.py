@@ -236,7 +236,7 @@ class XerjStandIn:
         scheme, _, value = record.headers.get("authorization", "").strip().partition(" ")
         return scheme.lower() in ("apikey", "bearer") and value.strip() == self.api_key
 
-    def _answer(self, record: RecordedRequest, raw: bytes = b"") -> tuple[int, Any, dict[str, str]]:
+    def _answer(self, record: RecordedRequest, raw: bytes) -> tuple[int, Any, dict[str, str]]:
         """Route as XERJ's ES-compat router does (router.rs:190-705); see CONTRACT.md."""
         segments, method = record.segments, record.method
         if record.path in ("/health/live", "/health/ready"):

@@ -16,12 +16,10 @@ from typing import Any
 
 __all__ = [
     "BodyError",
-    "TopLevel",
     "check_content_type",
     "first_unknown_key",
     "optional_json",
     "parse_exception",
-    "scan_top_level",
     "serde_struct",
 ]
 
