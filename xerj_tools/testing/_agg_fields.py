@@ -222,6 +222,12 @@ def _wildcard(value: str, pattern: str) -> bool:
     return value == pattern
 
 
+_VALUE_TESTS: dict[str, Callable[[str, str], bool]] = {
+    "prefix": str.startswith,
+    "wildcard": _wildcard,
+}
+
+
 def matches_filter(doc: Doc, query: Any) -> bool:
     """`doc_matches_filter` (aggs.rs:5079-5347), the matcher of `filter` and `filters`: not the
     search's query engine. `term`/`terms` compare strings, `match` is a lower-cased substring
@@ -256,15 +262,10 @@ def matches_filter(doc: Doc, query: Any) -> bool:
                     for v in strings(doc, field)
                 ):
                     return False
-        elif kind == "prefix":
+        elif kind in _VALUE_TESTS:  # prefix, wildcard
             for field, spec in fields:
-                prefix = _expected(spec, "value")
-                if not any(v.startswith(prefix) for v in strings(doc, field)):
-                    return False
-        elif kind == "wildcard":
-            for field, spec in fields:
-                pattern = _expected(spec, "value")
-                if not any(_wildcard(v, pattern) for v in strings(doc, field)):
+                wanted = _expected(spec, "value")
+                if not any(_VALUE_TESTS[kind](v, wanted) for v in strings(doc, field)):
                     return False
         elif kind == "exists":
             name = body.get("field") if isinstance(body, Mapping) else None

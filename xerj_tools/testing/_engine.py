@@ -366,3 +366,12 @@ def _embedded_corpus() -> dict[str, Index]:
 
 def top(items: Iterable[tuple[float, Any]], k: int) -> list[tuple[float, Any]]:
     return sorted(items, key=lambda p: -p[0])[:k]
+
+
+def union(arms: Iterable[list[tuple[float, str]]]) -> list[tuple[float, str]]:
+    """Every document an arm found, scored the sum of its scores in the arms, best first."""
+    summed: dict[str, float] = {}
+    for arm in arms:
+        for s, doc_id in arm:
+            summed[doc_id] = summed.get(doc_id, 0.0) + s
+    return top(((s, d) for d, s in summed.items()), len(summed))

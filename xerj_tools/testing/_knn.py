@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._embed import cosine_score
-from ._engine import Index, QueryError, _parse_error, boost_of, score, top
+from ._engine import Index, QueryError, _parse_error, boost_of, score, top, union
 from ._numbers import count
 
 __all__ = ["knn", "knn_k", "multi_knn", "top_level_knn"]
@@ -86,8 +86,4 @@ def top_level_knn(value: Any, has_query: bool) -> list[dict[str, Any]]:
 def multi_knn(index: Index, clauses: list[dict[str, Any]]) -> list[tuple[float, str]]:
     """Each clause's own top `k`; a document found by several scores the sum; the union
     (`run_multi_knn_brute_force`, index.rs:4868-4921)."""
-    summed: dict[str, float] = {}
-    for clause in clauses:
-        for s, doc_id in knn(index, clause):
-            summed[doc_id] = summed.get(doc_id, 0.0) + s
-    return top(((s, d) for d, s in summed.items()), len(summed))
+    return union(knn(index, clause) for clause in clauses)

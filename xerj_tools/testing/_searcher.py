@@ -19,6 +19,7 @@ from ._engine import (
     invalid_query,
     score,
     top,
+    union,
 )
 from ._knn import knn, knn_k, multi_knn, top_level_knn
 from ._numbers import count
@@ -181,14 +182,6 @@ def _ranked(index: Index, query: Any, depth: int) -> list[tuple[float, str]]:
     return top(hits, len(hits))
 
 
-def _should(*arms: list[tuple[float, str]]) -> list[tuple[float, str]]:
-    summed: dict[str, float] = {}
-    for arm in arms:
-        for s, doc_id in arm:
-            summed[doc_id] = summed.get(doc_id, 0.0) + s
-    return top(((s, d) for d, s in summed.items()), len(summed))
-
-
 def search(
     indices: Mapping[str, Index],
     expr: str,
@@ -243,7 +236,7 @@ def _search(
         if pure_knn:
             found = multi_knn(index, clauses)
         elif clauses:  # `bool.should[query, knn]` (es_compat.rs:5884-5893): the sum, the union
-            found = _should(_ranked(index, query, depth), knn(index, clauses[0]))
+            found = union([_ranked(index, query, depth), knn(index, clauses[0])])
         else:
             found = _ranked(index, query, depth)
         ranked += [(s, d, index) for s, d in found]

@@ -198,18 +198,14 @@ def optional_json(raw: bytes, content_type: str | None) -> Any:
         return None
     check_content_type(content_type)
     if (column := too_deep(raw)) is not None:
-        raise BodyError(
-            400,
-            f"malformed JSON in request body: recursion limit exceeded at line 1 column {column}",
-        )
+        raise _malformed("recursion limit exceeded", (1, column))
     try:
         return json.loads(raw)
-    except ValueError as exc:
-        detail = str(exc)
-        if isinstance(exc, json.JSONDecodeError):
-            msg = _PY_TO_SERDE.get(exc.msg, exc.msg[:1].lower() + exc.msg[1:])
-            detail = f"{msg} at line {exc.lineno} column {exc.colno}"
-        raise BodyError(400, f"malformed JSON in request body: {detail}") from None
+    except json.JSONDecodeError as exc:
+        msg = _PY_TO_SERDE.get(exc.msg, exc.msg[:1].lower() + exc.msg[1:])
+        raise _malformed(msg, (exc.lineno, exc.colno)) from None
+    except ValueError as exc:  # bytes that do not decode
+        raise _malformed(str(exc)) from None
 
 
 SERDE_DEPTH = 128
@@ -303,8 +299,9 @@ _EXPECTED = {
 }
 
 
-def _at(message: str, pos: tuple[int, int] | None) -> str:
-    return message if pos is None else f"{message} at line {pos[0]} column {pos[1]}"
+def _malformed(problem: str, pos: tuple[int, int] | None = None) -> BodyError:
+    where = "" if pos is None else f" at line {pos[0]} column {pos[1]}"
+    return BodyError(400, f"malformed JSON in request body: {problem}{where}")
 
 
 def _one_of(names: Sequence[str]) -> str:
@@ -332,8 +329,7 @@ def serde_struct(
     in document order, so the first offending key wins, as in serde.
     """
     if not isinstance(body, Mapping):
-        problem = f"invalid type: {_unexpected(body)}, expected struct {name}"
-        raise BodyError(400, f"malformed JSON in request body: {_at(problem, None)}")
+        raise _malformed(f"invalid type: {_unexpected(body)}, expected struct {name}")
     located, end = scan_top_level(raw)
     where = {t.key: t for t in located}
     for key, value in body.items():
@@ -341,13 +337,10 @@ def serde_struct(
         if key not in fields:
             if deny_unknown:
                 problem = f"unknown field `{key}`, expected {_one_of(list(fields))}"
-                pos = place.key_end if place else None
-                raise BodyError(400, f"malformed JSON in request body: {_at(problem, pos)}")
+                raise _malformed(problem, place.key_end if place else None)
             continue
         if (wrong := _type_error(value, fields[key])) is not None:
-            pos = place.value_end if place else None
-            raise BodyError(400, f"malformed JSON in request body: {_at(wrong, pos)}")
+            raise _malformed(wrong, place.value_end if place else None)
     for key in required:
         if key not in body:
-            problem = f"missing field `{key}`"
-            raise BodyError(400, f"malformed JSON in request body: {_at(problem, end)}")
+            raise _malformed(f"missing field `{key}`", end)
