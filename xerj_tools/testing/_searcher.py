@@ -28,7 +28,6 @@ from ._rerank import RerankMode, prepare, rerank
 from ._selector import _NotFound, select
 from ._source import source_filter, unfiltered_ids
 from ._wire import (
-    BodyError,
     check_content_type,
     first_unknown_key,
     optional_json,
@@ -70,16 +69,13 @@ def search_request(
     parse); then serde's own refusals.
     """
     allowed = SEARCH_KEYS if rerank_mode == "unsupported" else SEARCH_KEYS | {"rerank"}
-    try:
-        if raw:
-            check_content_type(content_type)
-        if raw and (unknown := first_unknown_key(raw, allowed)) is not None:
-            return 400, unknown
-        body = optional_json(raw, content_type)
-        if body is not None:
-            serde_struct("EsSearchBody", body, raw, fields=_BODY_FIELDS)
-    except BodyError as exc:
-        return exc.status, exc.body()
+    if raw:
+        check_content_type(content_type)
+    if raw and (unknown := first_unknown_key(raw, allowed)) is not None:
+        return 400, unknown
+    body = optional_json(raw, content_type)
+    if body is not None:
+        serde_struct("EsSearchBody", body, raw, fields=_BODY_FIELDS)
     return search(
         indices, expr, body or {}, rerank_mode=rerank_mode, closed=closed, aliases=aliases
     )
