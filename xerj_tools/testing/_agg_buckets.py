@@ -94,6 +94,7 @@ def _terms_sort_key(orders: list[tuple[str, bool]]) -> Callable[[tuple[str, int,
     """`cmp_terms_by_orders` (aggs.rs:2936-2968): count descending then key by default; each
     `order` entry in turn (`_count`, `_key` as a string, or a sub-aggregation's value), the key
     last."""
+    orders = orders or [("_count", False)]
 
     class Key:
         def __init__(self, row: tuple[str, int, Any]) -> None:
@@ -101,8 +102,6 @@ def _terms_sort_key(orders: list[tuple[str, bool]]) -> Callable[[tuple[str, int,
 
         def __lt__(self, other: Key) -> bool:
             a, b = self.row, other.row
-            if not orders:
-                return (-a[1], a[0]) < (-b[1], b[0])
             for path, asc in orders:
                 if path == "_count":
                     x, y = a[1], b[1]
@@ -125,9 +124,8 @@ def _size_pipeline(
     silently; past `size`, counted as other. `size: 0` keeps all."""
     if cap is None:
         return [r for r in rows if r[1] >= min_count], 0
-    other = 0
     keep = max(shard_size if shard_size is not None else cap + cap // 2 + 10, cap)
-    other += sum(r[1] for r in rows[keep:])
+    other = sum(r[1] for r in rows[keep:])
     final: list[tuple[str, int, Any]] = []
     for row in rows[:keep]:
         if row[1] < min_count:
