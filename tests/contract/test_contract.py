@@ -134,8 +134,10 @@ def _prepared(target: Target) -> Iterator[Target]:
         target.clean_up()
 
 
-def ids(answer: httpx2.Response) -> list[str]:
-    return [hit["_id"] for hit in answer.json()["hits"]["hits"]]
+def ids(answer: httpx2.Response | dict[str, Any]) -> list[str]:
+    """The hits' ids of a search answer, or of its JSON body."""
+    body = answer if isinstance(answer, dict) else answer.json()
+    return [hit["_id"] for hit in body["hits"]["hits"]]
 
 
 def error(answer: httpx2.Response, status: int) -> dict[str, Any]:
@@ -310,7 +312,7 @@ def test_knn_total_is_min_of_k_and_size(target: Target) -> None:
     knn = {"field": "vec", "query_vector": [1.0, 0.0, 0.0], "k": 3}
     body = target.search({"knn": knn, "size": 2}).json()
     assert body["hits"]["total"] == {"value": 2, "relation": "eq"}
-    assert ids_of(body) == ["d1", "d3"]
+    assert ids(body) == ["d1", "d3"]
     assert body["hits"]["hits"][0]["_score"] == pytest.approx(1.0)
 
 
@@ -318,14 +320,14 @@ def test_knn_k_defaults_to_num_candidates(target: Target) -> None:
     """No `k`: `num_candidates` stands in for it (parser.rs:2258-2267; es_compat.rs:5792-5804)."""
     knn = {"field": "vec", "query_vector": [1.0, 0.0, 0.0], "num_candidates": 2}
     body = target.search({"knn": knn, "size": 10}).json()
-    assert body["hits"]["total"]["value"] == 2 and ids_of(body) == ["d1", "d3"]
+    assert body["hits"]["total"]["value"] == 2 and ids(body) == ["d1", "d3"]
 
 
 def test_semantic_query_on_a_semantic_text_field(target: Target) -> None:
     """parser.rs:2324-2348: `k` caps the hits; `size` slices them (index.rs:4940-5035)."""
     query = {"semantic": {"field": "body", "query": "restore search index snapshot", "k": 2}}
     body = target.search({"query": query, "size": 10}).json()
-    assert body["hits"]["total"]["value"] == 2 and ids_of(body)[0] == "d4"
+    assert body["hits"]["total"]["value"] == 2 and ids(body)[0] == "d4"
     assert all(0.0 <= hit["_score"] <= 1.0 for hit in body["hits"]["hits"])
 
 
@@ -352,7 +354,7 @@ def test_hybrid_rrf_fuses_and_counts_the_union(target: Target) -> None:
                {"query": {"ids": {"values": ["d1", "d4"]}}}]  # fmt: skip
     body = target.search({"query": {"hybrid": {"queries": queries, "fusion": "rrf"}}}).json()
     assert body["hits"]["total"] == {"value": 3, "relation": "eq"}
-    assert ids_of(body)[0] == "d1"  # first in one arm, first or second (a tie) in the other
+    assert ids(body)[0] == "d1"  # first in one arm, first or second (a tie) in the other
     assert 1 / 61 + 1 / 62 - 1e-6 <= body["hits"]["hits"][0]["_score"] <= 2 / 61 + 1e-6
 
 
@@ -547,34 +549,26 @@ def test_vector_recall_with_a_filter(target: Target) -> None:
     assert [h["id"] for h in filtered] == [b]
 
 
-def ids_of(body: dict[str, Any]) -> list[str]:
-    return [hit["_id"] for hit in body["hits"]["hits"]]
-
-
-def test_error_bodies_are_json_objects(target: Target) -> None:
-    """Every refusal above is an ES-shaped JSON object with `error` and `status`."""
-    answer = target.search({"query": {"bogus": {}}})
-    assert isinstance(json.loads(answer.text), dict)
-
-
 # ── xerj_get_document ─────────────────────────────────────────────────────────
 
 
 def dispatcher_for(target: Target) -> Any:
     from xerj_tools import Dispatcher
 
-    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_CONTRACT_API_KEY") or None
+    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_CONTRACT_API_KEY", "").strip() or None
     return Dispatcher(url=str(target.client.base_url).rstrip("/"), api_key=key)
 
 
-def get_document(target: Target, arguments: Any) -> dict[str, Any]:
-    call = {
-        "id": "c1",
-        "type": "function",
-        "function": {"name": "xerj_get_document", "arguments": arguments},
-    }
+def ask(dispatcher: Any, name: str, arguments: str | dict[str, Any]) -> dict[str, Any]:
+    """What the model reads of one call of the tool `name`."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    message = dispatcher.dispatch({"id": "c1", "type": "function", "function": {"name": name, "arguments": raw}})
+    return dict(json.loads(message["content"]))
+
+
+def get_document(target: Target, arguments: str) -> dict[str, Any]:
     with dispatcher_for(target) as dispatcher:
-        return json.loads(dispatcher.dispatch(call)["content"])  # type: ignore[typeddict-item]
+        return ask(dispatcher, "xerj_get_document", arguments)
 
 
 def test_get_document_found_missing_and_no_index(target: Target) -> None:
@@ -673,20 +667,12 @@ def test_discovery_mapping_of_a_missing_name_is_empty_and_of_no_match_a_404(targ
 
 def test_discovery_tools_over_the_dispatcher(target: Target) -> None:
     """The two tools end to end: what the model reads of this index."""
-    from xerj_tools import Dispatcher
-
-    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_CONTRACT_API_KEY", "").strip() or None
-    with Dispatcher(url=str(target.client.base_url), api_key=key) as dispatcher:
-        def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            message = dispatcher.dispatch({"id": "c", "type": "function",
-                                           "function": {"name": name, "arguments": json.dumps(arguments)}})
-            return dict(json.loads(message["content"]))  # type: ignore[typeddict-item]
-
-        listing = call("xerj_list_indices", {"pattern": f"{PREFIX}-*"})
+    with dispatcher_for(target) as dispatcher:
+        listing = ask(dispatcher, "xerj_list_indices", {"pattern": f"{PREFIX}-*"})
         assert listing["indices"] == [{"name": INDEX, "docs": 4}], listing
-        described = call("xerj_describe_index", {"index": INDEX})
+        described = ask(dispatcher, "xerj_describe_index", {"index": INDEX})
         assert described["search_with"] == {"xerj_semantic_search": ["body"], "xerj_vector_search": {"vec": 3}}
         assert described["fields"]["keyword"] == ["service"] and "title" in described["fields"]["text"]
         # the described vector field is left out of what a search reads, though it has 3 numbers
-        hit = call("xerj_search", {"index": INDEX, "query": {"ids": {"values": ["d1"]}}})["hits"][0]
+        hit = ask(dispatcher, "xerj_search", {"index": INDEX, "query": {"ids": {"values": ["d1"]}}})["hits"][0]
         assert hit["_source"]["vec"] == "<3 numbers omitted>"
