@@ -8,18 +8,21 @@ import signal
 import subprocess
 import sys
 import threading
-from argparse import Namespace
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx2
 import pytest
 
-from xerj_tools._cli._main import main
+from xerj_tools._cli._main import _parser, main
 from xerj_tools.testing import XerjStandIn
 from xerj_tools.testing._serve import serve
 
 
-def test_it_serves_until_stopped_and_asks_for_the_key() -> None:
-    stop = threading.Event()
+@contextmanager
+def serving(*flags: str) -> Iterator[tuple[str, io.StringIO]]:
+    """`xerj-tools stand-in --port 0 <flags>` served in a thread until the block ends: the URL it
+    printed, and all it prints."""
     printed = threading.Event()
 
     class Out(io.StringIO):
@@ -27,41 +30,33 @@ def test_it_serves_until_stopped_and_asks_for_the_key() -> None:
             if "XERJ_URL=" in self.getvalue():
                 printed.set()
 
-    out = Out()
-    args = Namespace(port=0, api_key="test-key", rerank="ok", catalog=False)
+    stop, out = threading.Event(), Out()
+    args = _parser().parse_args(["stand-in", "--port", "0", *flags])
     thread = threading.Thread(target=serve, args=(args, out, stop))
     thread.start()
     try:
         assert printed.wait(5)
-        url = out.getvalue().splitlines()[0].removeprefix("XERJ_URL=")
+        yield out.getvalue().splitlines()[0].removeprefix("XERJ_URL="), out
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def test_it_serves_until_stopped_and_asks_for_the_key() -> None:
+    with serving("--api-key", "test-key") as (url, out):
         assert url.startswith("http://127.0.0.1:") and not url.endswith(":0")
         assert "test-key" not in out.getvalue()  # the key is never printed
         body = {"query": {"match_all": {}}}
         assert httpx2.post(f"{url}/docs/_search", json=body).status_code == 401
         ok = httpx2.post(f"{url}/docs/_search", json=body, headers={"Authorization": "ApiKey test-key"})
         assert ok.status_code == 200 and ok.json()["hits"]["hits"]
-    finally:
-        stop.set()
-        thread.join(5)
     assert out.getvalue().endswith("stopped\n")
 
 
 def test_with_catalog_it_holds_the_autoindex_catalog_of_its_corpus() -> None:
-    from xerj_tools._cli._main import _parser
-
-    args = _parser().parse_args(["stand-in", "--port", "0", "--catalog"])
-    stop, out = threading.Event(), io.StringIO()
-    thread = threading.Thread(target=serve, args=(args, out, stop))
-    thread.start()
-    try:
-        while "XERJ_URL=" not in out.getvalue() and thread.is_alive():
-            thread.join(0.01)
-        url = out.getvalue().splitlines()[0].removeprefix("XERJ_URL=")
+    with serving("--catalog") as (url, out):
         listed = httpx2.get(f"{url}/_cat/indices").text
         assert "autoindex-catalog" in listed and "autoindex-catalog" in out.getvalue()
-    finally:
-        stop.set()
-        thread.join(5)
 
 
 def test_a_port_in_use_is_a_clear_usage_error() -> None:
