@@ -124,32 +124,28 @@ def _tokens(q: str) -> list[Tok] | None:
             while i < len(q) and not (q[i].isspace() or q[i] in "()"):
                 i += 1
             word = q[start:i]
+            # `field:rest`, or a bare word (which cannot start with a quote or a bracket: those
+            # were read above) in the default field.
+            field, rest = word.split(":", 1) if ":" in word else ("", word)
             if word in words:
                 out.append((words[word], None))
-            elif ":" in word:
-                field, rest = word.split(":", 1)
-                if rest.startswith('"'):
-                    if len(rest) > 1 and rest.endswith('"'):
-                        out.append(("phrase", (field, rest[1:-1])))
-                    else:
-                        end = q.find('"', i)
-                        if end < 0:
-                            return None
-                        out.append(("phrase", (field, f"{rest[1:]} {q[i:end]}")))
-                        i = end + 1
-                elif rest.startswith(("[", "{")):
-                    tok, i = _bracket(q, field, start + len(field) + 1)
-                    out.append(tok)
-                elif rest.startswith((">", "<")):
-                    tok, i = _compare(q, field, rest, i)
-                    out.append(tok)
+            elif rest.startswith('"'):
+                if len(rest) > 1 and rest.endswith('"'):
+                    out.append(("phrase", (field, rest[1:-1])))
                 else:
-                    out.append(("term", (field, _unescape(rest))))
-            elif word.startswith((">", "<")):
-                tok, i = _compare(q, "", word, i)
+                    end = q.find('"', i)
+                    if end < 0:
+                        return None
+                    out.append(("phrase", (field, f"{rest[1:]} {q[i:end]}")))
+                    i = end + 1
+            elif rest.startswith(("[", "{")):
+                tok, i = _bracket(q, field, start + len(field) + 1)
+                out.append(tok)
+            elif rest.startswith((">", "<")):
+                tok, i = _compare(q, field, rest, i)
                 out.append(tok)
             else:
-                out.append(("term", ("", _unescape(word))))
+                out.append(("term", (field, _unescape(rest))))
     return out
 
 
