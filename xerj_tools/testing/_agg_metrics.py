@@ -26,8 +26,8 @@ def _field(body: Mapping[str, Any]) -> str | None:
 
 def _per_doc(body: Mapping[str, Any], docs: list[Doc]) -> list[float]:
     """One number per document (`extract_numeric`, the first value), a numeric `missing` for
-    the rest (`get_missing_value`, aggs.rs:4738-4740): what avg, sum, min, max, stats and
-    extended_stats read (aggs.rs:4742-4894, 9783-9870)."""
+    the rest (`get_missing_value`, aggs.rs:4738-4740): what avg, sum, min, max, stats,
+    extended_stats and percentiles read (aggs.rs:4742-4894, 5890-6055, 9783-9870)."""
     field, missing = _field(body), number(body.get("missing"))
     if field is None:
         return []
