@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +17,7 @@ from ._agg_dates import (
     tz_offset_ms,
 )
 from ._agg_fields import Doc, as_string, date_values, numbers, strings
-from ._numbers import count, number
+from ._numbers import count, number, number_or_text
 
 __all__ = ["composite"]
 
@@ -75,15 +74,7 @@ def _typed_part(kind: str, spec: Mapping[str, Any], value: str) -> Any:
             return int(value)
         zone = spec.get("time_zone")
         return render(int(value), fmt, tz_offset_ms(zone) if isinstance(zone, str) else None)
-    if kind not in ("terms", "histogram"):
-        return value
-    if re.fullmatch(r"[+-]?\d+", value):
-        return int(value)
-    try:
-        number = float(value)
-    except ValueError:
-        return value
-    return number if math.isfinite(number) else value
+    return number_or_text(value) if kind in ("terms", "histogram") else value
 
 
 def _part_order(kind: str, a: str, b: str) -> int:

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._numbers import number_or_text
+
 __all__ = ["lower_query_string", "wildcard_match"]
 
 Tok = tuple[str, Any]  # (kind, payload): term, phrase, range, or, and, not, must, (, )
@@ -44,15 +46,7 @@ def _bound(raw: str) -> Any:
     text = raw.strip()
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
-    if text in ("", "*"):
-        return None
-    if re.fullmatch(r"[+-]?\d+", text):
-        return int(text)
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return number if number not in (float("inf"), float("-inf")) and number == number else text
+    return None if text in ("", "*") else number_or_text(text)
 
 
 def _bracket(q: str, field: str, start: int) -> tuple[Tok, int]:
