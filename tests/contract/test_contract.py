@@ -140,6 +140,12 @@ def ids(answer: httpx2.Response | dict[str, Any]) -> list[str]:
     return [hit["_id"] for hit in body["hits"]["hits"]]
 
 
+def ok(answer: httpx2.Response) -> dict[str, Any]:
+    """The body of a 200."""
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
 def error(answer: httpx2.Response, status: int) -> dict[str, Any]:
     assert answer.status_code == status, answer.text
     body = answer.json()
@@ -198,12 +204,10 @@ def test_wrong_method_on_a_route_is_axums_405(target: Target) -> None:
 
 def test_search_response_shape(target: Target) -> None:
     """The search tail (es_compat.rs:10356-10440): took, timed_out, _shards, hits.total/eq."""
-    answer = target.search({"query": {"match": {"title": "outage"}}})
-    assert answer.status_code == 200, answer.text
-    body = answer.json()
+    body = ok(target.search({"query": {"match": {"title": "outage"}}}))
     assert {"took", "timed_out", "_shards", "hits"} <= set(body)
     assert body["hits"]["total"] == {"value": 2, "relation": "eq"}
-    assert sorted(ids(answer)) == ["d1", "d2"]
+    assert sorted(ids(body)) == ["d1", "d2"]
     hit = body["hits"]["hits"][0]
     assert {"_index", "_id", "_score", "_source"} <= set(hit) and hit["_index"] == INDEX
 
@@ -252,8 +256,7 @@ def test_a_wildcard_selector_skips_missing_names(target: Target) -> None:
     name is skipped, not a 404 (es_compat.rs:7366-7387)."""
     answer = target.search({"query": {"ids": {"values": ["d1"]}}},
                            index=f"{INDEX},{PREFIX}-missing,{PREFIX}-none-*")  # fmt: skip
-    assert answer.status_code == 200, answer.text
-    assert ids(answer) == ["d1"]
+    assert ids(ok(answer)) == ["d1"]
 
 
 def test_track_total_hits_false_omits_the_total(target: Target) -> None:
@@ -264,10 +267,9 @@ def test_track_total_hits_false_omits_the_total(target: Target) -> None:
 
 def test_ids_query(target: Target) -> None:
     """parser.rs:1021-1055: `ids.values`; the score is the boost, 1.0 by default."""
-    answer = target.search({"query": {"ids": {"values": ["d3", "d1", "nope"]}}})
-    assert answer.status_code == 200, answer.text
-    assert sorted(ids(answer)) == ["d1", "d3"]
-    assert {hit["_score"] for hit in answer.json()["hits"]["hits"]} == {1.0}
+    body = ok(target.search({"query": {"ids": {"values": ["d3", "d1", "nope"]}}}))
+    assert sorted(ids(body)) == ["d1", "d3"]
+    assert {hit["_score"] for hit in body["hits"]["hits"]} == {1.0}
 
 
 def test_unknown_query_type_is_named(target: Target) -> None:
@@ -284,9 +286,7 @@ def test_stats_and_histogram_aggregations(target: Target) -> None:
     """aggs.rs:2090, 4852-4894 (stats) and 2096, 5590-5793 (histogram, gaps filled)."""
     aggs = {"s": {"stats": {"field": "priority"}},
             "h": {"histogram": {"field": "priority", "interval": 2}}}  # fmt: skip
-    answer = target.search({"size": 0, "aggs": aggs})
-    assert answer.status_code == 200, answer.text
-    out = answer.json()["aggregations"]
+    out = ok(target.search({"size": 0, "aggs": aggs}))["aggregations"]
     assert out["s"] == {"count": 4, "min": 1.0, "max": 5.0, "avg": 2.75, "sum": 11.0}
     assert out["h"]["buckets"] == [
         {"key": 0, "doc_count": 1},
@@ -297,9 +297,8 @@ def test_stats_and_histogram_aggregations(target: Target) -> None:
 
 def test_unknown_aggregation_type_is_reported_in_its_slot(target: Target) -> None:
     """aggs.rs:2172: an unsupported type is no 400; its slot carries the error, under 200."""
-    answer = target.search({"size": 0, "aggs": {"x": {"bogus": {"field": "priority"}}}})
-    assert answer.status_code == 200, answer.text
-    slot = answer.json()["aggregations"]["x"]
+    aggs = {"x": {"bogus": {"field": "priority"}}}
+    slot = ok(target.search({"size": 0, "aggs": aggs}))["aggregations"]["x"]
     assert slot == {"error": "unsupported aggregation type 'bogus'"}
 
 
@@ -518,8 +517,7 @@ def stored_at(target: Target, ns: str, memory_id: str) -> int:
     """A memory's `stored_at`, read from its backing index `.xerj-memory-<ns>` (memory_api.rs:72,
     346-356): the memory API itself never shows it."""
     answer = target.search({"query": {"ids": {"values": [memory_id]}}}, index=f".xerj-memory-{ns}")
-    assert answer.status_code == 200, answer.text
-    (hit,) = answer.json()["hits"]["hits"]
+    (hit,) = ok(answer)["hits"]["hits"]
     return int(hit["_source"]["stored_at"])
 
 
@@ -650,9 +648,7 @@ def test_discovery_cat_indices_of_a_missing_name_is_a_404_and_of_no_match_empty(
 
 def test_discovery_mapping_as_the_index_was_created(target: Target) -> None:
     """es_compat.rs:1458-1497: the stored mapping, under the index's name."""
-    answer = target.client.get(f"/{INDEX}/_mapping")
-    assert answer.status_code == 200, answer.text
-    properties = answer.json()[INDEX]["mappings"]["properties"]
+    properties = ok(target.client.get(f"/{INDEX}/_mapping"))[INDEX]["mappings"]["properties"]
     assert (properties["vec"]["type"], properties["vec"]["dims"]) == ("dense_vector", 3)
     assert properties["body"]["type"] == "semantic_text" and properties["service"]["type"] == "keyword"
 
