@@ -20,16 +20,22 @@ from xerj_tools.testing._serve import serve
 
 
 @contextmanager
-def serving(*argv: str) -> Iterator[tuple[str, io.StringIO]]:
-    """`xerj-tools stand-in --port 0 ARGV` on a thread until the block ends: its URL, and what it
-    printed."""
-    args = _parser().parse_args(["stand-in", "--port", "0", *argv])
-    stop, out = threading.Event(), io.StringIO()
+def serving(*flags: str) -> Iterator[tuple[str, io.StringIO]]:
+    """`xerj-tools stand-in --port 0 <flags>` served in a thread until the block ends: the URL it
+    printed, and all it prints."""
+    printed = threading.Event()
+
+    class Out(io.StringIO):
+        def flush(self) -> None:
+            if "XERJ_URL=" in self.getvalue():
+                printed.set()
+
+    stop, out = threading.Event(), Out()
+    args = _parser().parse_args(["stand-in", "--port", "0", *flags])
     thread = threading.Thread(target=serve, args=(args, out, stop))
     thread.start()
     try:
-        while "XERJ_URL=" not in out.getvalue() and thread.is_alive():
-            thread.join(0.01)
+        assert printed.wait(5)
         yield out.getvalue().splitlines()[0].removeprefix("XERJ_URL="), out
     finally:
         stop.set()

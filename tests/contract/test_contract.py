@@ -134,8 +134,16 @@ def _prepared(target: Target) -> Iterator[Target]:
         target.clean_up()
 
 
-def ids(answer: httpx2.Response) -> list[str]:
-    return [hit["_id"] for hit in answer.json()["hits"]["hits"]]
+def ids(answer: httpx2.Response | dict[str, Any]) -> list[str]:
+    """The hits' ids of a search answer, or of its JSON body."""
+    body = answer if isinstance(answer, dict) else answer.json()
+    return [hit["_id"] for hit in body["hits"]["hits"]]
+
+
+def ok(answer: httpx2.Response) -> dict[str, Any]:
+    """The body of a 200."""
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
 
 
 def error(answer: httpx2.Response, status: int) -> dict[str, Any]:
@@ -196,12 +204,10 @@ def test_wrong_method_on_a_route_is_axums_405(target: Target) -> None:
 
 def test_search_response_shape(target: Target) -> None:
     """The search tail (es_compat.rs:10356-10440): took, timed_out, _shards, hits.total/eq."""
-    answer = target.search({"query": {"match": {"title": "outage"}}})
-    assert answer.status_code == 200, answer.text
-    body = answer.json()
+    body = ok(target.search({"query": {"match": {"title": "outage"}}}))
     assert {"took", "timed_out", "_shards", "hits"} <= set(body)
     assert body["hits"]["total"] == {"value": 2, "relation": "eq"}
-    assert sorted(ids(answer)) == ["d1", "d2"]
+    assert sorted(ids(body)) == ["d1", "d2"]
     hit = body["hits"]["hits"][0]
     assert {"_index", "_id", "_score", "_source"} <= set(hit) and hit["_index"] == INDEX
 
@@ -250,8 +256,7 @@ def test_a_wildcard_selector_skips_missing_names(target: Target) -> None:
     name is skipped, not a 404 (es_compat.rs:7366-7387)."""
     answer = target.search({"query": {"ids": {"values": ["d1"]}}},
                            index=f"{INDEX},{PREFIX}-missing,{PREFIX}-none-*")  # fmt: skip
-    assert answer.status_code == 200, answer.text
-    assert ids(answer) == ["d1"]
+    assert ids(ok(answer)) == ["d1"]
 
 
 def test_track_total_hits_false_omits_the_total(target: Target) -> None:
@@ -262,10 +267,9 @@ def test_track_total_hits_false_omits_the_total(target: Target) -> None:
 
 def test_ids_query(target: Target) -> None:
     """parser.rs:1021-1055: `ids.values`; the score is the boost, 1.0 by default."""
-    answer = target.search({"query": {"ids": {"values": ["d3", "d1", "nope"]}}})
-    assert answer.status_code == 200, answer.text
-    assert sorted(ids(answer)) == ["d1", "d3"]
-    assert {hit["_score"] for hit in answer.json()["hits"]["hits"]} == {1.0}
+    body = ok(target.search({"query": {"ids": {"values": ["d3", "d1", "nope"]}}}))
+    assert sorted(ids(body)) == ["d1", "d3"]
+    assert {hit["_score"] for hit in body["hits"]["hits"]} == {1.0}
 
 
 def test_unknown_query_type_is_named(target: Target) -> None:
@@ -282,9 +286,7 @@ def test_stats_and_histogram_aggregations(target: Target) -> None:
     """aggs.rs:2090, 4852-4894 (stats) and 2096, 5590-5793 (histogram, gaps filled)."""
     aggs = {"s": {"stats": {"field": "priority"}},
             "h": {"histogram": {"field": "priority", "interval": 2}}}  # fmt: skip
-    answer = target.search({"size": 0, "aggs": aggs})
-    assert answer.status_code == 200, answer.text
-    out = answer.json()["aggregations"]
+    out = ok(target.search({"size": 0, "aggs": aggs}))["aggregations"]
     assert out["s"] == {"count": 4, "min": 1.0, "max": 5.0, "avg": 2.75, "sum": 11.0}
     assert out["h"]["buckets"] == [
         {"key": 0, "doc_count": 1},
@@ -295,9 +297,8 @@ def test_stats_and_histogram_aggregations(target: Target) -> None:
 
 def test_unknown_aggregation_type_is_reported_in_its_slot(target: Target) -> None:
     """aggs.rs:2172: an unsupported type is no 400; its slot carries the error, under 200."""
-    answer = target.search({"size": 0, "aggs": {"x": {"bogus": {"field": "priority"}}}})
-    assert answer.status_code == 200, answer.text
-    slot = answer.json()["aggregations"]["x"]
+    aggs = {"x": {"bogus": {"field": "priority"}}}
+    slot = ok(target.search({"size": 0, "aggs": aggs}))["aggregations"]["x"]
     assert slot == {"error": "unsupported aggregation type 'bogus'"}
 
 
@@ -310,7 +311,7 @@ def test_knn_total_is_min_of_k_and_size(target: Target) -> None:
     knn = {"field": "vec", "query_vector": [1.0, 0.0, 0.0], "k": 3}
     body = target.search({"knn": knn, "size": 2}).json()
     assert body["hits"]["total"] == {"value": 2, "relation": "eq"}
-    assert ids_of(body) == ["d1", "d3"]
+    assert ids(body) == ["d1", "d3"]
     assert body["hits"]["hits"][0]["_score"] == pytest.approx(1.0)
 
 
@@ -318,14 +319,14 @@ def test_knn_k_defaults_to_num_candidates(target: Target) -> None:
     """No `k`: `num_candidates` stands in for it (parser.rs:2258-2267; es_compat.rs:5792-5804)."""
     knn = {"field": "vec", "query_vector": [1.0, 0.0, 0.0], "num_candidates": 2}
     body = target.search({"knn": knn, "size": 10}).json()
-    assert body["hits"]["total"]["value"] == 2 and ids_of(body) == ["d1", "d3"]
+    assert body["hits"]["total"]["value"] == 2 and ids(body) == ["d1", "d3"]
 
 
 def test_semantic_query_on_a_semantic_text_field(target: Target) -> None:
     """parser.rs:2324-2348: `k` caps the hits; `size` slices them (index.rs:4940-5035)."""
     query = {"semantic": {"field": "body", "query": "restore search index snapshot", "k": 2}}
     body = target.search({"query": query, "size": 10}).json()
-    assert body["hits"]["total"]["value"] == 2 and ids_of(body)[0] == "d4"
+    assert body["hits"]["total"]["value"] == 2 and ids(body)[0] == "d4"
     assert all(0.0 <= hit["_score"] <= 1.0 for hit in body["hits"]["hits"])
 
 
@@ -352,7 +353,7 @@ def test_hybrid_rrf_fuses_and_counts_the_union(target: Target) -> None:
                {"query": {"ids": {"values": ["d1", "d4"]}}}]  # fmt: skip
     body = target.search({"query": {"hybrid": {"queries": queries, "fusion": "rrf"}}}).json()
     assert body["hits"]["total"] == {"value": 3, "relation": "eq"}
-    assert ids_of(body)[0] == "d1"  # first in one arm, first or second (a tie) in the other
+    assert ids(body)[0] == "d1"  # first in one arm, first or second (a tie) in the other
     assert 1 / 61 + 1 / 62 - 1e-6 <= body["hits"]["hits"][0]["_score"] <= 2 / 61 + 1e-6
 
 
@@ -516,8 +517,7 @@ def stored_at(target: Target, ns: str, memory_id: str) -> int:
     """A memory's `stored_at`, read from its backing index `.xerj-memory-<ns>` (memory_api.rs:72,
     346-356): the memory API itself never shows it."""
     answer = target.search({"query": {"ids": {"values": [memory_id]}}}, index=f".xerj-memory-{ns}")
-    assert answer.status_code == 200, answer.text
-    (hit,) = answer.json()["hits"]["hits"]
+    (hit,) = ok(answer)["hits"]["hits"]
     return int(hit["_source"]["stored_at"])
 
 
@@ -547,34 +547,26 @@ def test_vector_recall_with_a_filter(target: Target) -> None:
     assert [h["id"] for h in filtered] == [b]
 
 
-def ids_of(body: dict[str, Any]) -> list[str]:
-    return [hit["_id"] for hit in body["hits"]["hits"]]
-
-
-def test_error_bodies_are_json_objects(target: Target) -> None:
-    """Every refusal above is an ES-shaped JSON object with `error` and `status`."""
-    answer = target.search({"query": {"bogus": {}}})
-    assert isinstance(json.loads(answer.text), dict)
-
-
 # ── xerj_get_document ─────────────────────────────────────────────────────────
 
 
 def dispatcher_for(target: Target) -> Any:
     from xerj_tools import Dispatcher
 
-    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_CONTRACT_API_KEY") or None
+    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_CONTRACT_API_KEY", "").strip() or None
     return Dispatcher(url=str(target.client.base_url).rstrip("/"), api_key=key)
 
 
-def get_document(target: Target, arguments: Any) -> dict[str, Any]:
-    call = {
-        "id": "c1",
-        "type": "function",
-        "function": {"name": "xerj_get_document", "arguments": arguments},
-    }
+def ask(dispatcher: Any, name: str, arguments: str | dict[str, Any]) -> dict[str, Any]:
+    """What the model reads of one call of the tool `name`."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    message = dispatcher.dispatch({"id": "c1", "type": "function", "function": {"name": name, "arguments": raw}})
+    return dict(json.loads(message["content"]))
+
+
+def get_document(target: Target, arguments: str) -> dict[str, Any]:
     with dispatcher_for(target) as dispatcher:
-        return json.loads(dispatcher.dispatch(call)["content"])  # type: ignore[typeddict-item]
+        return ask(dispatcher, "xerj_get_document", arguments)
 
 
 def test_get_document_found_missing_and_no_index(target: Target) -> None:
@@ -656,9 +648,7 @@ def test_discovery_cat_indices_of_a_missing_name_is_a_404_and_of_no_match_empty(
 
 def test_discovery_mapping_as_the_index_was_created(target: Target) -> None:
     """es_compat.rs:1458-1497: the stored mapping, under the index's name."""
-    answer = target.client.get(f"/{INDEX}/_mapping")
-    assert answer.status_code == 200, answer.text
-    properties = answer.json()[INDEX]["mappings"]["properties"]
+    properties = ok(target.client.get(f"/{INDEX}/_mapping"))[INDEX]["mappings"]["properties"]
     assert (properties["vec"]["type"], properties["vec"]["dims"]) == ("dense_vector", 3)
     assert properties["body"]["type"] == "semantic_text" and properties["service"]["type"] == "keyword"
 
@@ -673,20 +663,12 @@ def test_discovery_mapping_of_a_missing_name_is_empty_and_of_no_match_a_404(targ
 
 def test_discovery_tools_over_the_dispatcher(target: Target) -> None:
     """The two tools end to end: what the model reads of this index."""
-    from xerj_tools import Dispatcher
-
-    key = STAND_IN_KEY if target.stand_in is not None else os.environ.get("XERJ_CONTRACT_API_KEY", "").strip() or None
-    with Dispatcher(url=str(target.client.base_url), api_key=key) as dispatcher:
-        def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            message = dispatcher.dispatch({"id": "c", "type": "function",
-                                           "function": {"name": name, "arguments": json.dumps(arguments)}})
-            return dict(json.loads(message["content"]))  # type: ignore[typeddict-item]
-
-        listing = call("xerj_list_indices", {"pattern": f"{PREFIX}-*"})
+    with dispatcher_for(target) as dispatcher:
+        listing = ask(dispatcher, "xerj_list_indices", {"pattern": f"{PREFIX}-*"})
         assert listing["indices"] == [{"name": INDEX, "docs": 4}], listing
-        described = call("xerj_describe_index", {"index": INDEX})
+        described = ask(dispatcher, "xerj_describe_index", {"index": INDEX})
         assert described["search_with"] == {"xerj_semantic_search": ["body"], "xerj_vector_search": {"vec": 3}}
         assert described["fields"]["keyword"] == ["service"] and "title" in described["fields"]["text"]
         # the described vector field is left out of what a search reads, though it has 3 numbers
-        hit = call("xerj_search", {"index": INDEX, "query": {"ids": {"values": ["d1"]}}})["hits"][0]
+        hit = ask(dispatcher, "xerj_search", {"index": INDEX, "query": {"ids": {"values": ["d1"]}}})["hits"][0]
         assert hit["_source"]["vec"] == "<3 numbers omitted>"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_contract import DOCS, INDEX, PREFIX, Target, targets
+from test_contract import DOCS, INDEX, PREFIX, Target, ok, targets
 
 pytestmark = pytest.mark.live
 
@@ -21,9 +21,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 
 def sources(target: Target, body: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    answer = target.search(body)
-    assert answer.status_code == 200, answer.text
-    return {hit["_id"]: hit.get("_source", {}) for hit in answer.json()["hits"]["hits"]}
+    return {hit["_id"]: hit.get("_source", {}) for hit in ok(target.search(body))["hits"]["hits"]}
 
 
 # ── Listings ──────────────────────────────────────────────────────────────────

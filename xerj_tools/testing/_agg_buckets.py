@@ -21,6 +21,7 @@ from ._agg_fields import (
     strings,
     typed_key,
 )
+from ._numbers import count, number
 
 __all__ = [
     "MAX_BUCKETS",
@@ -68,18 +69,6 @@ def _bucket(head: dict[str, Any], docs: list[Doc], sub: Sub) -> dict[str, Any]:
     return {**head, **sub(docs)}
 
 
-def _int(body: Mapping[str, Any], key: str, default: int) -> int:
-    # `as_u64`: a non-negative integer, else the default.
-    value = body.get(key)
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    return value if ok else default  # type: ignore[return-value]
-
-
-def _float(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok else None
-
-
 # ── terms ──────────────────────────────────────────────────────────────────────
 
 
@@ -98,13 +87,14 @@ def _metric(sub: Mapping[str, Any] | None, path: str) -> float:
             return -math.inf
     if isinstance(node, Mapping):
         node = node.get("value")
-    return float(node) if _float(node) is not None else -math.inf
+    return found if (found := number(node)) is not None else -math.inf
 
 
 def _terms_sort_key(orders: list[tuple[str, bool]]) -> Callable[[tuple[str, int, Any]], Any]:
     """`cmp_terms_by_orders` (aggs.rs:2936-2968): count descending then key by default; each
     `order` entry in turn (`_count`, `_key` as a string, or a sub-aggregation's value), the key
     last."""
+    orders = orders or [("_count", False)]
 
     class Key:
         def __init__(self, row: tuple[str, int, Any]) -> None:
@@ -112,8 +102,6 @@ def _terms_sort_key(orders: list[tuple[str, bool]]) -> Callable[[tuple[str, int,
 
         def __lt__(self, other: Key) -> bool:
             a, b = self.row, other.row
-            if not orders:
-                return (-a[1], a[0]) < (-b[1], b[0])
             for path, asc in orders:
                 if path == "_count":
                     x, y = a[1], b[1]
@@ -136,9 +124,8 @@ def _size_pipeline(
     silently; past `size`, counted as other. `size: 0` keeps all."""
     if cap is None:
         return [r for r in rows if r[1] >= min_count], 0
-    other = 0
     keep = max(shard_size if shard_size is not None else cap + cap // 2 + 10, cap)
-    other += sum(r[1] for r in rows[keep:])
+    other = sum(r[1] for r in rows[keep:])
     final: list[tuple[str, int, Any]] = []
     for row in rows[:keep]:
         if row[1] < min_count:
@@ -160,31 +147,28 @@ def terms(
     field = body.get("field")
     if not isinstance(field, str):
         return {"buckets": []}
-    size = body.get("size")
-    cap: int | None = (
-        10 if not isinstance(size, int) or isinstance(size, bool) or size < 0 else size or None
-    )
+    cap = count(body, "size", 10) or None
     missing = body.get("missing")
     placeholder = (
         None if isinstance(missing, dict | list) or missing is None else as_string(missing)
     )
     counts: dict[str, int] = {}
 
-    def count(term: str, weight: int) -> None:
+    def add(term: str, weight: int) -> None:
         if term in counts or len(counts) < MAX_BUCKETS:  # aggs.rs:2561-2580
             counts[term] = counts.get(term, 0) + weight
 
     for doc in docs:
         values = strings(doc, field)
         if not values and placeholder is not None:
-            count(placeholder, _weight(doc))
+            add(placeholder, _weight(doc))
         for term in values:
-            count(term, _weight(doc))
-    min_count = _int(body, "min_doc_count", 1)
+            add(term, _weight(doc))
+    min_count = count(body, "min_doc_count", 1)
     if min_count == 0:
         for doc in all_docs:
             for term in strings(doc, field):
-                count(term, 0)
+                add(term, 0)
     include, exclude = body.get("include"), body.get("exclude")
     listed = {as_string(v) for v in include} if isinstance(include, list) else None
     barred = {as_string(v) for v in exclude} if isinstance(exclude, list) else set()
@@ -219,7 +203,7 @@ def terms(
 
 def _bound(body: Mapping[str, Any], name: str, end: str) -> float | None:
     bounds = body.get(name)
-    return _float(bounds.get(end)) if isinstance(bounds, Mapping) else None
+    return number(bounds.get(end)) if isinstance(bounds, Mapping) else None
 
 
 def histogram(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, Any]:
@@ -232,12 +216,12 @@ def histogram(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
     field = body.get("field")
     if not isinstance(field, str):
         return {"buckets": []}
-    interval = _float(body.get("interval"))
+    interval = number(body.get("interval"))
     if interval is None or interval <= 0:
         return {"error": "histogram requires a positive `interval`"}
-    offset = _float(body.get("offset")) or 0.0
-    min_doc_count = _int(body, "min_doc_count", 0)
-    missing = _float(body.get("missing"))
+    offset = number(body.get("offset")) or 0.0
+    min_doc_count = count(body, "min_doc_count", 0)
+    missing = number(body.get("missing"))
     members: dict[int, list[Doc]] = {}
     for doc in docs:
         nums = numbers(doc, field)
@@ -245,10 +229,7 @@ def histogram(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
             nums = [missing]
         for key in {math.floor((n - offset) / interval) for n in nums}:
             members.setdefault(key, []).append(doc)
-    ext_min, ext_max = (
-        _bound(body, "extended_bounds", "min"),
-        _bound(body, "extended_bounds", "max"),
-    )
+    ext_min, ext_max = (_bound(body, "extended_bounds", end) for end in ("min", "max"))
     if not members and ext_min is None:
         keys: list[int] = []
     elif min_doc_count > 0 and ext_min is None:
@@ -259,7 +240,7 @@ def histogram(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
         if high - low > MAX_BUCKETS:
             return too_many(MAX_BUCKETS)  # filling the gaps would pass the cap (5681-5708)
         keys = list(range(low, high + 1))
-    hard_min, hard_max = _bound(body, "hard_bounds", "min"), _bound(body, "hard_bounds", "max")
+    hard_min, hard_max = (_bound(body, "hard_bounds", end) for end in ("min", "max"))
     if hard_min is not None and hard_max is not None:
         lo = math.floor((hard_min - offset) / interval)
         hi = math.floor((hard_max - offset) / interval)
@@ -313,8 +294,6 @@ def missing(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
     """`run_missing` (aggs.rs:5563-5588): documents whose field is absent or null; 0 when the
     aggregation sets its own `missing`; no sub-aggregations."""
     field = body.get("field")
-    if not isinstance(field, str):
-        return {"doc_count": 0}
-    if "missing" in body:
+    if not isinstance(field, str) or "missing" in body:
         return {"doc_count": 0}
     return {"doc_count": sum(1 for d in docs if field_value(d, field) is None)}

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._agg_buckets import Sub, _bucket, _float, _int, doc_count
+from ._agg_buckets import Sub, _bucket, doc_count
 from ._agg_dates import (
     calendar_floor,
     interval_ms,
@@ -18,6 +17,7 @@ from ._agg_dates import (
     tz_offset_ms,
 )
 from ._agg_fields import Doc, as_string, date_values, numbers, strings
+from ._numbers import count, number, number_or_text
 
 __all__ = ["composite"]
 
@@ -33,8 +33,8 @@ def _source_parts(kind: str, spec: Mapping[str, Any], doc: Doc, field: str) -> l
     if kind == "terms":
         return strings(doc, field)
     if kind == "histogram":
-        interval = _float(spec.get("interval")) or 1.0
-        offset = _float(spec.get("offset")) or 0.0
+        interval = number(spec.get("interval")) or 1.0
+        offset = number(spec.get("offset")) or 0.0
         keys = {
             _number_text(math.floor((n - offset) / interval) * interval + offset)
             for n in numbers(doc, field)
@@ -74,15 +74,7 @@ def _typed_part(kind: str, spec: Mapping[str, Any], value: str) -> Any:
             return int(value)
         zone = spec.get("time_zone")
         return render(int(value), fmt, tz_offset_ms(zone) if isinstance(zone, str) else None)
-    if kind not in ("terms", "histogram"):
-        return value
-    if re.fullmatch(r"[+-]?\d+", value):
-        return int(value)
-    try:
-        number = float(value)
-    except ValueError:
-        return value
-    return number if math.isfinite(number) else value
+    return number_or_text(value) if kind in ("terms", "histogram") else value
 
 
 def _part_order(kind: str, a: str, b: str) -> int:
@@ -144,15 +136,12 @@ def composite(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
                 return -order if params.get("order") == "desc" else order
         return 0
 
-    def sort_order(a: tuple[str, ...], b: tuple[str, ...]) -> int:
-        return compare(a, b, sorting=True)
-
-    keys = sorted(members, key=functools.cmp_to_key(sort_order))
+    keys = sorted(members, key=functools.cmp_to_key(functools.partial(compare, sorting=True)))
     after = body.get("after")
     if isinstance(after, Mapping):
         cursor = tuple(_after_part(kind, params, after.get(name)) for name, kind, _, params in defs)
         keys = [k for k in keys if compare(k, cursor) > 0]
-    size = _int(body, "size", 10)
+    size = count(body, "size", 10)
     buckets = []
     for key in keys[:size]:
         inside = members[key]
@@ -173,6 +162,6 @@ def _after_part(kind: str, params: Mapping[str, Any], value: Any) -> str:
     if kind == "date_histogram" and isinstance(value, str):
         ms = parse_date_ms(value)
         return str(ms) if ms is not None else value
-    if kind == "histogram" and (number := _float(value)) is not None:
-        return _number_text(number)
+    if kind == "histogram" and (found := number(value)) is not None:
+        return _number_text(found)
     return as_string(value) if not isinstance(value, dict | list) else ""

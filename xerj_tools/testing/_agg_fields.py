@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._agg_dates import iso_utc, parse_date_ms
+from ._numbers import number
 
 __all__ = [
     "NUMERIC",
+    "RANGE_CHECKS",
     "Doc",
     "as_string",
     "date_values",
@@ -97,15 +99,12 @@ def strings(doc: Doc, field: str) -> list[str]:
 
 
 def _number(value: Any, dates: bool) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
+    if not isinstance(value, str):
+        return number(value)
+    if NUMERIC.fullmatch(value):
         return float(value)
-    if isinstance(value, str):
-        if NUMERIC.fullmatch(value):
-            return float(value)
-        if dates and (ms := parse_date_ms(value)) is not None:
-            return float(ms)
+    if dates and (ms := parse_date_ms(value)) is not None:
+        return float(ms)
     return None
 
 
@@ -155,8 +154,8 @@ def typed_key(key: str) -> tuple[Any, str | None]:
     if _INT.fullmatch(key) and -(2**63) <= int(key) < 2**63:
         return int(key), None
     if NUMERIC.fullmatch(key):
-        number = float(key)
-        return (number if math.isfinite(number) else key), None
+        value = float(key)
+        return (value if math.isfinite(value) else key), None
     if (ms := parse_date_ms(key)) is not None:
         return ms, iso_utc(ms)
     return key, None
@@ -175,7 +174,8 @@ def _expected(spec: Any, key: str) -> str:
     return _text(spec.get(key)) if isinstance(spec, Mapping) else _text(spec)
 
 
-_CHECKS: dict[str, Callable[[Any, Any], bool]] = {
+# A `range`'s bounds, as the query and the aggregations' filter both compare them.
+RANGE_CHECKS: dict[str, Callable[[Any, Any], bool]] = {
     "gte": operator.ge,
     "gt": operator.gt,
     "lte": operator.le,
@@ -188,22 +188,23 @@ def _range_holds(values: list[str], bounds: Any) -> bool:
     if not values or not isinstance(bounds, Mapping):
         return bool(values)
     first = values[0]
-    checks = _CHECKS
     if NUMERIC.fullmatch(first):
-        number = float(first)
+        value = float(first)
         return all(
-            check(number, float(bounds[op]))
-            for op, check in checks.items()
-            if isinstance(bounds.get(op), int | float) and not isinstance(bounds.get(op), bool)
+            check(value, bound)
+            for op, check in RANGE_CHECKS.items()
+            if (bound := number(bounds.get(op))) is not None
         )
     if (ms := parse_date_ms(first)) is not None:
         return all(
             check(ms, bound)
-            for op, check in checks.items()
+            for op, check in RANGE_CHECKS.items()
             if (bound := parse_date_ms(bounds.get(op))) is not None
         )
     return all(
-        check(first, bounds[op]) for op, check in checks.items() if isinstance(bounds.get(op), str)
+        check(first, bounds[op])
+        for op, check in RANGE_CHECKS.items()
+        if isinstance(bounds.get(op), str)
     )
 
 
@@ -219,6 +220,12 @@ def _wildcard(value: str, pattern: str) -> bool:
     if pattern.endswith("*"):
         return value.startswith(pattern[:-1])
     return value == pattern
+
+
+_VALUE_TESTS: dict[str, Callable[[str, str], bool]] = {
+    "prefix": str.startswith,
+    "wildcard": _wildcard,
+}
 
 
 def matches_filter(doc: Doc, query: Any) -> bool:
@@ -255,15 +262,10 @@ def matches_filter(doc: Doc, query: Any) -> bool:
                     for v in strings(doc, field)
                 ):
                     return False
-        elif kind == "prefix":
+        elif kind in _VALUE_TESTS:  # prefix, wildcard
             for field, spec in fields:
-                prefix = _expected(spec, "value")
-                if not any(v.startswith(prefix) for v in strings(doc, field)):
-                    return False
-        elif kind == "wildcard":
-            for field, spec in fields:
-                pattern = _expected(spec, "value")
-                if not any(_wildcard(v, pattern) for v in strings(doc, field)):
+                wanted = _expected(spec, "value")
+                if not any(_VALUE_TESTS[kind](v, wanted) for v in strings(doc, field)):
                     return False
         elif kind == "exists":
             name = body.get("field") if isinstance(body, Mapping) else None

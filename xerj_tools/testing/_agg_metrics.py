@@ -12,6 +12,7 @@ from typing import Any
 
 from ._agg_dates import iso_utc, parse_date_ms
 from ._agg_fields import NUMERIC, Doc, first_number, strings
+from ._numbers import count, number
 
 __all__ = [
     "cardinality", "extended_stats", "metric", "percentiles", "stats", "stats_of", "top_hits",
@@ -23,23 +24,15 @@ def _field(body: Mapping[str, Any]) -> str | None:
     return field if isinstance(field, str) else None
 
 
-def _missing(body: Mapping[str, Any]) -> float | None:
-    # aggs.rs:4738-4740 `get_missing_value`: a number stands in for a document without one.
-    value = body.get("missing")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _per_doc(body: Mapping[str, Any], docs: list[Doc]) -> list[float]:
-    """One number per document (`extract_numeric`, the first value), `missing` for the rest:
-    what avg, sum, min, max, stats and extended_stats read (aggs.rs:4742-4894, 9783-9870)."""
-    field, missing = _field(body), _missing(body)
-    out = []
-    for doc in docs:
-        value = first_number(doc, field) if field is not None else None
-        value = missing if value is None else value
-        if value is not None:
-            out.append(value)
-    return out
+    """One number per document (`extract_numeric`, the first value), a numeric `missing` for
+    the rest (`get_missing_value`, aggs.rs:4738-4740): what avg, sum, min, max, stats,
+    extended_stats and percentiles read (aggs.rs:4742-4894, 5890-6055, 9783-9870)."""
+    field, missing = _field(body), number(body.get("missing"))
+    if field is None:
+        return []
+    read = (first_number(doc, field) for doc in docs)
+    return [v for value in read if (v := missing if value is None else value) is not None]
 
 
 def _date_shaped(docs: list[Doc], field: str) -> bool:
@@ -87,7 +80,7 @@ def metric(kind: str, body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any
 
 def stats(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
     # aggs.rs:4852-4894: count/min/max/avg/sum; with no values min/max/avg are null, sum 0.0.
-    nums = _per_doc(body, docs) if _field(body) is not None else []
+    nums = _per_doc(body, docs)
     if not nums:
         return {"count": 0, "min": None, "max": None, "avg": None, "sum": 0.0}
     return stats_of(nums)
@@ -109,7 +102,7 @@ def extended_stats(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
     """`run_extended_stats` (aggs.rs:9783-9870): stats plus sum of squares, the population
     variance by raw moments, the sampling one by Bessel's correction, standard deviations and
     bounds at `sigma` (2.0)."""
-    nums = _per_doc(body, docs) if _field(body) is not None else []
+    nums = _per_doc(body, docs)
     if not nums:
         nulls = dict.fromkeys(["upper", "lower", "upper_population", "lower_population"])
         nulls |= dict.fromkeys(["upper_sampling", "lower_sampling"])
@@ -129,8 +122,8 @@ def extended_stats(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
     var_pop = max(squares / n - avg * avg, 0.0)
     var_samp = var_pop * n / (n - 1) if n > 1 else 0.0
     std, std_samp = math.sqrt(var_pop), math.sqrt(max(var_samp, 0.0))
-    given = body.get("sigma")
-    sigma = float(given) if isinstance(given, int | float) and not isinstance(given, bool) else 2.0
+    sigma = number(body.get("sigma"))
+    sigma = 2.0 if sigma is None else sigma
     return {
         **stats(body, docs),
         "sum_of_squares": squares,
@@ -184,13 +177,11 @@ def percentiles(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
         return {"values": {}}
     raw = body.get("percents")
     percents = (
-        [float(p) for p in raw if isinstance(p, int | float) and not isinstance(p, bool)]
+        [n for p in raw if (n := number(p)) is not None]
         if isinstance(raw, list)
         else [1.0, 5.0, 25.0, 50.0, 75.0, 95.0, 99.0]
     )
-    missing = _missing(body)
-    read = (first_number(d, field) for d in docs)
-    nums = sorted(v for value in read if (v := missing if value is None else value) is not None)
+    nums = sorted(_per_doc(body, docs))
     hdr = body.get("hdr")
 
     def at(percent: float) -> float | None:
@@ -260,27 +251,18 @@ def top_hits(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
     `_score` (null under a sort without `_score` or `track_scores`), `sort`, `_source` (a list
     or a string keeps those top-level fields, `false` drops it); `hits.total` every document in
     the bucket, `max_score` null."""
-    size, start = body.get("size", 3), body.get("from", 0)
-    size = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else 3
-    start = start if isinstance(start, int) and not isinstance(start, bool) and start >= 0 else 0
+    size, start = count(body, "size", 3), count(body, "from", 0)
     specs = _sort_items(body.get("sort"))
     ordered = list(docs)
     if not specs:
         ordered.sort(key=lambda d: -float(d.get("_score") or 0.0))
     for name, desc in reversed(specs):
-
-        def key(doc: Doc, name: str = name, desc: bool = desc) -> tuple[int, float, str]:
-            number = first_number(doc, name)
-            if number is not None:
-                return (0, -number if desc else number, "")
-            return (1, 0.0, "")
-
-        present = [d for d in ordered if first_number(d, name) is not None]
+        numbered = [(n, d) for d in ordered if (n := first_number(d, name)) is not None]
+        numbered.sort(key=lambda pair: -pair[0] if desc else pair[0])
         textual = [d for d in ordered if first_number(d, name) is None and strings(d, name)]
         absent = [d for d in ordered if first_number(d, name) is None and not strings(d, name)]
-        present.sort(key=key)
         textual.sort(key=lambda d: strings(d, name)[0], reverse=desc)
-        ordered = present + textual + absent
+        ordered = [d for _, d in numbered] + textual + absent
     source = body.get("_source")
     fields = [source] if isinstance(source, str) else source if isinstance(source, list) else None
     scored = not specs or any(n == "_score" for n, _ in specs) or body.get("track_scores") is True
@@ -290,10 +272,10 @@ def top_hits(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
         hit["_score"] = (doc.get("_score") or 1.0) if scored else None
         if specs:
             hit["sort"] = [
-                first_number(doc, n)
-                if first_number(doc, n) is not None
-                else next(iter(strings(doc, n)), None)
-                for n, _ in specs
+                n
+                if (n := first_number(doc, name)) is not None
+                else next(iter(strings(doc, name)), None)
+                for name, _ in specs
             ]
         if body.get("version") is True:
             hit["_version"] = 1  # aggs.rs:7852-7871, with `_seq_no` and `_primary_term`
@@ -319,7 +301,3 @@ def top_hits(body: Mapping[str, Any], docs: list[Doc]) -> dict[str, Any]:
     return {
         "hits": {"total": {"value": len(docs), "relation": "eq"}, "max_score": None, "hits": hits}
     }
-
-
-# Types `execute_agg_with_all_cached` dispatches (aggs.rs:2081-2170) that this stand-in does not
-# run: refused in the slot with a reason naming the stand-in, not reported as unknown to XERJ.

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._agg_metrics import stats_of
+from ._numbers import number
 
 __all__ = ["SIBLING_PIPELINES", "resolve"]
 
@@ -20,8 +21,8 @@ SIBLING_PIPELINES = frozenset(
 
 
 def _number(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok and math.isfinite(value) else None
+    found = number(value)
+    return found if found is not None and math.isfinite(found) else None
 
 
 def _metric(bucket: Mapping[str, Any], path: str) -> float | None:

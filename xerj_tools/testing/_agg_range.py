@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ._agg_buckets import Sub, _bucket, _float
+from ._agg_buckets import Sub, _bucket
 from ._agg_dates import iso_utc, parse_date_ms
 from ._agg_fields import Doc, date_values, first_number
+from ._numbers import number
 
 __all__ = ["range_agg"]
 
@@ -53,7 +54,7 @@ def range_agg(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
                 return float(value)
             except ValueError:
                 return None
-        return _float(value)
+        return number(value)
 
     missing = read(body.get("missing"))
     if missing is None and dated and isinstance(body.get("missing"), str):
@@ -61,28 +62,27 @@ def range_agg(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[str, A
             missing = float(body["missing"])
         except ValueError:
             missing = None
+
+    def value_of(doc: Doc) -> float | None:  # its first value (or date), else `missing`
+        if dated:
+            stamps = date_values(doc, field)
+            return float(stamps[0]) if stamps else missing
+        found = first_number(doc, field)
+        return missing if found is None else found
+
+    def text(bound: float | None) -> str:
+        if bound is None:
+            return "*"
+        return iso_utc(int(bound)) if dated else _range_text(bound)
+
+    valued = [(doc, v) for doc in docs if (v := value_of(doc)) is not None]
     buckets: list[dict[str, Any]] = []
     for spec in ranges:
         spec = spec if isinstance(spec, Mapping) else {}
         start, end = read(spec.get("from")), read(spec.get("to"))
-        inside = []
-        for doc in docs:
-            if dated:
-                stamps = date_values(doc, field)
-                value = float(stamps[0]) if stamps else None
-            else:
-                value = first_number(doc, field)
-            value = missing if value is None else value
-            if value is None:
-                continue
-            if (start is None or value >= start) and (end is None or value < end):
-                inside.append(doc)
-
-        def text(bound: float | None) -> str:
-            if bound is None:
-                return "*"
-            return iso_utc(int(bound)) if dated else _range_text(bound)
-
+        inside = [
+            d for d, v in valued if (start is None or v >= start) and (end is None or v < end)
+        ]
         key = spec.get("key") if isinstance(spec.get("key"), str) else f"{text(start)}-{text(end)}"
         head: dict[str, Any] = {"key": key, "doc_count": len(inside)}
         for name, bound in (("from", start), ("to", end)):

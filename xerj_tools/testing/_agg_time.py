@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._agg_buckets import MAX_BUCKETS, Sub, _bucket, _int, doc_count, too_many
+from ._agg_buckets import MAX_BUCKETS, Sub, _bucket, doc_count, too_many
 from ._agg_dates import (
     calendar_floor,
     calendar_next,
@@ -16,6 +16,7 @@ from ._agg_dates import (
     tz_offset_ms,
 )
 from ._agg_fields import Doc, date_values
+from ._numbers import count
 
 __all__ = ["date_histogram"]
 
@@ -88,7 +89,7 @@ def date_histogram(body: Mapping[str, Any], docs: list[Doc], sub: Sub) -> dict[s
         low = max(low, key_of(hard_min))
     if hard_max is not None and high is not None:
         high = min(high, key_of(hard_max))
-    min_doc_count = _int(body, "min_doc_count", 0)
+    min_doc_count = count(body, "min_doc_count", 0)
     if min_doc_count > 0 or low is None or high is None:
         keys = sorted(k for k, v in members.items() if len(v) >= max(min_doc_count, 1))
     else:

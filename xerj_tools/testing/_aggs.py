@@ -63,6 +63,8 @@ def _embedded_error(value: Any) -> str | None:
     return None
 
 
+# Types `execute_agg_with_all_cached` dispatches (aggs.rs:2081-2170) that this stand-in does not
+# run: refused in the slot with a reason naming the stand-in, not reported as unknown to XERJ.
 _NOT_SERVED = frozenset(
     "variable_width_histogram significant_terms significant_text sampler random_sampler "
     "adjacency_matrix geohash_grid geo_distance multi_terms rare_terms ip_prefix geotile_grid "
@@ -75,14 +77,18 @@ _NOT_SERVED = frozenset(
 )
 
 
+def _kind(spec: Mapping[str, Any]) -> str | None:
+    return next((k for k in spec if k not in ("aggs", "aggregations", "meta")), None)
+
+
 def _one(name: str, spec: Any, docs: list[Doc], all_docs: list[Doc]) -> dict[str, Any]:
     """`execute_agg_with_all_cached` (aggs.rs:2051-2172) for one named aggregation."""
     if not isinstance(spec, Mapping):
         return {"error": "aggregation body must be an object"}
-    kinds = [k for k in spec if k not in ("aggs", "aggregations", "meta")]
-    if not kinds:
+    kind = _kind(spec)
+    if kind is None:
         return {"error": f"no aggregation type found in '{name}'"}
-    kind, body = kinds[0], spec[kinds[0]]
+    body = spec[kind]
     nested = spec.get("aggs", spec.get("aggregations"))
     has_sub = isinstance(nested, Mapping)
 
@@ -116,28 +122,21 @@ def _one(name: str, spec: Any, docs: list[Doc], all_docs: list[Doc]) -> dict[str
     return {"error": f"unsupported aggregation type '{kind}'"}
 
 
-def run_aggs(
-    aggs: Mapping[str, Any], docs: list[Doc], all_docs: list[Doc] | None = None
-) -> dict[str, Any]:
+def run_aggs(aggs: Mapping[str, Any], docs: list[Doc], all_docs: list[Doc]) -> dict[str, Any]:
     """`aggregations` for `aggs` over the matching documents (`run_aggs_with_all`,
     aggs.rs:165-196): each named aggregation in order, its `meta` echoed into its result.
     `all_docs` is every document of the indices searched (`global`, `min_doc_count: 0`);
     the documents carry `_id`, `_index` and `_score` as XERJ's do (index.rs:9818-9830)."""
-    every = docs if all_docs is None else all_docs
     out: dict[str, Any] = {}
     pipelines: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for name, spec in aggs.items():
-        kind = (
-            next((k for k in spec if k not in ("aggs", "aggregations", "meta")), None)
-            if isinstance(spec, Mapping)
-            else None
-        )
-        if kind in SIBLING_PIPELINES and isinstance(spec, Mapping):
+        kind = _kind(spec) if isinstance(spec, Mapping) else None
+        if kind in SIBLING_PIPELINES:
             body = spec[kind]
             pipelines[name] = (kind, body if isinstance(body, Mapping) else {})
             out[name] = {}  # resolved after its siblings, in its place (aggs.rs:199-245)
             continue
-        out[name] = _one(name, spec, docs, every)
+        out[name] = _one(name, spec, docs, all_docs)
     for name, (kind, body) in pipelines.items():
         out[name] = resolve(kind, body, out)
     for name, spec in aggs.items():

@@ -65,7 +65,6 @@ class _Acc:
     bool_ok: int = 0
     long_ok: int = 0
     double_ok: int = 0
-    str_n: int = 0
     date_hits: dict[str, int] = field(default_factory=dict)
     distinct: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
@@ -73,7 +72,6 @@ class _Acc:
     token_counts: list[int] = field(default_factory=list)
     words: int = 0
     tokens: int = 0
-    len_sum: int = 0
     dates: list[datetime] = field(default_factory=list)
 
     def add(self, value: Any) -> None:
@@ -97,7 +95,6 @@ class _Acc:
             self._distinct(text)
             self._example(text)
             return
-        self.str_n += 1
         text = str(value).strip()
         self.bool_ok += text in ("true", "false")
         if re.fullmatch(r"[+-]?\d+", text):
@@ -111,7 +108,6 @@ class _Acc:
         for token in re.findall(r"[^\W_]+", text):  # split on what is not alphanumeric
             self.tokens += 1
             self.words += len(token) >= 3 and token.isascii() and token.isalpha()
-        self.len_sum += len(text)
         self.lengths.append(len(text))
         self.token_counts.append(len(text.split()))
         self._distinct(text)
@@ -159,8 +155,8 @@ def _spec(name: str, acc: _Acc, records: int) -> dict[str, Any]:
     spec: dict[str, Any] = {"name": name, "es_type": "keyword"}
     covered = min(acc.n, records) / max(records, 1)
     spec.update(
-        cardinality_est=len(acc.distinct), cardinality_overflow=False,
-        null_ratio=1.0 - covered, avg_len=acc.len_sum / max(acc.str_n, 1), coverage=covered,
+        cardinality_est=len(acc.distinct), cardinality_overflow=False, null_ratio=1.0 - covered,
+        avg_len=sum(acc.lengths) / max(len(acc.lengths), 1), coverage=covered,
         examples=list(acc.examples),
     )  # fmt: skip
     n = acc.n
@@ -168,9 +164,9 @@ def _spec(name: str, acc: _Acc, records: int) -> dict[str, Any]:
     def most(count: int) -> bool:
         return count * 100 >= n * 95
 
-    if acc.json_bool == n or (acc.str_n == n and acc.bool_ok == n):
+    if acc.json_bool == n or (len(acc.lengths) == n and acc.bool_ok == n):
         spec["es_type"] = "boolean"
-    elif acc.str_n and (total := sum(acc.date_hits.values())) and most(total):
+    elif acc.lengths and (total := sum(acc.date_hits.values())) and most(total):
         spec["es_type"] = "date"
         spec["date_enc"] = max(acc.date_hits.items(), key=lambda kv: kv[1])[0]
         spec["date_min"], spec["date_max"] = _millis(min(acc.dates)), _millis(max(acc.dates))

@@ -15,8 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._agg_fields import RANGE_CHECKS
 from ._corpus import CORPUS, MAPPINGS, SEMANTIC_FIELDS
 from ._embed import embed
+from ._numbers import number
 from ._query_string import lower_query_string, wildcard_match
 
 Result = tuple[int, dict[str, Any]]
@@ -117,11 +119,8 @@ def _text_score(source: Mapping[str, Any], fieldname: str, text: Any) -> float:
     words = set(tokens(text))
     if not words:
         return 0.0
-    fields = (
-        [k for k in source if fnmatch.fnmatch(k, fieldname)] if "*" in fieldname else [fieldname]
-    )
     best = 0.0
-    for f in fields:
+    for f in _fields(source, fieldname):
         doc_words = [t for v in _field_values(source, f) for t in tokens(v)]
         hits = sum(1 for t in doc_words if t in words)
         if hits:
@@ -154,9 +153,14 @@ def _wildcard(body: Any, source: Mapping[str, Any]) -> float | None:
             lowered = value.lower()
             words = [w for w in re.split(r"[^\w]|_", lowered) if w]
             if wildcard_match(lowered, pattern) or any(wildcard_match(w, pattern) for w in words):
-                ok = isinstance(boost, int | float) and not isinstance(boost, bool)
-                return float(boost) if ok and boost is not None else 1.0
+                return boost_of(boost)
     return None
+
+
+def boost_of(value: Any) -> float:
+    """A clause's `boost`: a number, else 1.0."""
+    found = number(value)
+    return 1.0 if found is None else found
 
 
 def _single(kind: str, clause: Any) -> tuple[str, Any]:
@@ -174,20 +178,14 @@ def _single(kind: str, clause: Any) -> tuple[str, Any]:
 def _range_ok(values: list[Any], spec: Mapping[str, Any]) -> bool:
     for v in values:
         try:
-            if all(
-                (op != "gte" or v >= b)
-                and (op != "gt" or v > b)
-                and (op != "lte" or v <= b)
-                and (op != "lt" or v < b)
-                for op, b in spec.items()
-            ):
+            if all(RANGE_CHECKS[op](v, b) for op, b in spec.items() if op in RANGE_CHECKS):
                 return True
         except TypeError:
             continue
     return False
 
 
-def score(clause: Any, source: Mapping[str, Any], doc_id: str = "") -> float | None:
+def score(clause: Any, source: Mapping[str, Any], doc_id: str) -> float | None:
     """None: no match. Otherwise the (toy) relevance score of `source` for `clause`.
 
     The shape checks are the parser's (parser.rs:250-337): an object, `{}` is match_all, exactly
@@ -293,8 +291,7 @@ def _constant_score(body: Any, source: Mapping[str, Any], doc_id: str) -> float 
         raise _parse_error("`constant_score` requires a `filter` clause")
     if score(body["filter"], source, doc_id) is None:
         return None
-    boost = body.get("boost")
-    return float(boost) if isinstance(boost, (int, float)) and not isinstance(boost, bool) else 1.0
+    return boost_of(body.get("boost"))
 
 
 def _clauses(value: Any) -> list[Any]:
@@ -369,3 +366,12 @@ def _embedded_corpus() -> dict[str, Index]:
 
 def top(items: Iterable[tuple[float, Any]], k: int) -> list[tuple[float, Any]]:
     return sorted(items, key=lambda p: -p[0])[:k]
+
+
+def union(arms: Iterable[list[tuple[float, str]]]) -> list[tuple[float, str]]:
+    """Every document an arm found, scored the sum of its scores in the arms, best first."""
+    summed: dict[str, float] = {}
+    for arm in arms:
+        for s, doc_id in arm:
+            summed[doc_id] = summed.get(doc_id, 0.0) + s
+    return top(((s, d) for d, s in summed.items()), len(summed))

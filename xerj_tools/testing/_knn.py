@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._embed import cosine_score
-from ._engine import Index, QueryError, _parse_error, score, top
+from ._engine import Index, QueryError, _parse_error, boost_of, score, top, union
+from ._numbers import count
 
 __all__ = ["knn", "knn_k", "multi_knn", "top_level_knn"]
 
@@ -21,12 +22,7 @@ _TOP_LEVEL_KEYS = ("field", "query_vector", "k", "num_candidates", "filter", "bo
 
 def knn_k(spec: Any) -> int:
     """`k`, else `num_candidates`, else 10 (parser.rs:2258-2267; es_compat.rs:5792-5804)."""
-    if isinstance(spec, Mapping):
-        for key in ("k", "num_candidates"):
-            value = spec.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                return value
-    return 10
+    return count(spec, "k", count(spec, "num_candidates", 10))
 
 
 def knn(index: Index, spec: Any, extra_filter: Any = None) -> list[tuple[float, str]]:
@@ -47,8 +43,7 @@ def knn(index: Index, spec: Any, extra_filter: Any = None) -> list[tuple[float, 
     filters += [] if extra_filter is None else [extra_filter]
     for f in filters:
         score(f, {}, "")  # a malformed filter is refused even on an empty index
-    boost = spec.get("boost")
-    boost = float(boost) if isinstance(boost, (int, float)) and not isinstance(boost, bool) else 1.0
+    boost = boost_of(spec.get("boost"))
     hits = []
     for doc_id, src in index.docs.items():
         stored = src.get(fieldname)
@@ -91,8 +86,4 @@ def top_level_knn(value: Any, has_query: bool) -> list[dict[str, Any]]:
 def multi_knn(index: Index, clauses: list[dict[str, Any]]) -> list[tuple[float, str]]:
     """Each clause's own top `k`; a document found by several scores the sum; the union
     (`run_multi_knn_brute_force`, index.rs:4868-4921)."""
-    summed: dict[str, float] = {}
-    for clause in clauses:
-        for s, doc_id in knn(index, clause):
-            summed[doc_id] = summed.get(doc_id, 0.0) + s
-    return top(((s, d) for d, s in summed.items()), len(summed))
+    return union(knn(index, clause) for clause in clauses)

@@ -58,7 +58,7 @@ def cat_indices(listed: Mapping[str, tuple[int, int]]) -> str:
 
 
 def resolve_index(
-    listed: Mapping[str, Any], expr: str, aliases: Mapping[str, Sequence[str]] | None = None
+    listed: Mapping[str, Any], expr: str, aliases: Mapping[str, Sequence[str]]
 ) -> dict[str, Any]:
     """``GET /_resolve/index/{name}`` (router.rs:353, es_compat.rs:15816-15863): a pattern with
     a ``*`` is globbed, anything else matched exactly (a comma list matches nothing); always 200.
@@ -74,7 +74,7 @@ def resolve_index(
         "indices": [{"name": n, "attributes": ["open"]} for n in listed if hit(n)],
         "aliases": [
             {"name": a, "indices": list(behind)}
-            for a, behind in (aliases or {}).items()
+            for a, behind in aliases.items()
             if hit(a) and behind
         ],
         "data_streams": [],

@@ -10,24 +10,9 @@ from typing import Any
 
 from ._engine import Index
 from ._listing import cat_indices
-from ._selector import get_index, glob_match_simple, index_not_found
+from ._selector import expand, get_index, glob_match_simple, index_not_found
 
-__all__ = ["cat_indices_pattern", "derived_properties", "get_mapping"]
-
-
-def _selected(names: list[str], spec: str) -> list[str]:
-    # es_compat.rs:14131-14162 `resolve_index_selector`: `_all`/`*` every index, a part with a
-    # `*` globbed, an exact name kept whether or not it exists ("the caller decides").
-    out: list[str] = []
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        if part in ("_all", "*") or "*" in part:
-            found = [n for n in names if part in ("_all", "*") or glob_match_simple(part, n)]
-        else:
-            found = [part]
-        out += [n for n in found if n not in out]
-    return out
+__all__ = ["cat_indices_pattern", "get_mapping"]
 
 
 def _type_of(value: Any) -> str:
@@ -59,7 +44,7 @@ def derived_properties(index: Index) -> dict[str, Any]:
 
 
 def get_mapping(
-    indices: Mapping[str, Index], spec: str, aliases: Mapping[str, Sequence[str]] | None = None
+    indices: Mapping[str, Index], spec: str, aliases: Mapping[str, Sequence[str]]
 ) -> tuple[int, Any]:
     """es_compat.rs:1458-1497: 404 when the selector selects nothing; each selected index that
     exists answers its stored mapping, else its derived one; a missing exact name is skipped
@@ -68,12 +53,14 @@ def get_mapping(
     index, engine.rs:956-967), and no mapping is stored under the alias's name
     (es_compat.rs:1472-1478), so it answers the derived one: ``semantic_text`` as ``text``, no
     ``dims`` (es_compat.rs:12232-12266)."""
-    targets = _selected(sorted(indices), spec)
+    # es_compat.rs:14131-14162 `resolve_index_selector`: an exact name is kept whether or not it
+    # exists ("the caller decides").
+    targets = expand([p.strip() for p in spec.split(",") if p.strip()], sorted(indices))
     if not targets:
         return 404, index_not_found(spec)
     out: dict[str, Any] = {}
     for name in targets:
-        index = get_index(indices, aliases or {}, name)
+        index = get_index(indices, aliases, name)
         if index is None:
             continue
         stored = index.mappings if index.name == name else None
@@ -87,11 +74,10 @@ def cat_indices_pattern(listed: Mapping[str, tuple[int, int]], pattern: str) -> 
     rest (``_all``, ``*``, globs, names) narrows the listing; no match is an empty 200."""
     parts = [p.strip() for p in pattern.split(",") if p.strip()]
     for part in parts:
-        wildcard = part in ("_all", "*") or "*" in part
-        if not wildcard and part not in listed:
+        if part != "_all" and "*" not in part and part not in listed:
             return 404, index_not_found(part)
     chosen = {
         name: row for name, row in listed.items()
-        if any(p in ("_all", "*") or name == p or glob_match_simple(p, name) for p in parts)
+        if any(p == "_all" or glob_match_simple(p, name) for p in parts)
     }  # fmt: skip
     return 200, cat_indices(chosen)

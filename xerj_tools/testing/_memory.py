@@ -20,7 +20,7 @@ from typing import Any
 from ._embed import embed
 from ._engine import Index, Result
 from ._searcher import search
-from ._wire import BodyError, serde_struct
+from ._wire import serde_struct
 
 __all__ = [
     "Memory",
@@ -116,25 +116,12 @@ def _search(ns: str, store: Mapping[str, Memory], body: dict[str, Any]) -> Resul
     return search({index.name: index}, index.name, body, rerank_mode="ok")
 
 
-def _extract(name: str, body: Any, raw: bytes, **rules: Any) -> Result | None:
-    # Axum runs the body extractor before the handler, so a serde refusal comes before the
-    # namespace check (memory_api.rs:299-306, 430-437; extract.rs:80-103).
-    if body is None:
-        return None
-    try:
-        serde_struct(name, body, raw, **rules)
-    except BodyError as exc:
-        return exc.status, exc.body()
-    return None
-
-
-def memory_store(
-    memories: dict[str, dict[str, Memory]], ns: str, body: Any, raw: bytes = b""
-) -> Result:
-    """``POST /_memory/{ns}`` (memory_api.rs:299-382)."""
-    refused = _extract("StoreBody", body, raw, fields=_STORE_FIELDS, required=("text",))
-    if refused is not None:
-        return refused
+def memory_store(memories: dict[str, dict[str, Memory]], ns: str, body: Any, raw: bytes) -> Result:
+    """``POST /_memory/{ns}`` (memory_api.rs:299-382). A body serde refuses raises `BodyError`:
+    axum runs the extractor before the handler, so that refusal comes before the namespace
+    check (memory_api.rs:299-306, 430-437; extract.rs:80-103)."""
+    if body is not None:
+        serde_struct("StoreBody", body, raw, fields=_STORE_FIELDS, required=("text",))
     if (problem := namespace_error(ns)) is not None:
         return memory_error(400, problem)
     if body is None:
@@ -192,12 +179,12 @@ def _nearest(
 
 
 def memory_recall(
-    memories: Mapping[str, Mapping[str, Memory]], ns: str, body: Any, raw: bytes = b""
+    memories: Mapping[str, Mapping[str, Memory]], ns: str, body: Any, raw: bytes
 ) -> Result:
-    """``POST /_memory/{ns}/_recall`` (memory_api.rs:429-573)."""
-    refused = _extract("RecallBody", body, raw, fields=_RECALL_FIELDS, deny_unknown=True)
-    if refused is not None:
-        return refused
+    """``POST /_memory/{ns}/_recall`` (memory_api.rs:429-573); a body serde refuses raises
+    `BodyError`, as in `memory_store`."""
+    if body is not None:
+        serde_struct("RecallBody", body, raw, fields=_RECALL_FIELDS, deny_unknown=True)
     if (problem := namespace_error(ns)) is not None:
         return memory_error(400, problem)
     if body is None:

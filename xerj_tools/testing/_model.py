@@ -47,9 +47,19 @@ class Turn:
         return out
 
 
-def _pieces(text: str, n: int = 3) -> list[str]:
-    size = max(1, -(-len(text) // n))
+def _pieces(text: str) -> list[str]:
+    size = max(1, -(-len(text) // 3))  # three pieces at most
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _chat(kind: str, model: str, choice: dict[str, Any]) -> dict[str, Any]:
+    """A `chat.completion` or a `chat.completion.chunk`, with one choice."""
+    head = {"id": "chatcmpl-scripted", "object": kind, "created": 1764633600, "model": model}
+    return {**head, "choices": [{"index": 0, **choice}]}
+
+
+def _finish_reason(turn: Turn, calls: list[tuple[str, str, str]]) -> str:
+    return turn.finish_reason or ("tool_calls" if calls else "stop")
 
 
 def _chat_completion(turn: Turn, calls: list[tuple[str, str, str]], model: str) -> dict[str, Any]:
@@ -59,33 +69,20 @@ def _chat_completion(turn: Turn, calls: list[tuple[str, str, str]], model: str) 
             {"id": cid, "type": "function", "function": {"name": name, "arguments": raw}}
             for cid, name, raw in calls
         ]
-    finish_reason = turn.finish_reason or ("tool_calls" if calls else "stop")
-    return {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion",
-        "created": 1764633600,
-        "model": model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
-        ],
-        "usage": dict(_CHAT_USAGE),
-    }
+    choice = {"message": message, "finish_reason": _finish_reason(turn, calls), "logprobs": None}
+    return {**_chat("chat.completion", model, choice), "usage": dict(_CHAT_USAGE)}
 
 
 _CHAT_USAGE = {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
 
 
 def _chat_chunks(
-    turn: Turn, calls: list[tuple[str, str, str]], model: str, usage: bool = False
+    turn: Turn, calls: list[tuple[str, str, str]], model: str, usage: bool
 ) -> Iterator[dict[str, Any]]:
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {
-            "id": "chatcmpl-scripted",
-            "object": "chat.completion.chunk",
-            "created": 1764633600,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        }
+        return _chat(
+            "chat.completion.chunk", model, {"delta": delta, "finish_reason": finish_reason}
+        )
 
     yield chunk({"role": "assistant", "content": ""})
     for piece in _pieces(turn.text) if turn.text else []:
@@ -93,21 +90,11 @@ def _chat_chunks(
     # Parallel calls stream one after another, told apart by `index`; the first delta of each
     # carries id, type and name with empty arguments.
     for index, (cid, name, raw) in enumerate(calls):
-        yield chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": index,
-                        "id": cid,
-                        "type": "function",
-                        "function": {"name": name, "arguments": ""},
-                    }
-                ]
-            }
-        )
+        call = {"index": index, "id": cid, "type": "function"}
+        yield chunk({"tool_calls": [{**call, "function": {"name": name, "arguments": ""}}]})
         for piece in _pieces(raw):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, turn.finish_reason or ("tool_calls" if calls else "stop"))
+    yield chunk({}, _finish_reason(turn, calls))
     if usage:  # asked for with stream_options.include_usage: one last chunk, without choices
         yield {**chunk({}), "choices": [], "usage": dict(_CHAT_USAGE)}
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._engine import Index
+from ._numbers import number
 
 __all__ = ["hits_total", "sort_specs", "sort_value", "sorted_hits"]
 
@@ -13,8 +14,8 @@ Hit = tuple[float, str, Index]
 
 
 def _sort_key(value: Any) -> tuple[int, float, str]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (0, float(value), "")
+    if (found := number(value)) is not None:
+        return (0, found, "")
     return (1, 0.0, "" if value is None else str(value))
 
 

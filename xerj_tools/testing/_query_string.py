@@ -11,7 +11,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["QueryStringError", "lower_query_string", "wildcard_match"]
+from ._numbers import number_or_text
+
+__all__ = ["lower_query_string", "wildcard_match"]
 
 Tok = tuple[str, Any]  # (kind, payload): term, phrase, range, or, and, not, must, (, )
 
@@ -44,15 +46,7 @@ def _bound(raw: str) -> Any:
     text = raw.strip()
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
-    if text in ("", "*"):
-        return None
-    if re.fullmatch(r"[+-]?\d+", text):
-        return int(text)
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return number if number not in (float("inf"), float("-inf")) and number == number else text
+    return None if text in ("", "*") else number_or_text(text)
 
 
 def _bracket(q: str, field: str, start: int) -> tuple[Tok, int]:
@@ -124,32 +118,28 @@ def _tokens(q: str) -> list[Tok] | None:
             while i < len(q) and not (q[i].isspace() or q[i] in "()"):
                 i += 1
             word = q[start:i]
+            # `field:rest`, or a bare word (which cannot start with a quote or a bracket: those
+            # were read above) in the default field.
+            field, rest = word.split(":", 1) if ":" in word else ("", word)
             if word in words:
                 out.append((words[word], None))
-            elif ":" in word:
-                field, rest = word.split(":", 1)
-                if rest.startswith('"'):
-                    if len(rest) > 1 and rest.endswith('"'):
-                        out.append(("phrase", (field, rest[1:-1])))
-                    else:
-                        end = q.find('"', i)
-                        if end < 0:
-                            return None
-                        out.append(("phrase", (field, f"{rest[1:]} {q[i:end]}")))
-                        i = end + 1
-                elif rest.startswith(("[", "{")):
-                    tok, i = _bracket(q, field, start + len(field) + 1)
-                    out.append(tok)
-                elif rest.startswith((">", "<")):
-                    tok, i = _compare(q, field, rest, i)
-                    out.append(tok)
+            elif rest.startswith('"'):
+                if len(rest) > 1 and rest.endswith('"'):
+                    out.append(("phrase", (field, rest[1:-1])))
                 else:
-                    out.append(("term", (field, _unescape(rest))))
-            elif word.startswith((">", "<")):
-                tok, i = _compare(q, "", word, i)
+                    end = q.find('"', i)
+                    if end < 0:
+                        return None
+                    out.append(("phrase", (field, f"{rest[1:]} {q[i:end]}")))
+                    i = end + 1
+            elif rest.startswith(("[", "{")):
+                tok, i = _bracket(q, field, start + len(field) + 1)
+                out.append(tok)
+            elif rest.startswith((">", "<")):
+                tok, i = _compare(q, field, rest, i)
                 out.append(tok)
             else:
-                out.append(("term", ("", _unescape(word))))
+                out.append(("term", (field, _unescape(rest))))
     return out
 
 
@@ -244,24 +234,19 @@ def lower_query_string(body: Mapping[str, Any], invalid: Callable[[str], Excepti
     op = body.get("default_operator")
     operator = op.lower() if isinstance(op, str) and op.lower() in ("and", "or") else None
     try:
-        toks = _tokens(query)
-        if toks and any(k == "range" for k, _ in toks):
-            unqualified = [p for k, p in toks if k == "range" and not p[0]]
-            if unqualified and (field is None or field in ("", "*")):
-                raise QueryStringError(
-                    "query_string range requires an explicit field (e.g. `price:>10`) or a "
-                    "non-wildcard default_field"
-                )
-        parser = _Parser(toks or [], field, operator)
+        toks = _tokens(query) or []  # None (XERJ gives up) lowers as nothing does
+        ranges = [p for k, p in toks if k == "range"]
+        if any(not f for f, _ in ranges) and (field is None or field in ("", "*")):
+            raise QueryStringError(
+                "query_string range requires an explicit field (e.g. `price:>10`) or a "
+                "non-wildcard default_field"
+            )
+        parser = _Parser(toks, field, operator)
         lowered = parser.either(operator) if toks else None
-        if (
-            toks
-            and any(k == "range" for k, _ in toks)
-            and (lowered is None or parser.pos < len(toks))
-        ):
+        if ranges and (lowered is None or parser.pos < len(toks)):
             raise QueryStringError(f"failed to parse query_string with range syntax: `{query}`")
     except QueryStringError as exc:
         raise invalid(str(exc)) from None
-    if lowered is not None and parser.pos == len(toks or []):
+    if lowered is not None and parser.pos == len(toks):
         return lowered
     return {"multi_match": {"query": query, "fields": [field or "*"]}}

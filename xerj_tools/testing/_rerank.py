@@ -161,9 +161,10 @@ def rerank(
             "reason": "rerank deadline exceeded after 301ms",
             "provider": "jev",
             "score_kind": "engine",
+            "query": text,
+            "took_ms": 301,
         }
         engine: list[tuple[float | None, str, Index]] = list(candidates[start : start + size])
-        info.update({"query": text, "took_ms": 301})
         return engine, info, candidates[0][0] if candidates else None
     words = set(tokens(text))
     fields = block.get("fields")

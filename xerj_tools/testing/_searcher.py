@@ -19,14 +19,15 @@ from ._engine import (
     invalid_query,
     score,
     top,
+    union,
 )
 from ._knn import knn, knn_k, multi_knn, top_level_knn
+from ._numbers import count
 from ._ordering import hits_total, sort_specs, sort_value, sorted_hits
 from ._rerank import RerankMode, prepare, rerank
 from ._selector import _NotFound, select
 from ._source import source_filter, unfiltered_ids
 from ._wire import (
-    BodyError,
     check_content_type,
     first_unknown_key,
     optional_json,
@@ -58,8 +59,8 @@ def search_request(
     content_type: str | None,
     *,
     rerank_mode: RerankMode,
-    closed: frozenset[str] = frozenset(),
-    aliases: Mapping[str, Sequence[str]] | None = None,
+    closed: frozenset[str],
+    aliases: Mapping[str, Sequence[str]],
 ) -> Result:
     """``POST /{index}/_search`` from the raw body, through XERJ's `EsSearchJson` extractor.
 
@@ -68,16 +69,13 @@ def search_request(
     parse); then serde's own refusals.
     """
     allowed = SEARCH_KEYS if rerank_mode == "unsupported" else SEARCH_KEYS | {"rerank"}
-    try:
-        if raw:
-            check_content_type(content_type)
-        if raw and (unknown := first_unknown_key(raw, allowed)) is not None:
-            return 400, unknown
-        body = optional_json(raw, content_type)
-        if body is not None:
-            serde_struct("EsSearchBody", body, raw, fields=_BODY_FIELDS)
-    except BodyError as exc:
-        return exc.status, exc.body()
+    if raw:
+        check_content_type(content_type)
+    if raw and (unknown := first_unknown_key(raw, allowed)) is not None:
+        return 400, unknown
+    body = optional_json(raw, content_type)
+    if body is not None:
+        serde_struct("EsSearchBody", body, raw, fields=_BODY_FIELDS)
     return search(
         indices, expr, body or {}, rerank_mode=rerank_mode, closed=closed, aliases=aliases
     )
@@ -102,8 +100,7 @@ def _semantic(index: Index, spec: Any) -> list[tuple[float, str]]:
             '`"onnx-experimental"` in an ONNX-enabled build with explicit model and tokenizer '
             "paths)."
         )
-    k = spec.get("k")
-    k = k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else 10
+    k = count(spec, "k", 10)
     vector = {"field": f"{spec['field']}_vector", "query_vector": embed(spec["query"]), "k": k}
     return knn(index, vector, spec.get("filter"))
 
@@ -181,14 +178,6 @@ def _ranked(index: Index, query: Any, depth: int) -> list[tuple[float, str]]:
     return top(hits, len(hits))
 
 
-def _should(*arms: list[tuple[float, str]]) -> list[tuple[float, str]]:
-    summed: dict[str, float] = {}
-    for arm in arms:
-        for s, doc_id in arm:
-            summed[doc_id] = summed.get(doc_id, 0.0) + s
-    return top(((s, d) for d, s in summed.items()), len(summed))
-
-
 def search(
     indices: Mapping[str, Index],
     expr: str,
@@ -243,7 +232,7 @@ def _search(
         if pure_knn:
             found = multi_knn(index, clauses)
         elif clauses:  # `bool.should[query, knn]` (es_compat.rs:5884-5893): the sum, the union
-            found = _should(_ranked(index, query, depth), knn(index, clauses[0]))
+            found = union([_ranked(index, query, depth), knn(index, clauses[0])])
         else:
             found = _ranked(index, query, depth)
         ranked += [(s, d, index) for s, d in found]

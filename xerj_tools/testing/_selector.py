@@ -11,7 +11,7 @@ from typing import Any
 
 from ._engine import Index, Result
 
-__all__ = ["closed_index", "get_index", "glob_match_simple", "index_not_found", "select"]
+__all__ = ["closed_index", "expand", "get_index", "glob_match_simple", "index_not_found", "select"]
 
 
 def glob_match_simple(pattern: str, name: str) -> bool:
@@ -23,6 +23,19 @@ def glob_match_simple(pattern: str, name: str) -> bool:
     if pattern.startswith("*"):
         return name.endswith(pattern[1:])
     return pattern == name
+
+
+def expand(parts: list[str], names: list[str]) -> list[str]:
+    """The names a selector's parts stand for, in order, each once: `_all` is every one of
+    `names`, a part with a `*` those it globs, any other part itself, whether or not it exists."""
+    out: list[str] = []
+    for part in parts:
+        if part == "_all" or "*" in part:
+            found = [n for n in names if part == "_all" or glob_match_simple(part, n)]
+        else:
+            found = [part]
+        out += [n for n in found if n not in out]
+    return out
 
 
 def get_index(
@@ -57,16 +70,8 @@ def select(
     `allow_no_indices` default); otherwise a missing name is a decorated 404 (error.rs:181-232).
     """
     parts = [p.strip() for p in expr.split(",")]
-    tolerant = any(p in ("_all", "*") or "*" in p for p in parts)
-    names: list[str] = []
-    for part in parts:
-        if part in ("_all", "*") or "*" in part:
-            found = [
-                n for n in sorted(indices) if glob_match_simple("*" if part == "_all" else part, n)
-            ]
-        else:
-            found = [part]
-        names += [n for n in found if n not in names]
+    tolerant = any(p == "_all" or "*" in p for p in parts)
+    names = expand(parts, sorted(indices))
     for name in [n for n in names if n in closed]:
         if name in parts:
             raise _NotFound(closed_index(name)[1])

@@ -236,7 +236,7 @@ class XerjStandIn:
         scheme, _, value = record.headers.get("authorization", "").strip().partition(" ")
         return scheme.lower() in ("apikey", "bearer") and value.strip() == self.api_key
 
-    def _answer(self, record: RecordedRequest, raw: bytes = b"") -> tuple[int, Any, dict[str, str]]:
+    def _answer(self, record: RecordedRequest, raw: bytes) -> tuple[int, Any, dict[str, str]]:
         """Route as XERJ's ES-compat router does (router.rs:190-705); see CONTRACT.md."""
         segments, method = record.segments, record.method
         if record.path in ("/health/live", "/health/ready"):
@@ -259,7 +259,10 @@ class XerjStandIn:
             return 405, b"", {"Content-Type": "", "Allow": ",".join(methods)}
         content_type = record.headers.get("content-type")
         with self._lock:
-            status, payload = self._handle_route(name, segments, record, raw, content_type)
+            try:
+                status, payload = self._handle_route(name, segments, record, raw, content_type)
+            except BodyError as exc:  # refused by the extractor, before the handler runs
+                status, payload = exc.status, exc.body()
         text = name == "cat" or (name == "cat_pattern" and status == 200)
         return status, payload, ({"Content-Type": _TEXT} if text else {})
 
@@ -286,10 +289,7 @@ class XerjStandIn:
                 closed=closed, aliases=self.aliases,
             )  # fmt: skip
         if name in ("memory", "recall"):
-            try:
-                body = optional_json(raw, content_type)
-            except BodyError as exc:
-                return exc.status, exc.body()
+            body = optional_json(raw, content_type)
             if name == "recall":
                 return memory_recall(self.memories, segments[1], body, raw)
             if record.method == "POST":

@@ -16,12 +16,10 @@ from typing import Any
 
 __all__ = [
     "BodyError",
-    "TopLevel",
     "check_content_type",
     "first_unknown_key",
     "optional_json",
     "parse_exception",
-    "scan_top_level",
     "serde_struct",
 ]
 
@@ -49,7 +47,7 @@ class TopLevel:
     key: str
     key_end: tuple[int, int]  # serde position after the key (and any blanks before `:`)
     value_start: tuple[int, int]  # Jackson position of the value's first byte
-    value_end: tuple[int, int]  # serde position after the value
+    value_end: tuple[int, int] | None  # serde position after the value; None: it never ends
     first_byte: int
 
 
@@ -124,7 +122,10 @@ class _Scanner:
 
 
 def scan_top_level(raw: bytes) -> tuple[list[TopLevel], tuple[int, int] | None]:
-    """The top-level keys of an object body, and serde's position after its closing brace."""
+    """The top-level keys of an object body, and serde's position after its closing brace.
+
+    The scan stops at what it cannot read; a value it cannot read to its end still has its key
+    listed last, with no `value_end` (an unknown key is reported before its value is read)."""
     s = _Scanner(raw)
     s.skip_ws()
     found: list[TopLevel] = []
@@ -153,6 +154,7 @@ def scan_top_level(raw: bytes) -> tuple[list[TopLevel], tuple[int, int] | None]:
             return found, None
         start = (s.line, s.col)
         if not s.skip_value():
+            found.append(TopLevel(key, key_end, start, None, first))
             return found, None
         found.append(TopLevel(key, key_end, start, s.serde_pos(), first))
 
@@ -166,34 +168,16 @@ def first_unknown_key(raw: bytes, allowed: frozenset[str]) -> dict[str, Any] | N
     The scan runs before the typed parse (es_compat.rs:2800-2810), so an unknown key wins over
     a malformed value after it.
     """
-    s = _Scanner(raw)
-    s.skip_ws()
-    if s.cur() != 0x7B:
+    unknown = next((t for t in scan_top_level(raw)[0] if t.key not in allowed), None)
+    if unknown is None:
         return None
-    s.adv()
-    while True:
-        s.skip_ws()
-        c = s.cur()
-        if c == 0x2C:
-            s.adv()
-            continue
-        if c != 0x22 or (key := s.read_string()) is None:
-            return None
-        s.skip_ws()
-        if s.cur() != 0x3A:
-            return None
-        s.adv()
-        s.skip_ws()
-        if (first := s.cur()) is None:
-            return None
-        if key not in allowed:
-            token = _TOKENS.get(first, "VALUE_BOOLEAN" if first == 0x66 else "VALUE_NUMBER")
-            token = "VALUE_NULL" if first == 0x6E else token
-            reason = f"Unknown key for a {token} in [{key}]."
-            error = {"type": "parsing_exception", "reason": reason, "line": s.line, "col": s.col}
-            return {"error": {"root_cause": [dict(error)], **error}, "status": 400}
-        if not s.skip_value():
-            return None
+    first = unknown.first_byte
+    token = _TOKENS.get(first, "VALUE_BOOLEAN" if first == 0x66 else "VALUE_NUMBER")
+    token = "VALUE_NULL" if first == 0x6E else token
+    reason = f"Unknown key for a {token} in [{unknown.key}]."
+    line, col = unknown.value_start
+    error = {"type": "parsing_exception", "reason": reason, "line": line, "col": col}
+    return {"error": {"root_cause": [dict(error)], **error}, "status": 400}
 
 
 def check_content_type(content_type: str | None) -> None:
@@ -214,18 +198,14 @@ def optional_json(raw: bytes, content_type: str | None) -> Any:
         return None
     check_content_type(content_type)
     if (column := too_deep(raw)) is not None:
-        raise BodyError(
-            400,
-            f"malformed JSON in request body: recursion limit exceeded at line 1 column {column}",
-        )
+        raise _malformed("recursion limit exceeded", (1, column))
     try:
         return json.loads(raw)
-    except ValueError as exc:
-        detail = str(exc)
-        if isinstance(exc, json.JSONDecodeError):
-            msg = _PY_TO_SERDE.get(exc.msg, exc.msg[:1].lower() + exc.msg[1:])
-            detail = f"{msg} at line {exc.lineno} column {exc.colno}"
-        raise BodyError(400, f"malformed JSON in request body: {detail}") from None
+    except json.JSONDecodeError as exc:
+        msg = _PY_TO_SERDE.get(exc.msg, exc.msg[:1].lower() + exc.msg[1:])
+        raise _malformed(msg, (exc.lineno, exc.colno)) from None
+    except ValueError as exc:  # bytes that do not decode
+        raise _malformed(str(exc)) from None
 
 
 SERDE_DEPTH = 128
@@ -319,8 +299,9 @@ _EXPECTED = {
 }
 
 
-def _at(message: str, pos: tuple[int, int] | None) -> str:
-    return message if pos is None else f"{message} at line {pos[0]} column {pos[1]}"
+def _malformed(problem: str, pos: tuple[int, int] | None = None) -> BodyError:
+    where = "" if pos is None else f" at line {pos[0]} column {pos[1]}"
+    return BodyError(400, f"malformed JSON in request body: {problem}{where}")
 
 
 def _one_of(names: Sequence[str]) -> str:
@@ -348,8 +329,7 @@ def serde_struct(
     in document order, so the first offending key wins, as in serde.
     """
     if not isinstance(body, Mapping):
-        problem = f"invalid type: {_unexpected(body)}, expected struct {name}"
-        raise BodyError(400, f"malformed JSON in request body: {_at(problem, None)}")
+        raise _malformed(f"invalid type: {_unexpected(body)}, expected struct {name}")
     located, end = scan_top_level(raw)
     where = {t.key: t for t in located}
     for key, value in body.items():
@@ -357,13 +337,10 @@ def serde_struct(
         if key not in fields:
             if deny_unknown:
                 problem = f"unknown field `{key}`, expected {_one_of(list(fields))}"
-                pos = place.key_end if place else None
-                raise BodyError(400, f"malformed JSON in request body: {_at(problem, pos)}")
+                raise _malformed(problem, place.key_end if place else None)
             continue
         if (wrong := _type_error(value, fields[key])) is not None:
-            pos = place.value_end if place else None
-            raise BodyError(400, f"malformed JSON in request body: {_at(wrong, pos)}")
+            raise _malformed(wrong, place.value_end if place else None)
     for key in required:
         if key not in body:
-            problem = f"missing field `{key}`"
-            raise BodyError(400, f"malformed JSON in request body: {_at(problem, end)}")
+            raise _malformed(f"missing field `{key}`", end)
