@@ -100,19 +100,15 @@ def lint_tools(data: Any, handlers: Iterable[str] = (), *, source: str = "<data>
             findings.append(Finding("error", label, "duplicate name"))
         seen.add(label)
         parameters = function.get("parameters", {"type": "object", "properties": {}})
-        cls = _validator_class(parameters)
-        errors = (
-            list(cls(cls.META_SCHEMA).iter_errors(parameters))
-            if isinstance(parameters, Mapping)
-            else []
-        )
-        if not isinstance(parameters, Mapping):
+        if isinstance(parameters, Mapping):
+            cls = _validator_class(parameters)
+            for error in cls(cls.META_SCHEMA).iter_errors(parameters):
+                where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+                findings.append(
+                    Finding("error", label, f"invalid JSON Schema at {where}: {error.message}")
+                )
+        else:
             findings.append(Finding("error", label, "parameters must be a JSON Schema object"))
-        for error in errors:
-            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            findings.append(
-                Finding("error", label, f"invalid JSON Schema at {where}: {error.message}")
-            )
         if not function.get("description"):
             findings.append(
                 Finding("warning", label, "no description: the model has only the name to go on")

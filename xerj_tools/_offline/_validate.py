@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any, TextIO
 
 from .._bounds import MAX_ARGUMENT_DEPTH, TooDeep, loads
@@ -21,7 +22,6 @@ __all__ = [
     "Unrecognised",
     "ValidationSummary",
     "find_calls",
-    "is_jsonl",
     "jsonl_calls",
     "read_calls",
     "tally",
@@ -56,7 +56,7 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             break
     if not first:
         return
-    if not is_jsonl(first):
+    if jsonl_error(first) is not None:  # its first record spans lines: one document
         try:
             document = loads(first + stream.read(), RECORD_DEPTH)
         except TooDeep as exc:
@@ -75,7 +75,7 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
                 found = replace(found, index=index)
             yield found
         return
-    yield from jsonl_calls(_chain((number, first), enumerate(stream, start=number + 1)))
+    yield from jsonl_calls(chain([(number, first)], enumerate(stream, start=number + 1)))
 
 
 def _tool_definitions(document: Any) -> int | None:
@@ -145,15 +145,11 @@ def line_calls(number: int, line: Any) -> Iterator[FoundCall | Unrecognised | tu
             yield Unrecognised(found.kind, number)
 
 
-def is_jsonl(first: str) -> bool:
-    """Whether an input whose first non-blank line is `first` is JSON Lines (that line is a
-    JSON value, or one too deep to decode) rather than one JSON document spanning lines."""
-    return jsonl_error(first) is None
-
-
 def jsonl_error(first: str, *, fast: bool = True) -> str | None:
-    """None where `is_jsonl(first)`; else why `first` is no JSON value, as `read_calls` says
-    it when it reads `first` (and what follows) as one document. (`fast`: as `_bounds.loads`.)"""
+    """None where an input whose first non-blank line is `first` is JSON Lines (that line is a
+    JSON value, or one too deep to decode) rather than one JSON document spanning lines; else
+    why `first` is no JSON value, as `read_calls` says it when it reads `first` (and what
+    follows) as one document. (`fast`: as `_bounds.loads`.)"""
     try:
         loads(first, RECORD_DEPTH, fast=fast)
     except TooDeep:
@@ -161,11 +157,6 @@ def jsonl_error(first: str, *, fast: bool = True) -> str | None:
     except ValueError as exc:
         return f"the input is neither JSON nor JSON Lines: {exc}"
     return None
-
-
-def _chain(head: tuple[int, str], rest: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    yield head
-    yield from rest
 
 
 @dataclass(frozen=True)
