@@ -21,7 +21,7 @@ from xerj_tools import load_registry
 from xerj_tools._bounds import TooDeep, loads, value_problem
 from xerj_tools._problems import json_path
 from xerj_tools._schema._fastcheck import compile_check
-from xerj_tools._schema._repair import _KEPT, _REPAIRERS, repair_arguments, repairer
+from xerj_tools._schema._repair import repair_arguments, repairer
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "100"))
 
@@ -348,9 +348,9 @@ def test_the_repairs_of_a_schema_are_compiled_once_and_kept_bounded() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     assert repairer(schema) is repairer(schema)
     assert repair_arguments({"n": "3"}, schema) == ({"n": 3}, ['$.n: "3" → 3'])
-    for _ in range(_KEPT + 5):
+    for _ in range(repairer.KEPT + 5):
         repairer({"type": "object"})
-    assert len(_REPAIRERS) <= _KEPT
+    assert len(repairer.kept) <= repairer.KEPT
 
 
 def test_a_schema_that_holds_itself_is_walked_as_deep_as_the_value() -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "Unrecognised",
     "ValidationSummary",
     "find_calls",
+    "is_jsonl",
     "jsonl_calls",
     "read_calls",
     "tally",
@@ -56,7 +57,7 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             break
     if not first:
         return
-    if jsonl_error(first) is not None:  # its first record spans lines: one document
+    if not is_jsonl(first):
         try:
             document = loads(first + stream.read(), RECORD_DEPTH)
         except TooDeep as exc:
@@ -145,11 +146,15 @@ def line_calls(number: int, line: Any) -> Iterator[FoundCall | Unrecognised | tu
             yield Unrecognised(found.kind, number)
 
 
+def is_jsonl(first: str) -> bool:
+    """Whether an input whose first non-blank line is `first` is JSON Lines (that line is a
+    JSON value, or one too deep to decode) rather than one JSON document spanning lines."""
+    return jsonl_error(first) is None
+
+
 def jsonl_error(first: str, *, fast: bool = True) -> str | None:
-    """None where an input whose first non-blank line is `first` is JSON Lines (that line is a
-    JSON value, or one too deep to decode) rather than one JSON document spanning lines; else
-    why `first` is no JSON value, as `read_calls` says it when it reads `first` (and what
-    follows) as one document. (`fast`: as `_bounds.loads`.)"""
+    """None where `is_jsonl(first)`; else why `first` is no JSON value, as `read_calls` says
+    it when it reads `first` (and what follows) as one document. (`fast`: as `_bounds.loads`.)"""
     try:
         loads(first, RECORD_DEPTH, fast=fast)
     except TooDeep:
