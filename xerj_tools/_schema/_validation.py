@@ -38,8 +38,6 @@ def _schema_problem(error: ValidationError) -> Problem:
         return Problem(
             json_path(parts), f"must be one of {options}; got {_preview(error.instance)}"
         )
-    if error.validator == "additionalProperties":
-        return Problem(json_path(parts), error.message)
     return Problem(json_path(parts), error.message)
 
 
