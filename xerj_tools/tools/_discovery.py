@@ -33,14 +33,14 @@ from typing import Any
 
 from .._exceptions import EngineError
 from .._http._models import HttpRequest
-from .._message._format import engine_error, invalid, unusable
+from .._message._format import invalid
 from .._problems import Problem
 from ._catalog import describe_with_catalog, list_with_catalog
 from ._limits import Limit
 from ._listing import RESOLVE_ALL, alias_targets, aliases_by_index, names_only, streams_in
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
-from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool
+from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool, json_object
 
 __all__ = ["DESCRIBE_INDEX", "LIST_INDICES", "globbable"]
 
@@ -280,10 +280,7 @@ def _group(fields: Mapping[str, Field]) -> dict[str, Any]:
 
 
 def _read_mapping(received: Received) -> dict[str, Any]:
-    reply, request = received.reply, received.request
-    data = reply.data
-    if not isinstance(data, dict) or unusable(reply, data) is not None:
-        raise engine_error(reply, request)
+    request, data = received.request, json_object(received)
     name = request.path.strip("/").split("/")[0]
     per_index = fields_of(data)
     if not per_index:
