@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from .._json import clean, dumps
-from ._ready_queries import ready_query
+from ._ready_queries import _text, ready_query
 
 __all__ = ["CATALOG_INDEX", "MAX_FIELD_CHARS", "described", "listed", "specs_of", "summary"]
 
@@ -24,10 +24,6 @@ _GROUP = {
     "keyword": "keyword", "text": "text", "semantic_text": "semantic_text", "long": "numeric",
     "double": "numeric", "boolean": "boolean", "date": "date",
 }  # fmt: skip
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _count(value: Any) -> int | None:
