@@ -16,11 +16,6 @@ from conftest import Runner
 TOOL = "xerj_get_document"
 
 
-@pytest.fixture
-def runner(make_runner: Any, xerj: XerjStandIn) -> Runner:
-    return make_runner(url=xerj.url)  # type: ignore[no-any-return]
-
-
 def test_it_is_a_first_party_tool_of_the_bundled_registry() -> None:
     assert TOOL in load_registry() and XERJ_TOOLS[TOOL].origin == "first-party"
 
