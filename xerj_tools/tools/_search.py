@@ -265,7 +265,7 @@ def _search_payload(
     data: Mapping[str, Any],
     request: HttpRequest,
     rerank_note: Mapping[str, Any] | None,
-    view: SourceView | None = None,
+    view: SourceView,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": True}
     hits = data.get("hits") if isinstance(data.get("hits"), dict) else {}
@@ -273,7 +273,6 @@ def _search_payload(
     _total(hits, out)
     raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
     assert isinstance(raw_hits, list)
-    view = view if view is not None else source_view(request)
     out["hits"] = [hit(h, view) for h in raw_hits if isinstance(h, dict)]
     if "aggregations" in data:
         out["aggregations"] = data["aggregations"]
