@@ -144,7 +144,6 @@ def validate_ranges(
     repair: bool,
     on_reports: Callable[[list[Any], int, int], None],
     progress: Callable[[int], None] | None = None,
-    chunk: int | None = None,
     rendered: bool = False,
     reached: Callable[[int], None] | None = None,
 ) -> BatchResult:
@@ -159,7 +158,7 @@ def validate_ranges(
     import multiprocessing
 
     total = empty_result()
-    size = chunk or CHUNK_BYTES
+    size = CHUNK_BYTES
     jobs = max(1, min(jobs, -(-os.stat(path).st_size // size)))
     method = start_method()
     if method == "fork":
