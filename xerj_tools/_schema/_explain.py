@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._problems import Problem, json_path, json_type
-from ._fastcheck import EXACT_TYPES, TYPES, FastCheck, PerSchema, compile_check
+from ._fastcheck import EXACT_TYPES, TYPES, FastCheck, compile_check, per_schema
 
 __all__ = ["Explainer", "compile_explainer", "explainer_of", "preview"]
 
@@ -83,7 +83,7 @@ def compile_explainer(schema: Any) -> Explainer | None:
     return explain
 
 
-_explainer = PerSchema(compile_explainer)
+_explainer = per_schema(compile_explainer)
 
 
 def _nothing(value: Any, where: str, out: list[Problem]) -> None:
@@ -108,15 +108,24 @@ def _step(part: Any) -> str:
     return json_path((part,))[1:]
 
 
+_CLASSES: dict[str, type] = {
+    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+}  # fmt: skip
+
+
 def _type_test(declared: Any) -> tuple[Callable[[Any], bool], str, frozenset[type]]:
     """The test of a `type`, the words for it in a problem, the exact types it always passes."""
     names = [declared] if isinstance(declared, str) else list(declared)
     expected = " or ".join(declared) if isinstance(declared, list) else str(declared)
     passing = frozenset(t for name in names for t in EXACT_TYPES[name])
-    tests = [TYPES[name] for name in names]  # compile_check vouched for every name
-    if len(tests) == 1:
-        return tests[0], expected, passing
-    return (lambda v: any(test(v) for test in tests)), expected, passing
+    if len(names) == 1:
+        return TYPES[names[0]], expected, passing  # compile_check vouched for every name
+    # one isinstance for the types that are classes (a property's test runs on each value)
+    classes = tuple(_CLASSES[name] for name in names if name in _CLASSES)
+    numeric = next((TYPES[name] for name in ("number", "integer") if name in names), None)
+    if numeric is None:
+        return (lambda v: isinstance(v, classes)), expected, passing
+    return (lambda v: isinstance(v, classes) or numeric(v)), expected, passing
 
 
 def _compile(schema: Any) -> _Compiled | None:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import numbers
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 __all__ = [
-    "COMPILE_AFTER", "FastCheck", "PerSchema", "compile_check", "compiled_backend", "fast_check"
+    "COMPILE_AFTER", "KEPT_SCHEMAS", "FastCheck", "compile_check", "compiled_backend",
+    "fast_check", "per_schema",
 ]  # fmt: skip
 
 Predicate = Callable[[Any], bool]
@@ -244,22 +245,22 @@ def fast_check(schema: Any) -> FastCheck | None:
 
 _Built = TypeVar("_Built")
 
+KEPT_SCHEMAS = 64
+"""How many schemas' compiled forms `per_schema` keeps. Bounded: a process may build a registry
+per input record (a fine-tuning file's examples each bring their tools)."""
 
-class PerSchema(Generic[_Built]):
-    """`build(schema)`, made on a schema's first call and kept for up to `KEPT` schemas, by id
-    (each entry holds its schema, so that the id is not another's). Bounded: a process may build
-    a registry per input record (a fine-tuning file's examples each bring their tools)."""
 
-    KEPT = 64
+def per_schema(build: Callable[[Any], _Built]) -> Callable[[Any], _Built]:
+    """`build(schema)`, made on a schema's first call and kept for up to `KEPT_SCHEMAS`
+    schemas, by id (each entry holds its schema, so that the id is not another's)."""
+    kept: dict[int, tuple[Any, _Built]] = {}
 
-    def __init__(self, build: Callable[[Any], _Built]) -> None:
-        self.build = build
-        self.kept: dict[int, tuple[Any, _Built]] = {}
-
-    def __call__(self, schema: Any) -> _Built:
-        found = self.kept.get(id(schema))
+    def get(schema: Any) -> _Built:
+        found = kept.get(id(schema))
         if found is None or found[0] is not schema:
-            if len(self.kept) >= self.KEPT:
-                self.kept.clear()  # (one step, safe beside another thread's look-up)
-            found = self.kept[id(schema)] = (schema, self.build(schema))
+            if len(kept) >= KEPT_SCHEMAS:
+                kept.clear()  # (one step, safe beside another thread's look-up)
+            found = kept[id(schema)] = (schema, build(schema))
         return found[1]
+
+    return get

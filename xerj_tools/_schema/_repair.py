@@ -17,7 +17,7 @@ from typing import Any
 
 from .._bounds import TooDeep, loads
 from .._problems import json_path
-from ._fastcheck import PerSchema
+from ._fastcheck import per_schema
 
 __all__ = ["Repairer", "Repairs", "repair_arguments", "repairer"]
 
@@ -258,7 +258,7 @@ class Repairer:
         return args, repairs
 
 
-repairer = PerSchema(Repairer)
+repairer = per_schema(Repairer)
 """`repairer(schema)`: `schema`'s compiled repairs, built on its first call and kept."""
 
 
