@@ -70,7 +70,6 @@ def validate_range(
     path: str,
     start: int,
     end: int,
-    *,
     tools_file: str | None = None,
     repair: bool = True,
     rendered: bool = False,
@@ -113,12 +112,6 @@ def validate_range(
             # writes them before it stops (`validate_ranges` raises after writing them)
             return {**empty_result(), "results": results, "not_utf8": exc.reason}
     return {"lines": read.last, **_counts(summary), "results": results}
-
-
-def _task(
-    path: str, start: int, end: int, tools_file: str | None, repair: bool, rendered: bool
-) -> BatchResult:
-    return validate_range(path, start, end, tools_file=tools_file, repair=repair, rendered=rendered)
 
 
 def _start_worker(tools_file: str | None) -> None:
@@ -175,6 +168,6 @@ def validate_ranges(
     ranges = (
         (path, start, end, tools_file, repair, rendered) for start, end in chunk_bounds(path, size)
     )
-    in_order(multiprocessing.get_context(method), jobs, _task, ranges, take,
+    in_order(multiprocessing.get_context(method), jobs, validate_range, ranges, take,
              initializer=_start_worker, initargs=(tools_file,))  # fmt: skip
     return total

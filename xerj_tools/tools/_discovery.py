@@ -27,6 +27,7 @@ Both then read XERJ autoindex's catalog where the node has one and the policy al
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -54,15 +55,8 @@ _RULE = (
 
 def globbable(part: str) -> bool:
     """Whether XERJ globs (or matches exactly) this one name of an index expression."""
-    if part in ("*", "_all") or "*" not in part:
-        return True
-    return (
-        "*" not in part[:-1]
-        if part.endswith("*")
-        else "*" not in part[1:]
-        if part.startswith("*")
-        else False
-    )
+    stars = part.count("*")
+    return stars == 0 or (stars == 1 and (part[0] == "*" or part[-1] == "*"))
 
 
 def _match(pattern: str, name: str) -> bool:
@@ -318,10 +312,6 @@ def _read_mapping(received: Received) -> dict[str, Any]:
     out["search_with"] = {k: v for k, v in search_with.items() if served is None or k in served}
     out["how"] = _how(served)
     if start + len(shown) < len(wanted) or start > 0 or prefix:
-        tops: dict[str, int] = {}
-        for path in wanted:
-            head = path.split(".")[0]
-            tops[head] = tops.get(head, 0) + 1
         out["truncated"] = {
             "shown": len(shown), "from": start, "of": len(wanted),
             "prefix": prefix or None,
@@ -332,8 +322,8 @@ def _read_mapping(received: Received) -> dict[str, Any]:
                 "call again with `next` for the rest, or with `prefix` set to one of the "
                 "objects in `objects` (their field counts)"
             ]
-            out["objects"] = {k: v for k, v in sorted(tops.items(), key=lambda kv: -kv[1]) if v > 1}
-            out["objects"] = dict(list(out["objects"].items())[:30])
+            tops = Counter(path.split(".")[0] for path in wanted)  # the most fields first
+            out["objects"] = dict([(k, v) for k, v in tops.most_common() if v > 1][:30])
     return out
 
 
