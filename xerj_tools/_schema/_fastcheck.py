@@ -250,15 +250,15 @@ KEPT_SCHEMAS = 64
 per input record (a fine-tuning file's examples each bring their tools)."""
 
 
-def per_schema(build: Callable[[Any], _Built]) -> Callable[[Any], _Built]:
-    """`build(schema)`, made on a schema's first call and kept for up to `KEPT_SCHEMAS`
-    schemas, by id (each entry holds its schema, so that the id is not another's)."""
+def per_schema(build: Callable[[Any], _Built], most: int = KEPT_SCHEMAS) -> Callable[[Any], _Built]:
+    """`build(schema)`, made on a schema's first call and kept for up to `most` schemas, by id
+    (each entry holds its schema, so that the id is not another's)."""
     kept: dict[int, tuple[Any, _Built]] = {}
 
     def get(schema: Any) -> _Built:
         found = kept.get(id(schema))
         if found is None or found[0] is not schema:
-            if len(kept) >= KEPT_SCHEMAS:
+            if len(kept) >= most:
                 kept.clear()  # (one step, safe beside another thread's look-up)
             found = kept[id(schema)] = (schema, build(schema))
         return found[1]
