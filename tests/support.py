@@ -1,5 +1,5 @@
 """Small helpers several test files share: waiting for a condition, a port nothing listens on,
-deeply nested values, the command line run in-process. (The tool call the tests send is conftest's `chat_call`.)"""
+deeply nested values, the command line run in-process, the JSON-Schema-Test-Suite's cases. (The tool call the tests send is conftest's `chat_call`.)"""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
@@ -69,3 +70,19 @@ def run_cli(*argv: str, stdin: str = "", err: io.StringIO | None = None) -> tupl
     out, err = io.StringIO(), err or io.StringIO()
     code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
+
+
+def schema_suite_cases(keep: Callable[[Any], bool]) -> list[Any]:
+    """The JSON-Schema-Test-Suite's cases (tests/fixtures) whose schema `keep` accepts, as
+    pytest params ``(schema, data, valid)``."""
+    import pytest
+
+    suite = Path(__file__).parent / "fixtures" / "json-schema-test-suite"
+    return [
+        pytest.param(group["schema"], test["data"], test["valid"],
+                     id=f"{path.stem}: {group['description']}: {test['description']}")
+        for path in sorted(suite.glob("*.json"))
+        for group in json.loads(path.read_text("utf-8"))
+        for test in group["tests"]
+        if keep(group["schema"])
+    ]  # fmt: skip

@@ -25,18 +25,12 @@ from xerj_tools._offline._records import FoundCall, find_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls
+from support import nested
 
 
 def _call(name: str, arguments: Any, **extra: Any) -> str:
     function = {"name": name, "arguments": arguments}
     return json.dumps({"id": "c", "type": "function", "function": function, **extra})
-
-
-def _deep(levels: int) -> Any:
-    value: Any = 1
-    for _ in range(levels):
-        value = [value]
-    return value
 
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "tea"}}}
@@ -65,10 +59,10 @@ NASTY: list[str] = [
         "xerj_search",
         json.dumps({"index": "docs", "query": {"match": {"body": "thé"}}}, ensure_ascii=False),
     ),
-    _call("xerj_search", json.dumps({"index": "docs", "query": {"x": _deep(62)}})),  # 64 levels
-    _call("xerj_search", json.dumps({"index": "docs", "query": {"x": _deep(63)}})),  # 65 levels
-    _call("xerj_search", json.dumps(SEARCH), extra=_deep(85)),  # the record too deep
-    _call("xerj_search", json.dumps(SEARCH), extra=_deep(40)),
+    _call("xerj_search", json.dumps({"index": "docs", "query": {"x": nested(62)}})),  # 64 levels
+    _call("xerj_search", json.dumps({"index": "docs", "query": {"x": nested(63)}})),  # 65 levels
+    _call("xerj_search", json.dumps(SEARCH), extra=nested(85)),  # the record too deep
+    _call("xerj_search", json.dumps(SEARCH), extra=nested(40)),
     '{"id": "c", "type": "function", "function": {"name": "xerj_search", "arguments": '
     '"\\u007b\\"index\\": \\"docs\\", \\"query\\": \\u007b\\u007d\\u007d"}}',  # escaped brackets
     _call("xerj_search", ""),
@@ -164,7 +158,7 @@ NASTY: list[str] = [
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": SEARCH}),
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search", "input": json.dumps(SEARCH)}),
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search",
-                "input": {**SEARCH, "query": {"x": _deep(63)}}}),
+                "input": {**SEARCH, "query": {"x": nested(63)}}}),
     json.dumps({"type": "tool_use", "id": "t", "name": "xerj_search",
                 "input": {**SEARCH, "size": -12345678901234567890}}),
     json.dumps({"functionCall": {"name": "xerj_search", "args": SEARCH}}),
@@ -329,10 +323,9 @@ def test_a_workers_rendered_report_is_the_report_line_moved_on() -> None:
     report = CallReport(call, False, (Problem("$.size", "must be \x07 ≥ 0"),), ("$.k: '5' → 5",))
     rendered = render(report)
     assert rendered is not None and rendered.text() == _json_line(report.as_dict())
-    [moved] = shifted([rendered], 100, 40)
     [plain] = shifted([report.as_dict()], 100, 40)
-    assert (moved.line, moved.call_index) == (103, 42)
-    assert moved.text() == _json_line(plain)
+    assert (plain["line"], plain["index"]) == (103, 42)
+    assert rendered.text(100, 40) == _json_line(plain)
 
 
 def test_threads_sharing_a_registry_get_their_own_reports() -> None:

@@ -25,6 +25,7 @@ from xerj_tools._offline._records import FoundCall, find_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import calls
+from support import nested
 
 from argument_values import argument_values
 
@@ -35,16 +36,9 @@ NUMBERS = [-1, 0, 1, 5, 10, 5000, 10_001, 5000.0, 10.0, 0.5, 10**30, True, 2**63
 TEXTS = ["", " ", "docs", "agent", "a,b", "logs-*", "..", "Bad NS", "rrf", "body", "x" * 300]
 
 
-def _deep(levels: int) -> Any:
-    nested: Any = 1
-    for _ in range(levels):
-        nested = [nested]
-    return nested
-
-
 # (the arguments' depth limit is 64: a list of 62 levels inside them is within it, 63 past it)
 LISTS = [[], [0.1, 0.2], [1, "a"], ["title"], [None], [{"_score": "desc"}], [1.0, 2], [[1.0]],
-         _deep(62), _deep(63)]  # fmt: skip
+         nested(62), nested(63)]  # fmt: skip
 CLAUSES = [{}, {"match": {"body": "tea"}}, {"term": {"a": 1}}, {"match": {}, "size": 3}]
 _, value = argument_values([*NUMBERS, *TEXTS], LISTS, CLAUSES, ["query", "window", "bogus"], 3)
 

@@ -63,7 +63,7 @@ def write_jsonl(path: Path, records: list[Any]) -> Path:
 
 
 def test_a_batch_output_file_with_an_invalid_search_is_invalid(tmp_path: Path) -> None:
-    """Before: "0 calls: 0 valid, 0 invalid" and exit status 0."""
+    """The calls are found in each line's response body, and one invalid call fails the file."""
     path = write_jsonl(
         tmp_path / "batch_output.jsonl",
         [

@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import schema_suite_cases
 
 from xerj_tools import Problem, load_registry
 from xerj_tools._schema._explain import compile_explainer, explainer_of
@@ -217,19 +218,8 @@ def test_schemas_outside_the_subset_are_jsonschemas(schema: dict[str, Any]) -> N
 
 # ---------------------------------------------------------------- the JSON-Schema-Test-Suite
 
-SUITE = Path(__file__).parents[1] / "fixtures" / "json-schema-test-suite"
-CASES = [
-    pytest.param(group["schema"], test["data"], test["valid"],
-                 id=f"{path.stem}: {group['description']}: {test['description']}")
-    for path in sorted(SUITE.glob("*.json"))
-    for group in json.loads(path.read_text("utf-8"))
-    for test in group["tests"]
-    if compile_check(group["schema"]) is not None
-]  # fmt: skip
-
-
-def test_the_suite_has_cases_of_the_subset() -> None:
-    assert len(CASES) >= 40
+# (the cases of the fast check's subset: tests/schema/test_fastcheck.py holds there are some)
+CASES = schema_suite_cases(lambda schema: compile_check(schema) is not None)
 
 
 @pytest.mark.parametrize(("schema", "data", "valid"), CASES)

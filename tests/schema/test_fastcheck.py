@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import schema_suite_cases
 
 from xerj_tools import load_registry
 from xerj_tools._schema._fastcheck import (
@@ -98,19 +97,7 @@ def test_additional_properties() -> None:
 
 # ---------------------------------------------------------------- both compiled forms
 
-SUITE = Path(__file__).parents[1] / "fixtures" / "json-schema-test-suite"
-CASES = [
-    pytest.param(
-        group["schema"],
-        test["data"],
-        test["valid"],
-        id=f"{path.stem}: {group['description']}: {test['description']}",
-    )
-    for path in sorted(SUITE.glob("*.json"))
-    for group in json.loads(path.read_text("utf-8"))
-    for test in group["tests"]
-    if compile_check(group["schema"]) is not None
-]
+CASES = schema_suite_cases(lambda schema: compile_check(schema) is not None)
 needs_rs = pytest.mark.skipif(
     compiled_backend() is None, reason="jsonschema-rs (the fast extra) is not installed"
 )

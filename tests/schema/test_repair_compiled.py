@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from xerj_tools import load_registry
 from xerj_tools._bounds import TooDeep, loads, value_problem
 from xerj_tools._problems import json_path
-from xerj_tools._schema._fastcheck import compile_check
-from xerj_tools._schema._repair import _KEPT, _REPAIRERS, repair_arguments, repairer
+from xerj_tools._schema._fastcheck import KEPT_SCHEMAS, compile_check
+from xerj_tools._schema._repair import repair_arguments, repairer
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "100"))
 
@@ -346,11 +346,13 @@ def test_a_value_a_repair_makes_is_bounded_again(tmp_path: Path) -> None:
 
 def test_the_repairs_of_a_schema_are_compiled_once_and_kept_bounded() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-    assert repairer(schema) is repairer(schema)
+    kept = repairer(schema)
+    assert repairer(schema) is kept
     assert repair_arguments({"n": "3"}, schema) == ({"n": 3}, ['$.n: "3" → 3'])
-    for _ in range(_KEPT + 5):
-        repairer({"type": "object"})
-    assert len(_REPAIRERS) <= _KEPT
+    others = [{"type": "object"} for _ in range(KEPT_SCHEMAS)]  # (held: no id is reused)
+    for other in others:
+        repairer(other)
+    assert repairer(schema) is not kept  # forgotten, and compiled again
 
 
 def test_a_schema_that_holds_itself_is_walked_as_deep_as_the_value() -> None:

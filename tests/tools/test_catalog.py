@@ -20,7 +20,7 @@ from xerj_tools.testing._catalog import infer_fields, sample_queries
 from xerj_tools.tools._catalog import served_queries
 from xerj_tools.tools._ready_queries import ready_query
 
-from conftest import openai_client
+from conftest import chat_call, openai_client
 
 CATALOG = "autoindex-catalog"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "autoindex"
@@ -193,8 +193,7 @@ def _wide_catalog(xerj: XerjStandIn, n: int) -> None:
 def test_example_values_fill_a_page_of_the_budget_and_next_goes_on(make_runner: Any, cataloged: XerjStandIn) -> None:
     _wide_catalog(cataloged, 300)
     runner = make_runner(url=cataloged.url)
-    result = runner.run({"id": "c", "type": "function", "function": {
-        "name": "xerj_describe_index", "arguments": '{"index": "wide"}'}})
+    result = runner.run(chat_call("xerj_describe_index", {"index": "wide"}))
     first = json.loads(result.content)
     assert len(result.content) <= 12_000 and "truncated" not in json.dumps(first["catalog"])
     shown = first["truncated"]["shown"]
@@ -240,9 +239,8 @@ def test_a_denied_dataset_shows_nowhere_nor_its_example_values(make_runner: Any,
     assert [s["arguments"]["index"] for s in pivot["steps"]] == ["docs", "tickets"]
 
     runner = make_runner(url=cataloged.url, policy=Policy(deny_indices=(".*", "tickets")))
-    listing = runner.run({"id": "a", "type": "function", "function": {"name": "xerj_list_indices", "arguments": "{}"}})
-    described = runner.run({"id": "b", "type": "function", "function": {
-        "name": "xerj_describe_index", "arguments": '{"index": "docs"}'}})
+    listing = runner.run(chat_call("xerj_list_indices", {}))
+    described = runner.run(chat_call("xerj_describe_index", {"index": "docs"}))
     assert [r["name"] for r in json.loads(listing.content)["indices"]] == [CATALOG, "docs"]
     assert "cross_dataset_pivot" not in described.content  # its second step is in `tickets`
     assert "examples" in described.content
@@ -259,10 +257,9 @@ def test_a_catalog_answering_for_a_denied_index_is_not_believed(make_runner: Any
     answer = {"took": 1, "timed_out": False, "hits": {"total": {"value": 2, "relation": "eq"}, "hits": everything}}
     runner = make_runner(url=cataloged.url, policy=Policy(deny_indices=(".*", "tickets")))
     cataloged.fail_next(Fault(status=200, match=CATALOG, body=json.dumps(answer).encode()))
-    listing = runner.run({"id": "a", "type": "function", "function": {"name": "xerj_list_indices", "arguments": "{}"}})
+    listing = runner.run(chat_call("xerj_list_indices", {}))
     cataloged.fail_next(Fault(status=200, match=CATALOG, body=json.dumps(answer).encode()))
-    described = runner.run({"id": "b", "type": "function", "function": {
-        "name": "xerj_describe_index", "arguments": '{"index": "docs"}'}})
+    described = runner.run(chat_call("xerj_describe_index", {"index": "docs"}))
     assert list(json.loads(described.content)["catalog"]) == ["docs"]
     for text in (listing.content, described.content):
         assert not [v for v in TICKET_VALUES if v in text]
@@ -471,8 +468,7 @@ def test_a_hostile_catalog_document_is_read_without_harm(make_runner: Any, catal
                                                                    "body": {"query": deep}}), json.dumps(big)])
     cataloged.add_documents(CATALOG, {"ds:tickets": source})
     runner = make_runner(url=cataloged.url)
-    result = runner.run({"id": "c", "type": "function", "function": {
-        "name": "xerj_describe_index", "arguments": '{"index": "tickets"}'}})
+    result = runner.run(chat_call("xerj_describe_index", {"index": "tickets"}))
     payload = json.loads(result.content)
     assert payload["ok"] is True and len(result.content) <= 12_000
     assert payload["catalog"]["tickets"]["fields"]["status"]["examples"] == ["open"]

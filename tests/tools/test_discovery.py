@@ -12,7 +12,7 @@ import pytest
 from xerj_tools import XERJ_TOOLS, Dispatcher, Policy, load_registry, run_agent
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
-from conftest import Runner, openai_client
+from conftest import Runner, chat_call, openai_client
 
 
 def paths(xerj: XerjStandIn) -> list[str]:
@@ -125,8 +125,7 @@ def _wide(n: int) -> dict[str, Any]:
 
 def test_five_thousand_fields_fit_the_budget_and_page_on(runner: Runner, xerj: XerjStandIn) -> None:
     xerj.add_documents("wide", {"1": {"x": 1}}, mappings=_wide(5000))
-    result = runner.run({"id": "c", "type": "function", "function": {
-        "name": "xerj_describe_index", "arguments": '{"index": "wide"}'}})
+    result = runner.run(chat_call("xerj_describe_index", {"index": "wide"}))
     payload = json.loads(result.content)
     assert len(result.content) <= 12_000 and payload["field_count"] == 5050
     shown = payload["truncated"]["shown"]
@@ -144,8 +143,7 @@ def test_deep_nesting_fits_the_budget(runner: Runner, xerj: XerjStandIn) -> None
     for level in range(80):
         spec = {"properties": {f"level_{level:02d}_with_a_long_name": spec}}
     xerj.add_documents("deep", {"1": {"x": 1}}, mappings=spec)
-    result = runner.run({"id": "c", "type": "function", "function": {
-        "name": "xerj_describe_index", "arguments": '{"index": "deep"}'}})
+    result = runner.run(chat_call("xerj_describe_index", {"index": "deep"}))
     assert len(result.content) <= 12_000 and json.loads(result.content)["ok"] is True
 
 

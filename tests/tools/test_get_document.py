@@ -3,7 +3,6 @@ document, a missing index, the policy, and the budget; against the stand-in, ove
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -11,14 +10,9 @@ import pytest
 from xerj_tools import XERJ_TOOLS, Policy, load_registry
 from xerj_tools.testing import XerjStandIn
 
-from conftest import Runner
+from conftest import Runner, chat_call
 
 TOOL = "xerj_get_document"
-
-
-@pytest.fixture
-def runner(make_runner: Any, xerj: XerjStandIn) -> Runner:
-    return make_runner(url=xerj.url)  # type: ignore[no-any-return]
 
 
 def test_it_is_a_first_party_tool_of_the_bundled_registry() -> None:
@@ -79,8 +73,7 @@ def test_dot_indices_are_denied_by_default(runner: Runner, make_runner: Any, xer
 
 def test_a_large_document_is_fitted_to_the_budget(make_runner: Any, xerj: XerjStandIn) -> None:
     xerj.add_documents("big", {"1": {"title": "Big", "body": "word " * 20_000}})
-    result = make_runner(url=xerj.url, budget=4_000).run(
-        {"id": "c", "type": "function", "function": {"name": TOOL, "arguments": json.dumps({"index": "big", "id": "1"})}})
+    result = make_runner(url=xerj.url, budget=4_000).run(chat_call(TOOL, {"index": "big", "id": "1"}))
     assert result.ok and len(result.content) <= 4_000 and "truncated" in result.payload
 
 

@@ -192,14 +192,13 @@ def validate_parallel(
     return total
 
 
-def line_blocks(lines: Iterable[str], size: int | None = None) -> Iterator[list[str]]:
-    """`lines` in lists of `size` (`BLOCK_LINES`)."""
-    size = size or BLOCK_LINES
+def line_blocks(lines: Iterable[str]) -> Iterator[list[str]]:
+    """`lines` in lists of `BLOCK_LINES`."""
     block: list[str] = []
     try:
         for line in lines:
             block.append(line)
-            if len(block) >= size:
+            if len(block) >= BLOCK_LINES:
                 yield block
                 block = []
     except UnicodeDecodeError:

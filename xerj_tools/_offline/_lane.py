@@ -331,7 +331,7 @@ def lane_for(registry: ToolRegistry) -> Lane:
 
 def validate_lines(
     registry: ToolRegistry,
-    lines: Iterable[tuple[int, Any]],
+    lines: LaneLines | Iterable[tuple[int, Any]],
     *,
     repair: bool = True,
     progress: Callable[[int], None] | None = None,

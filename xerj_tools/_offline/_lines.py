@@ -1,6 +1,6 @@
 """The lines offline validation reads: a binary stream cut into blocks of lines, numbered
 as text mode numbers them, for the lane (`_lane`) and the full path; and whether an input is JSON
-Lines at all (`starts_jsonl`)."""
+Lines at all (`jsonl_head`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
-__all__ = [
-    "CHUNK", "Block", "Head", "LaneLines", "blocks_of", "jsonl_head", "lane_lines", "starts_jsonl"
-]  # fmt: skip
+__all__ = ["CHUNK", "Block", "Head", "LaneLines", "blocks_of", "jsonl_head", "lane_lines"]
 
 _NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 CHUNK = 1 << 20  # bytes read at a time: memory stays flat in the input's size
@@ -28,28 +26,16 @@ def _split(raw: bytes) -> list[bytes]:
 
 
 class LaneLines:
-    """The lines of a binary stream (or an iterable of its lines) numbered as text mode numbers
-    them (universal newlines), from `start`: iterate for ``(number, line)``, each line with its
-    ending; `blocks` reads a stream in large chunks and hands over their lines a list at a time,
-    cut at ``\n`` (a chunk holding a ``\r`` is cut as text mode cuts it, line by line)."""
+    """The lines of a binary stream numbered as text mode numbers them (universal newlines), from
+    `start`: `blocks` reads the stream in large chunks and hands over their lines a list at a
+    time, cut at ``\n`` (a chunk holding a ``\r`` is cut as text mode cuts it, line by line)."""
 
-    def __init__(self, stream: Iterable[bytes], start: int = 1) -> None:
+    def __init__(self, stream: BinaryIO, start: int = 1) -> None:
         self.stream, self.start = stream, start
-
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        for first, lines, ending, _ in self.blocks():
-            for offset, line in enumerate(lines):
-                yield first + offset, line + ending
 
     def blocks(self) -> Iterator[Block]:
         number = self.start
-        read = getattr(self.stream, "read", None)
-        if read is None:  # lines already cut
-            for raw in self.stream:
-                parts = _split(raw)
-                yield number, parts, b"", None
-                number += len(parts)
-            return
+        read = self.stream.read
         rest = b""
         held: list[bytes] = []  # chunks of a line longer than a chunk, joined once it ends
         while True:
@@ -85,8 +71,8 @@ class LaneLines:
             yield number, last, b"", None
 
 
-def lane_lines(stream: Iterable[bytes], start: int = 1) -> LaneLines:
-    """`LaneLines` of a binary stream (or of its lines)."""
+def lane_lines(stream: BinaryIO, start: int = 1) -> LaneLines:
+    """`LaneLines` of a binary stream."""
     return LaneLines(stream, start)
 
 
@@ -123,13 +109,6 @@ def _utf8(line: Any) -> bytes:
     return b""
 
 
-def starts_jsonl(stream: BinaryIO) -> bool:
-    """Whether a seekable binary input is JSON Lines, as `read_calls` decides it (its first
-    non-blank line is a JSON value); the stream is left at its start. False also where the head
-    is not UTF-8: the text path then says so as it always did."""
-    return jsonl_head(stream).jsonl
-
-
 class Head(NamedTuple):
     """What the head of an input says (`jsonl_head`)."""
 
@@ -142,10 +121,12 @@ _NOT_UTF8 = "the input is not UTF-8 text"
 
 
 def jsonl_head(stream: BinaryIO) -> Head:
-    """`starts_jsonl`, with why not. Where the first non-blank line is the whole input (no line
-    ends it) or is not UTF-8, `error` is `final`: `read_calls` would read that same line again
-    as one document and refuse it so, and the caller can say it without a second reading. The
-    line is held once, as text: a line of gigabytes costs about twice its size."""
+    """Whether a seekable binary input is JSON Lines, as `read_calls` decides it (its first
+    non-blank line is a JSON value), and why not; the stream is left at its start. Where the
+    first non-blank line is the whole input (no line ends it) or is not UTF-8, `error` is
+    `final`: `read_calls` would read that same line again as one document and refuse it so, and
+    the caller can say it without a second reading. The line is held once, as text: a line of
+    gigabytes costs about twice its size."""
     from .._json import _load
     from ._validate import jsonl_error
 

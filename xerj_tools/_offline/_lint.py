@@ -84,57 +84,37 @@ def lint_tools(data: Any, handlers: Iterable[str] = (), *, source: str = "<data>
     for i, definition in enumerate(data):
         function = _function(definition)
         if function is None:
-            findings.append(
-                Finding(
-                    "error",
-                    f"#{i}",
-                    "not a function tool ({'type': 'function', 'function': {...}})",
-                )
-            )
+            shape = "not a function tool ({'type': 'function', 'function': {...}})"
+            findings.append(Finding("error", f"#{i}", shape))
             continue
         name = function.get("name")
         label = name if isinstance(name, str) else f"#{i}"
+        said: list[tuple[Any, str]] = []  # (level, message) of this tool
         if not isinstance(name, str) or not TOOL_NAME.match(name):
-            findings.append(Finding("error", label, "the name must match ^[a-zA-Z0-9_-]{1,64}$"))
+            said.append(("error", "the name must match ^[a-zA-Z0-9_-]{1,64}$"))
         elif name in seen:
-            findings.append(Finding("error", label, "duplicate name"))
+            said.append(("error", "duplicate name"))
         seen.add(label)
         parameters = function.get("parameters", {"type": "object", "properties": {}})
-        cls = _validator_class(parameters)
-        errors = (
-            list(cls(cls.META_SCHEMA).iter_errors(parameters))
-            if isinstance(parameters, Mapping)
-            else []
-        )
-        if not isinstance(parameters, Mapping):
-            findings.append(Finding("error", label, "parameters must be a JSON Schema object"))
-        for error in errors:
-            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            findings.append(
-                Finding("error", label, f"invalid JSON Schema at {where}: {error.message}")
-            )
+        if isinstance(parameters, Mapping):
+            cls = _validator_class(parameters)
+            for error in cls(cls.META_SCHEMA).iter_errors(parameters):
+                where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+                said.append(("error", f"invalid JSON Schema at {where}: {error.message}"))
+        else:
+            said.append(("error", "parameters must be a JSON Schema object"))
         if not function.get("description"):
-            findings.append(
-                Finding("warning", label, "no description: the model has only the name to go on")
-            )
+            said.append(("warning", "no description: the model has only the name to go on"))
         if isinstance(name, str) and name not in known:
-            findings.append(
-                Finding(
-                    "warning",
-                    label,
-                    "no built-in handler: pass handlers={name: ...} to the dispatcher",
-                )
+            said.append(
+                ("warning", "no built-in handler: pass handlers={name: ...} to the dispatcher")
             )
         blockers = list(strict_blockers(parameters)) if isinstance(parameters, Mapping) else []
-        for name in _STRICT:
-            for reason in blockers:
-                findings.append(Finding("strict", label, f"[{name}] {reason}"))
+        said += [("strict", f"[{target}] {reason}") for target in _STRICT for reason in blockers]
+        findings += [Finding(level, label, message) for level, message in said]
         findings += _gemini_findings(label, parameters)
-        findings.append(
-            Finding(
-                "strict", label, "[mcp] MCP has no strict mode; the schema is sent as inputSchema"
-            )
-        )
+        mcp = "[mcp] MCP has no strict mode; the schema is sent as inputSchema"
+        findings.append(Finding("strict", label, mcp))
     return findings
 
 

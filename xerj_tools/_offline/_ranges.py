@@ -70,7 +70,6 @@ def validate_range(
     path: str,
     start: int,
     end: int,
-    *,
     tools_file: str | None = None,
     repair: bool = True,
     rendered: bool = False,
@@ -115,12 +114,6 @@ def validate_range(
     return {"lines": read.last, **_counts(summary), "results": results}
 
 
-def _task(
-    path: str, start: int, end: int, tools_file: str | None, repair: bool, rendered: bool
-) -> BatchResult:
-    return validate_range(path, start, end, tools_file=tools_file, repair=repair, rendered=rendered)
-
-
 def _start_worker(tools_file: str | None) -> None:
     from ._lane import lane_for
 
@@ -144,7 +137,6 @@ def validate_ranges(
     repair: bool,
     on_reports: Callable[[list[Any], int, int], None],
     progress: Callable[[int], None] | None = None,
-    chunk: int | None = None,
     rendered: bool = False,
     reached: Callable[[int], None] | None = None,
 ) -> BatchResult:
@@ -159,7 +151,7 @@ def validate_ranges(
     import multiprocessing
 
     total = empty_result()
-    size = chunk or CHUNK_BYTES
+    size = CHUNK_BYTES
     jobs = max(1, min(jobs, -(-os.stat(path).st_size // size)))
     method = start_method()
     if method == "fork":
@@ -176,6 +168,6 @@ def validate_ranges(
     ranges = (
         (path, start, end, tools_file, repair, rendered) for start, end in chunk_bounds(path, size)
     )
-    in_order(multiprocessing.get_context(method), jobs, _task, ranges, take,
+    in_order(multiprocessing.get_context(method), jobs, validate_range, ranges, take,
              initializer=_start_worker, initargs=(tools_file,))  # fmt: skip
     return total

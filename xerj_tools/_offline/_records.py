@@ -45,11 +45,6 @@ class FoundCall:
         fields["api"] = api
         fields["registry"] = registry
 
-    @property
-    def position(self) -> str:
-        where = f"line {self.line}" if self.line is not None else f"call #{self.index}"
-        return f"{where}, id {self.call_id}" if self.call_id else where
-
 
 # Where any shape's transcripts nest their calls: messages, tool_calls, choices[].message
 # (Chat); input, output (Responses); messages[].content, a response's content (Anthropic).

@@ -83,23 +83,23 @@ class Rendered(NamedTuple):
     call_index: int  # (`index` is a tuple's method)
     tail: str
 
-    def text(self) -> str:
-        return (
-            f'{{"ok": {"true" if self.ok else "false"}, '
-            f'"line": {"null" if self.line is None else self.line}, "index": {self.call_index}'
-            + self.tail
-        )
+    def text(self, lines: int = 0, calls: int = 0) -> str:
+        """The JSON line, moved past `lines` lines and `calls` calls."""
+        line = None if self.line is None else self.line + lines
+        return _numbered(self.ok, line, self.call_index + calls, self.tail)
+
+
+def _numbered(ok: bool, line: int | None, index: int, tail: str) -> str:
+    """A call's report line: its numbers, then `tail` (`_tail`)."""
+    return (
+        f'{{"ok": {"true" if ok else "false"}, '
+        f'"line": {"null" if line is None else line}, "index": {index}{tail}'
+    )
 
 
 def shifted(reports: Iterable[Any], lines: int, calls: int) -> Iterator[Any]:
     """`reports` of a batch that follows `lines` lines and `calls` calls."""
     for report in reports:
-        if type(report) is Rendered:  # a --jobs worker's rendered report (`_report.render`)
-            line = report.line
-            yield report._replace(
-                line=None if line is None else line + lines, call_index=report.call_index + calls
-            )
-            continue
         report = dict(report)
         if report.get("line") is not None:
             if "tool" not in report:  # an unreadable line: its message names the line too
@@ -117,24 +117,11 @@ def shifted(reports: Iterable[Any], lines: int, calls: int) -> Iterator[Any]:
         yield report
 
 
-def _call_line(report: Any) -> str | None:
-    """`_json_line(report.as_dict())` for a `CallReport` of a call, written straight from its
-    fields (no dict, no encoder: a third of the time), or None where a field is not of the
-    plain type this writes exactly as `json` does (the caller then takes the long way)."""
-    tail = _tail(report)
-    if tail is None:
-        return None
-    call = report.call
-    line = call.line
-    return (
-        f'{{"ok": {"true" if report.ok else "false"}, '
-        f'"line": {"null" if line is None else line}, "index": {call.index}{tail}'
-    )
-
-
 def render(report: Any) -> Rendered | None:
-    """A `CallReport` of a call as `Rendered`, or None where `_call_line` would take the long
-    way. (The numbers are ASCII digits: escaping the tail alone escapes the whole line.)"""
+    """A `CallReport` of a call as `Rendered`, written straight from its fields (no dict, no
+    encoder: a third of the time), or None where a field is not of the plain type this writes
+    exactly as `json` does (the caller then takes the long way). (The numbers are ASCII digits:
+    escaping the tail alone escapes the whole line.)"""
     tail = _tail(report)
     if tail is None:
         return None
@@ -264,10 +251,10 @@ class JsonReport:
         """Write one report: a `CallReport`, or its plain form (`CallReport.as_dict`)."""
         if isinstance(report, dict):
             line = _json_line(report)
-        elif isinstance(report, Rendered):
-            line = report.text()
-        else:
-            line = _call_line(report) or _json_line(report.as_dict())
+        elif (tail := _tail(report)) is None:
+            line = _json_line(report.as_dict())
+        else:  # (straight from the report's fields: no dict, no encoder, a third of the time)
+            line = _numbered(report.ok, report.call.line, report.call.index, tail)
         self.out.write("," + line if self.started else self._open() + line)
 
     def moved_on(self, reports: Sequence[Any], lines: int, calls: int) -> None:
@@ -276,12 +263,7 @@ class JsonReport:
         parts = []
         for report in reports:
             if type(report) is Rendered:
-                line = report.line
-                parts.append(
-                    f'{{"ok": {"true" if report.ok else "false"}, '
-                    f'"line": {"null" if line is None else line + lines}, '
-                    f'"index": {report.call_index + calls}{report.tail}'
-                )
+                parts.append(report.text(lines, calls))
             else:
                 parts.extend(_json_line(moved) for moved in shifted((report,), lines, calls))
         if parts:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any, TextIO
 
 from .._bounds import MAX_ARGUMENT_DEPTH, TooDeep, loads
@@ -75,7 +76,7 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
                 found = replace(found, index=index)
             yield found
         return
-    yield from jsonl_calls(_chain((number, first), enumerate(stream, start=number + 1)))
+    yield from jsonl_calls(chain([(number, first)], enumerate(stream, start=number + 1)))
 
 
 def _tool_definitions(document: Any) -> int | None:
@@ -161,11 +162,6 @@ def jsonl_error(first: str, *, fast: bool = True) -> str | None:
     except ValueError as exc:
         return f"the input is neither JSON nor JSON Lines: {exc}"
     return None
-
-
-def _chain(head: tuple[int, str], rest: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    yield head
-    yield from rest
 
 
 @dataclass(frozen=True)

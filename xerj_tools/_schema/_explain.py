@@ -24,12 +24,11 @@ unexpected)``, the names sorted (`_keywords.additionalProperties`, `_utils.extra
 from __future__ import annotations
 
 import json
-import numbers
 from collections.abc import Callable
 from typing import Any
 
 from .._problems import Problem, json_path, json_type
-from ._fastcheck import FastCheck, compile_check
+from ._fastcheck import EXACT_TYPES, TYPES, FastCheck, compile_check, per_schema
 
 __all__ = ["Explainer", "compile_explainer", "explainer_of", "preview"]
 
@@ -48,30 +47,6 @@ class _Fallback(Exception):
     """A value this module might read otherwise than jsonschema: jsonschema explains it."""
 
 
-def _number(value: Any) -> bool:
-    kind = type(value)
-    if kind is int or kind is float:
-        return True
-    return isinstance(value, numbers.Number) and not isinstance(value, bool)
-
-
-def _integer(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-
-
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "number": _number,
-    "integer": _integer,
-}
-
-
 def preview(value: Any, limit: int = 60) -> str:
     """`value` as JSON in a problem's message, cut to `limit` characters (with "…")."""
     if isinstance(value, str) and len(value) > limit * 4:
@@ -81,25 +56,9 @@ def preview(value: Any, limit: int = 60) -> str:
 
 
 def explainer_of(check: Any) -> Explainer | None:
-    """The explainer of a `FastCheck`'s schema (compiled on its first call, kept for up to
-    `_KEPT` schemas), or None: `check` is no `FastCheck`, or its schema is one jsonschema
-    explains."""
-    if not isinstance(check, FastCheck):
-        return None
-    schema = check.schema
-    kept = _EXPLAINERS.get(id(schema))
-    if kept is None or kept[0] is not schema:
-        if len(_EXPLAINERS) >= _KEPT:
-            _EXPLAINERS.clear()  # (one step, safe beside another thread's look-up)
-        kept = _EXPLAINERS[id(schema)] = (schema, compile_explainer(schema))
-    return kept[1]
-
-
-# The explainers of the schemas refused lately, by id (each entry holds its schema, so that the
-# id is not another's). Bounded: a process may build a registry per input record (a fine-tuning
-# file's examples each bring their tools).
-_KEPT = 64
-_EXPLAINERS: dict[int, tuple[Any, Explainer | None]] = {}
+    """The explainer of a `FastCheck`'s schema (compiled on its first call, kept per schema), or
+    None: `check` is no `FastCheck`, or its schema is one jsonschema explains."""
+    return _explainer(check.schema) if isinstance(check, FastCheck) else None
 
 
 def compile_explainer(schema: Any) -> Explainer | None:
@@ -124,6 +83,9 @@ def compile_explainer(schema: Any) -> Explainer | None:
     return explain
 
 
+_explainer = per_schema(compile_explainer)
+
+
 def _nothing(value: Any, where: str, out: list[Problem]) -> None:
     return None  # `true` or `{}`: every value passes
 
@@ -133,11 +95,6 @@ def _nothing(value: Any, where: str, out: list[Problem]) -> None:
 # caller skips the node for those. None: it passes every value.
 _Compiled = tuple[_Node, "frozenset[type] | None"]
 _NOTHING: _Compiled = (_nothing, None)
-_PASSING: dict[str, frozenset[type]] = {
-    "object": frozenset({dict}), "array": frozenset({list}), "string": frozenset({str}),
-    "boolean": frozenset({bool}), "null": frozenset({type(None)}),
-    "number": frozenset({int, float}), "integer": frozenset({int}),
-}  # fmt: skip
 
 
 def _missing_part(key: Any) -> str:
@@ -160,11 +117,12 @@ def _type_test(declared: Any) -> tuple[Callable[[Any], bool], str, frozenset[typ
     """The test of a `type`, the words for it in a problem, the exact types it always passes."""
     names = [declared] if isinstance(declared, str) else list(declared)
     expected = " or ".join(declared) if isinstance(declared, list) else str(declared)
-    passing = frozenset(t for name in names for t in _PASSING[name])
+    passing = frozenset(t for name in names for t in EXACT_TYPES[name])
     if len(names) == 1:
-        return _TYPES[names[0]], expected, passing  # compile_check vouched for every name
+        return TYPES[names[0]], expected, passing  # compile_check vouched for every name
+    # one isinstance for the types that are classes (a property's test runs on each value)
     classes = tuple(_CLASSES[name] for name in names if name in _CLASSES)
-    numeric = _number if "number" in names else _integer if "integer" in names else None
+    numeric = next((TYPES[name] for name in ("number", "integer") if name in names), None)
     if numeric is None:
         return (lambda v: isinstance(v, classes)), expected, passing
     return (lambda v: isinstance(v, classes) or numeric(v)), expected, passing

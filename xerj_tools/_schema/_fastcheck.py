@@ -19,18 +19,22 @@ every JSON value, and the closure also on what JSON cannot hold (an infinite flo
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["COMPILE_AFTER", "FastCheck", "compile_check", "compiled_backend", "fast_check"]
+__all__ = [
+    "COMPILE_AFTER", "KEPT_SCHEMAS", "FastCheck", "compile_check", "compiled_backend",
+    "fast_check", "per_schema",
+]  # fmt: skip
 
 Predicate = Callable[[Any], bool]
 """Says whether one value is valid; yes/no, no explanation (jsonschema explains)."""
-_IGNORED = frozenset({"description", "title", "examples", "$comment", "default"})
+ANNOTATIONS = frozenset({"description", "title", "examples", "$comment", "default"})
 _SUPPORTED = (
     frozenset({"type", "properties", "required", "items", "enum", "additionalProperties"})
-    | _IGNORED
+    | ANNOTATIONS
 )
 
 # Drafts whose reading of the supported keywords the checks follow (6 and later: 1.0 is an
@@ -47,25 +51,38 @@ _DRAFTS = frozenset(
 )
 
 
-def _type_check(name: str) -> Predicate | None:
-    if name == "object":
-        return lambda v: isinstance(v, dict)
-    if name == "array":
-        return lambda v: isinstance(v, list)
-    if name == "string":
-        return lambda v: isinstance(v, str)
-    if name == "boolean":
-        return lambda v: isinstance(v, bool)
-    if name == "null":
-        return lambda v: v is None
-    if name == "number":
-        return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-    if name == "integer":  # draft 4 and later count 5.0 as an integer
-        return lambda v: (
-            (isinstance(v, int) and not isinstance(v, bool))
-            or (isinstance(v, float) and v.is_integer())
-        )
-    return None
+def _number(value: Any) -> bool:
+    kind = type(value)
+    if kind is int or kind is float:
+        return True
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+def _integer(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+TYPES: dict[str, Predicate] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "number": _number,
+    "integer": _integer,
+}
+"""Each `type` as jsonschema's type checker reads it (draft 4 and later: an integral float is an
+integer; a `numbers.Number` that is no bool is a number)."""
+
+EXACT_TYPES: dict[str, frozenset[type]] = {
+    "object": frozenset({dict}), "array": frozenset({list}), "string": frozenset({str}),
+    "boolean": frozenset({bool}), "null": frozenset({type(None)}),
+    "integer": frozenset({int}), "number": frozenset({int, float}),
+}  # fmt: skip
+"""A JSON type's values as decoded JSON holds them, by exact type, each passing its `TYPES` test
+without a look at the value: a bool is no integer, nor a float (5.0 is one to JSON Schema)."""
 
 
 def compile_check(schema: Any) -> Predicate | None:
@@ -81,10 +98,9 @@ def compile_check(schema: Any) -> Predicate | None:
     if "type" in schema:  # (a `"type": null` is no schema's: jsonschema decides)
         declared = schema["type"]
         names = [declared] if isinstance(declared, str) else declared
-        type_checks = [_type_check(n) for n in names] if isinstance(names, list) else [None]
-        if any(c is None for c in type_checks):
+        if not isinstance(names, list) or not all(isinstance(n, str) and n in TYPES for n in names):
             return None
-        found = [c for c in type_checks if c is not None]
+        found = [TYPES[n] for n in names]
         if len(found) == 1:
             checks.append(found[0])
         else:
@@ -225,3 +241,26 @@ def fast_check(schema: Any) -> FastCheck | None:
     supported subset."""
     pure = compile_check(schema)
     return None if pure is None else FastCheck(schema, pure)
+
+
+_Built = TypeVar("_Built")
+
+KEPT_SCHEMAS = 64
+"""How many schemas' compiled forms `per_schema` keeps. Bounded: a process may build a registry
+per input record (a fine-tuning file's examples each bring their tools)."""
+
+
+def per_schema(build: Callable[[Any], _Built], most: int = KEPT_SCHEMAS) -> Callable[[Any], _Built]:
+    """`build(schema)`, made on a schema's first call and kept for up to `most` schemas, by id
+    (each entry holds its schema, so that the id is not another's)."""
+    kept: dict[int, tuple[Any, _Built]] = {}
+
+    def get(schema: Any) -> _Built:
+        found = kept.get(id(schema))
+        if found is None or found[0] is not schema:
+            if len(kept) >= most:
+                kept.clear()  # (one step, safe beside another thread's look-up)
+            found = kept[id(schema)] = (schema, build(schema))
+        return found[1]
+
+    return get

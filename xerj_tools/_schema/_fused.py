@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._problems import ValidationResult
 from . import _plan
-from ._fastcheck import Predicate, compile_check
+from ._fastcheck import ANNOTATIONS, EXACT_TYPES, Predicate, compile_check
 from ._quick import quick_object
 from ._validation import _integer_only, integral_numbers, validate_arguments, validate_decoded
 
@@ -48,18 +48,6 @@ Table = tuple[
     Predicate,
 ]
 
-# A JSON type's values as decoded JSON holds them, by exact type: a bool is no integer, a float
-# no integer either (5.0 is one to JSON Schema; the general path makes it 5), an int a number.
-_EXACT: dict[str, frozenset[type]] = {
-    "object": frozenset({dict}),
-    "array": frozenset({list}),
-    "string": frozenset({str}),
-    "boolean": frozenset({bool}),
-    "null": frozenset({type(None)}),
-    "integer": frozenset({int}),
-    "number": frozenset({int, float}),
-}
-
 
 class Spec(Protocol):
     """What `checked_arguments` reads of a `ToolSpec` (`_registry` imports this module)."""
@@ -75,10 +63,9 @@ class Spec(Protocol):
     def _validator(self) -> Validator: ...
 
 
-_ANNOTATIONS = frozenset({"description", "title", "examples", "$comment", "default"})
 # What the object's own schema may hold (an unknown argument is left to the general path anyway,
 # so `additionalProperties` changes nothing here; `$schema` is a draft `fast` reads as the plan).
-_OBJECT = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "$schema"}
+_OBJECT = ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "$schema"}
 
 
 def quick_plan(
@@ -105,9 +92,9 @@ def quick_plan(
             return None
         declared = sub.get("type")
         names = [declared] if isinstance(declared, str) else declared
-        plain = set(sub) - {"type"} <= _ANNOTATIONS
+        plain = set(sub) - {"type"} <= ANNOTATIONS
         if plain and isinstance(names, list) and names and all(_plain_type(n) for n in names):
-            flat[name] = frozenset().union(*(_EXACT[n] for n in names))
+            flat[name] = frozenset().union(*(EXACT_TYPES[n] for n in names))
             continue
         check = compile_check(sub)
         if check is None:
@@ -134,7 +121,7 @@ def _holds_integer(schema: Any) -> bool:
 
 
 def _plain_type(name: object) -> bool:
-    return isinstance(name, str) and name in _EXACT
+    return isinstance(name, str) and name in EXACT_TYPES
 
 
 def checked_arguments(
@@ -171,16 +158,16 @@ def general_path(
 ) -> ValidationResult:
     """`validate_arguments` of `raw`, with `value`, its quick decode, handed on (None: not
     decoded quickly, the full decode decides)."""
+    plan = spec.plan
     if value is not None:
         return validate_decoded(
             spec._validator,
             value,
-            spec.plan.explain,
+            plan.explain,
             repair=repair,
             fast=spec.fast_check,
-            yes=spec.plan.admits,
+            yes=plan.admits,
         )
-    plan = spec.plan
     return validate_arguments(
         spec._validator, raw, plan.explain, repair=repair, fast=spec.fast_check, yes=plan.admits
     )

@@ -25,6 +25,7 @@ from typing import Any
 
 from .._problems import Check, Problem
 from ..tools._limits import Limit, Yes
+from ._fastcheck import _plain
 
 __all__ = ["Plan", "plan_of"]
 
@@ -208,12 +209,3 @@ def _merged(schema: dict[str, Any], fragment: dict[str, Any], names: frozenset[s
         for key in ("required", "allOf") if key in schema and key in fragment
     }  # fmt: skip
     return {**schema, **fragment, **joined, "properties": merged, "additionalProperties": False}
-
-
-def _plain(schema: Any) -> Any:
-    """`schema` as plain dicts and lists (jsonschema-rs reads no other mapping type)."""
-    if isinstance(schema, Mapping):
-        return {str(k): _plain(v) for k, v in schema.items()}
-    if isinstance(schema, (list, tuple)):
-        return [_plain(v) for v in schema]
-    return schema

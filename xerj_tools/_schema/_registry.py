@@ -17,8 +17,8 @@ from .._shapes import ANTHROPIC, CHAT, GEMINI, RESPONSES
 from ..tools._limits import Limit
 from . import _fused
 from ._fastcheck import fast_check as _compiled_check
+from ._fused import general_path
 from ._plan import Plan, plan_of
-from ._validation import validate_arguments, validate_decoded
 
 # jsonschema is imported when a schema is first checked or a call fails. The openai SDK's types
 # for `tools=` (openai 1.66 and newer) let a caller's type checker accept
@@ -97,28 +97,14 @@ class ToolSpec:
 
     def validate(self, arguments: object, *, repair: bool = False) -> ValidationResult:
         """Validate what a model emitted for this tool (see `ToolRegistry.validate`)."""
-        return validate_arguments(
-            self._validator,
-            arguments,
-            self.plan.explain,
-            repair=repair,
-            fast=self.fast_check,
-            yes=self.plan.admits,
-        )
+        return general_path(self, arguments, None, repair)
 
     def _validate_decoded(self, value: dict[str, Any], *, repair: bool = False) -> ValidationResult:
         """`validate` of arguments already decoded as `validate` decodes text (internal: the
         offline lane hands over its decode). `value` must be what `_quick.quick_object` makes of
         the text, a dict of JSON values within the bounds, which are not looked at again; then
         the result is `validate`'s for the text (tests/offline/test_lane.py)."""
-        return validate_decoded(
-            self._validator,
-            value,
-            self.plan.explain,
-            repair=repair,
-            fast=self.fast_check,
-            yes=self.plan.admits,
-        )
+        return general_path(self, None, value, repair)
 
     def chat_tool(self) -> dict[str, Any]:
         """The nested Chat Completions form: ``{"type": "function", "function": {...}}``."""

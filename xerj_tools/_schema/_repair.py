@@ -17,6 +17,7 @@ from typing import Any
 
 from .._bounds import TooDeep, loads
 from .._problems import json_path
+from ._fastcheck import per_schema
 
 __all__ = ["Repairer", "Repairs", "repair_arguments", "repairer"]
 
@@ -257,21 +258,8 @@ class Repairer:
         return args, repairs
 
 
-def repairer(schema: Mapping[str, Any]) -> Repairer:
-    """`schema`'s compiled repairs: built on its first call, kept for up to `_KEPT` schemas."""
-    kept = _REPAIRERS.get(id(schema))
-    if kept is None or kept[0] is not schema:
-        if len(_REPAIRERS) >= _KEPT:
-            _REPAIRERS.clear()  # (one step, safe beside another thread's look-up)
-        kept = _REPAIRERS[id(schema)] = (schema, Repairer(schema))
-    return kept[1]
-
-
-# The compiled repairs of the schemas repaired lately, by id (each entry holds its schema, so
-# that the id is not another's). Bounded: a process may build a registry per input record (a
-# fine-tuning file's examples each bring their tools).
-_KEPT = 64
-_REPAIRERS: dict[int, tuple[Mapping[str, Any], Repairer]] = {}
+repairer = per_schema(Repairer)
+"""`repairer(schema)`: `schema`'s compiled repairs, built on its first call and kept."""
 
 
 def repair_arguments(

@@ -10,6 +10,7 @@ from .._bounds import TooDeep, loads, may_hold_surrogate, may_overflow, value_pr
 from .._problems import Check, Problem, ValidationResult, json_path, json_type
 from ._explain import explainer_of
 from ._explain import preview as _preview
+from ._fastcheck import per_schema
 from ._quick import quick_object
 from ._repair import repair_arguments
 
@@ -38,8 +39,6 @@ def _schema_problem(error: ValidationError) -> Problem:
         return Problem(
             json_path(parts), f"must be one of {options}; got {_preview(error.instance)}"
         )
-    if error.validator == "additionalProperties":
-        return Problem(json_path(parts), error.message)
     return Problem(json_path(parts), error.message)
 
 
@@ -246,22 +245,15 @@ def integral_numbers(value: Any, schema: Any) -> Any:
     return value
 
 
-# Per object schema: its properties where an integral float can be made an int (typed integer
-# only) or that nest (properties or items), each (key, schema, nests); built once per schema.
-_PLANS: dict[int, tuple[Mapping[str, Any], tuple[tuple[str, Mapping[str, Any], bool], ...]]] = {}
-
-
-def _plan(schema: Mapping[str, Any]) -> tuple[tuple[str, Mapping[str, Any], bool], ...]:
-    found = _PLANS.get(id(schema))
-    if found is not None and found[0] is schema:
-        return found[1]
-    plan = tuple(
+def _plan_of(schema: Mapping[str, Any]) -> tuple[tuple[str, Mapping[str, Any], bool], ...]:
+    """An object schema's properties where an integral float can be made an int (typed integer
+    only) or that nest (properties or items), each (key, schema, nests)."""
+    return tuple(
         (key, sub, "properties" in sub or "items" in sub)
         for key, sub in schema["properties"].items()
         if isinstance(sub, Mapping)
         and ("properties" in sub or "items" in sub or _integer_only(sub))
     )
-    if len(_PLANS) >= 1024:
-        _PLANS.clear()
-    _PLANS[id(schema)] = (schema, plan)  # the schema is kept: its id is not reused meanwhile
-    return plan
+
+
+_plan = per_schema(_plan_of, 1024)  # built once per schema

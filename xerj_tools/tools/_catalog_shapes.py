@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from .._json import clean, dumps
-from ._ready_queries import ready_query
+from ._ready_queries import _text, ready_query
 
 __all__ = ["CATALOG_INDEX", "MAX_FIELD_CHARS", "described", "listed", "specs_of", "summary"]
 
@@ -24,10 +24,6 @@ _GROUP = {
     "keyword": "keyword", "text": "text", "semantic_text": "semantic_text", "long": "numeric",
     "double": "numeric", "boolean": "boolean", "date": "date",
 }  # fmt: skip
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _count(value: Any) -> int | None:
@@ -118,11 +114,7 @@ def _entry(spec: Mapping[str, Any], group: str | None) -> dict[str, Any]:
     kind = spec.get("es_type") if isinstance(spec.get("es_type"), str) else None
     out: dict[str, Any] = {}
     wordy = kind in ("text", "semantic_text")
-    examples = []
-    for value in _strings(spec.get("examples"), 3, cut=10_000):
-        cut = TEXT_EXAMPLE_CHARS if wordy else 120
-        examples.append(value if len(value) <= cut else value[:cut] + "…")
-    if examples:
+    if examples := _strings(spec.get("examples"), 3, TEXT_EXAMPLE_CHARS if wordy else 120):
         out["examples"] = examples
     cardinality = _count(spec.get("cardinality_est"))
     if cardinality is not None:
@@ -151,11 +143,8 @@ def _entry(spec: Mapping[str, Any], group: str | None) -> dict[str, Any]:
 
 def _page(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The fields the mapping's page shows, sorted, with the group each is under."""
-    out = []
-    for group, fields in (payload.get("fields") or {}).items():
-        for path in fields:
-            out.append((path, group))
-    return sorted(out)
+    groups = payload.get("fields") or {}
+    return sorted((path, group) for group, fields in groups.items() for path in fields)
 
 
 def _cut(payload: dict[str, Any], kept: Collection[str], shown: int) -> None:

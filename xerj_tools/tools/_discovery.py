@@ -27,20 +27,21 @@ Both then read XERJ autoindex's catalog where the node has one and the policy al
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from .._exceptions import EngineError
 from .._http._models import HttpRequest
-from .._message._format import engine_error, invalid, unusable
+from .._message._format import invalid
 from .._problems import Problem
 from ._catalog import describe_with_catalog, list_with_catalog
 from ._limits import Limit
 from ._listing import RESOLVE_ALL, alias_targets, aliases_by_index, names_only, streams_in
 from ._mappings import Field, fields_of
 from ._paths import index_problem, segment
-from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool
+from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool, json_object
 
 __all__ = ["DESCRIBE_INDEX", "LIST_INDICES", "globbable"]
 
@@ -54,15 +55,8 @@ _RULE = (
 
 def globbable(part: str) -> bool:
     """Whether XERJ globs (or matches exactly) this one name of an index expression."""
-    if part in ("*", "_all") or "*" not in part:
-        return True
-    return (
-        "*" not in part[:-1]
-        if part.endswith("*")
-        else "*" not in part[1:]
-        if part.startswith("*")
-        else False
-    )
+    stars = part.count("*")
+    return stars == 0 or (stars == 1 and (part[0] == "*" or part[-1] == "*"))
 
 
 def _match(pattern: str, name: str) -> bool:
@@ -280,10 +274,7 @@ def _group(fields: Mapping[str, Field]) -> dict[str, Any]:
 
 
 def _read_mapping(received: Received) -> dict[str, Any]:
-    reply, request = received.reply, received.request
-    data = reply.data
-    if not isinstance(data, dict) or unusable(reply, data) is not None:
-        raise engine_error(reply, request)
+    request, data = received.request, json_object(received)
     name = request.path.strip("/").split("/")[0]
     per_index = fields_of(data)
     if not per_index:
@@ -321,10 +312,6 @@ def _read_mapping(received: Received) -> dict[str, Any]:
     out["search_with"] = {k: v for k, v in search_with.items() if served is None or k in served}
     out["how"] = _how(served)
     if start + len(shown) < len(wanted) or start > 0 or prefix:
-        tops: dict[str, int] = {}
-        for path in wanted:
-            head = path.split(".")[0]
-            tops[head] = tops.get(head, 0) + 1
         out["truncated"] = {
             "shown": len(shown), "from": start, "of": len(wanted),
             "prefix": prefix or None,
@@ -335,8 +322,8 @@ def _read_mapping(received: Received) -> dict[str, Any]:
                 "call again with `next` for the rest, or with `prefix` set to one of the "
                 "objects in `objects` (their field counts)"
             ]
-            out["objects"] = {k: v for k, v in sorted(tops.items(), key=lambda kv: -kv[1]) if v > 1}
-            out["objects"] = dict(list(out["objects"].items())[:30])
+            tops = Counter(path.split(".")[0] for path in wanted)  # the most fields first
+            out["objects"] = dict([(k, v) for k, v in tops.most_common() if v > 1][:30])
     return out
 
 

@@ -24,11 +24,11 @@ from typing import Any
 from urllib.parse import unquote
 
 from .._http._models import HttpRequest, Outcome, Reply
-from .._message._format import engine_error, invalid, unusable
+from .._message._format import invalid
 from ._limits import document_id, one_index
 from ._paths import segment
 from ._source_view import SourceView
-from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool
+from ._tool import Advice, IndexPolicy, PolicyTraits, Reads, Received, Tool, json_object
 
 __all__ = ["GET_DOCUMENT"]
 
@@ -50,10 +50,7 @@ def _answered(reply: Reply) -> bool:
 
 
 def read_document(received: Received) -> dict[str, Any]:
-    reply = received.reply
-    data = reply.data
-    if not isinstance(data, dict) or unusable(reply, data) is not None:
-        raise engine_error(reply, received.request)
+    reply, data = received.reply, json_object(received)
     if not isinstance(data.get("found"), bool) or not isinstance(data.get("_id"), str):
         raise invalid(reply, "the `found` flag and `_id` of a document lookup")
     out: dict[str, Any] = {"ok": True, "found": data["found"]}

@@ -44,7 +44,6 @@ __all__ = [
     "RESOLVE_ALL",
     "IndexListing",
     "Listing",
-    "list_indices",
     "alias_targets",
     "aliases_by_index",
     "fetch_listing",
@@ -82,11 +81,6 @@ class Listing:
     indices: tuple[str, ...]
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     knows_aliases: bool = True
-
-    @property
-    def names(self) -> list[str]:
-        """Index and alias names, sorted: what an `index_not_found` offers."""
-        return sorted({*self.indices, *self.aliases})
 
     @cached_property
     def index_set(self) -> frozenset[str]:
@@ -219,14 +213,6 @@ def read_listing(
     `fresh`: read it again even when one is cached."""
     got = yield from fetch_listing(cache, cluster, fresh=fresh)
     return got if isinstance(got, Listing) else None
-
-
-def list_indices(
-    cache: IndexListing, cluster: str
-) -> Generator[HttpRequest, tuple[Outcome, int], list[str]]:
-    """Yield the listing requests still needed; return the names (empty when none could be read)."""
-    listing = yield from read_listing(cache, cluster)
-    return listing.names if listing is not None else []
 
 
 def aliases_by_index(outcome: Any) -> dict[str, list[str]] | None:

@@ -51,8 +51,8 @@ def mapping_request(index: str) -> HttpRequest:
     return HttpRequest("GET", path, None, kind="listing", template="/{index}/_mapping")
 
 
-def _walk(properties: Any, prefix: str, depth: int, out: dict[str, Field]) -> None:
-    stack: list[tuple[Any, str, int]] = [(properties, prefix, depth)]
+def _walk(properties: Any, out: dict[str, Field]) -> None:
+    stack: list[tuple[Any, str, int]] = [(properties, "", 0)]
     while stack and len(out) < MAX_FIELDS:
         props, pre, level = stack.pop()
         if not isinstance(props, Mapping) or level > _MAX_DEPTH:
@@ -86,23 +86,15 @@ def fields_of(data: Any) -> dict[str, dict[str, Field]]:
         mappings = block.get("mappings") if isinstance(block, Mapping) else None
         if isinstance(index, str) and isinstance(mappings, Mapping):
             fields: dict[str, Field] = {}
-            _walk(mappings.get("properties"), "", 0, fields)
+            _walk(mappings.get("properties"), fields)
             out[index] = fields
     return out
 
 
 def vector_paths(per_index: Mapping[str, Mapping[str, Field]]) -> tuple[str, ...]:
     """The dense_vector fields of every index."""
-    return tuple(
-        sorted(
-            {
-                p
-                for fields in per_index.values()
-                for p, f in fields.items()
-                if f["type"] == "dense_vector"
-            }
-        )
-    )
+    fields = (item for per in per_index.values() for item in per.items())
+    return tuple(sorted({path for path, field in fields if field["type"] == "dense_vector"}))
 
 
 class MappingCache:

@@ -8,11 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from .._http._models import HttpRequest
-from .._message._format import engine_error, invalid, unusable
+from .._message._format import invalid
 from ._limits import MAX_RESULT_WINDOW, finite_vector, int_range, namespace, not_blank, number_range
 from ._memory_limits import recall_by, recency_k, text_unless_vector
 from ._paths import segment
-from ._tool import Advice, PolicyTraits, Received, Tool, copy_args
+from ._tool import Advice, PolicyTraits, Received, Tool, copy_args, json_object
 
 __all__ = ["RECALL", "STORE", "read_recall", "read_store"]
 
@@ -92,16 +92,9 @@ def own_first_write(payload: dict[str, Any], request: HttpRequest) -> dict[str, 
     return out
 
 
-def _data(received: Received) -> dict[str, Any]:
-    data = received.reply.data
-    if not isinstance(data, dict) or unusable(received.reply, data) is not None:
-        raise engine_error(received.reply, received.request)
-    return data
-
-
 def read_store(received: Received) -> dict[str, Any]:
     """Store's ``{"id": ...}`` answer (memory_api.rs:373-379)."""
-    data = _data(received)
+    data = json_object(received)
     if not isinstance(data.get("id"), str):
         raise invalid(received.reply, "the `id` of the stored memory")
     out: dict[str, Any] = {"ok": True}
@@ -119,7 +112,7 @@ def read_recall(received: Received) -> dict[str, Any]:
     count would repeat the list's length, and a memory stored without metadata has it ``null``
     in XERJ's answer, here left out. So the message is the raw body less that, plus the
     ``ok``/``tool`` of every message."""
-    data = _data(received)
+    data = json_object(received)
     raw = data.get("hits")
     if not isinstance(raw, list):
         raise invalid(received.reply, "the `hits` list of a recall")

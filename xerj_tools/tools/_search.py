@@ -164,18 +164,13 @@ def hybrid_search(args: Mapping[str, Any]) -> HttpRequest:
 
 
 def _total(hits: Mapping[str, Any], out: dict[str, Any]) -> None:
+    # None where track_total_hits was false, and for anything but a count (a list would also
+    # blow the budget)
     total = hits.get("total")
-    if isinstance(total, dict):
-        out["total"] = total.get("value")
-        if total.get("relation") == "gte":
-            out["total_relation"] = "gte"  # at least this many; the engine stopped counting
-    elif isinstance(total, int):
-        out["total"] = total
-    else:
-        out["total"] = None  # track_total_hits was false
-    if not _count(out["total"]):
-        out["total"] = None  # anything but a count is not one (a list would also blow the budget)
-        out.pop("total_relation", None)
+    value = total.get("value") if isinstance(total, dict) else total
+    out["total"] = value if _count(value) else None
+    if out["total"] is not None and isinstance(total, dict) and total.get("relation") == "gte":
+        out["total_relation"] = "gte"  # at least this many; the engine stopped counting
 
 
 def _count(value: Any) -> bool:
@@ -265,7 +260,7 @@ def _search_payload(
     data: Mapping[str, Any],
     request: HttpRequest,
     rerank_note: Mapping[str, Any] | None,
-    view: SourceView | None = None,
+    view: SourceView,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": True}
     hits = data.get("hits") if isinstance(data.get("hits"), dict) else {}
@@ -273,7 +268,6 @@ def _search_payload(
     _total(hits, out)
     raw_hits = hits.get("hits") if isinstance(hits.get("hits"), list) else []
     assert isinstance(raw_hits, list)
-    view = view if view is not None else source_view(request)
     out["hits"] = [hit(h, view) for h in raw_hits if isinstance(h, dict)]
     if "aggregations" in data:
         out["aggregations"] = data["aggregations"]

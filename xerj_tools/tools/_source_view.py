@@ -137,10 +137,6 @@ def _named(fields: tuple[str, ...], vectors: frozenset[str]) -> SourceView:
     return SourceView(includes=fields, vectors=vectors)
 
 
-def _number(value: Any) -> bool:
-    return type(value) is float or type(value) is int
-
-
 def _numbers(value: list[Any]) -> bool:
     """Whether `value` reads as an embedding's numbers: of eight items spread over it (its
     first and last among them; all of a shorter list), all but two at most are numbers or

@@ -29,7 +29,6 @@ __all__ = [
     "reading_tool",
     "served_advice",
     "served_hints",
-    "tool_named",
     "tool_table",
 ]
 
@@ -61,11 +60,6 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
 _BY_KIND: Mapping[str, Tool] = MappingProxyType(
     {"search": SEARCH, "memory_store": STORE, "memory_recall": RECALL}
 )
-
-
-def tool_named(name: str) -> Tool | None:
-    """The library's own tool of this name, or None."""
-    return XERJ_TOOLS.get(name)
 
 
 def handler_tool(name: str, handler: Handler) -> Tool:

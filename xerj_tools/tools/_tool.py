@@ -14,7 +14,7 @@ from ._limits import Limit, known_arguments
 
 __all__ = [
     "Advice", "After", "Cap", "Handler", "IndexPolicy", "Origin", "PolicyTraits", "Reads", "Received", "Refetch", "Tool", "copy_args",
-    "integral", "read_json",
+    "integral", "json_object", "read_json",
 ]  # fmt: skip
 
 Handler = Callable[[Mapping[str, Any]], HttpRequest]
@@ -64,12 +64,17 @@ Reader = Callable[[Received], dict[str, Any]]
 ``invalid_response``) when the reply is not the result the tool needs."""
 
 
-def read_json(received: Received) -> dict[str, Any]:
-    """The default reading: XERJ's JSON object, whole, as ``result``."""
+def json_object(received: Received) -> dict[str, Any]:
+    """The reply's JSON object; `EngineError` where it is none, or an error XERJ sent."""
     data = received.reply.data
     if not isinstance(data, dict) or unusable(received.reply, data) is not None:
         raise engine_error(received.reply, received.request)
-    return {"ok": True, "result": data}
+    return data
+
+
+def read_json(received: Received) -> dict[str, Any]:
+    """The default reading: XERJ's JSON object, whole, as ``result``."""
+    return {"ok": True, "result": json_object(received)}
 
 
 def integral(value: Any) -> Any:
