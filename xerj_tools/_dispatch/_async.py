@@ -81,14 +81,11 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
     async def run(self, call: Any, *, policy: Policy | None = None) -> ToolResult:
         if self._closed:
             raise ClosedError("this AsyncDispatcher was closed; make a new one")
-        return await self._complete(self.begin(call, policy=policy))
+        return await self.complete(self.begin(call, policy=policy))
 
     async def complete(self, begun: Begun) -> ToolResult:
         """Send a call that `begin` prepared (retries, deadline, budget) and return its result;
         a refused call gets its error answer and sends nothing."""
-        return await self._complete(begun)
-
-    async def _complete(self, begun: Begun) -> ToolResult:
         tool_call, prepared, started = begun
         with tool_call_scope(tool_call):
             if isinstance(prepared, ToolCallError):
@@ -165,7 +162,7 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
         copies: dict[int, int] = {}
         try:
             begun, unique, copies = self._plan(answers.calls, started, policy, max_calls)
-            tasks = [asyncio.ensure_future(self._complete(begun[i])) for i in unique]
+            tasks = [asyncio.ensure_future(self.complete(begun[i])) for i in unique]
             done = list(await asyncio.gather(*tasks))
         except BaseException:
             # Cancelled: cancel every request still in flight and wait until they are gone,
