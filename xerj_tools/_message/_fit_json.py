@@ -164,13 +164,11 @@ def _choose(payload: Mapping[str, Any], room: int, protected: frozenset[str]) ->
 
     caps = _Caps(string=STRING_FLOOR)
     shape = _render(payload, caps, protected)[1]  # one walk of everything, for the bounds
-    order = ("items", "keys", "depth")
-    floors = {"items": 1, "keys": 1, "depth": 1}
     tops = {"string": room, "items": shape.longest, "keys": shape.widest, "depth": shape.deepest}
     tightened: list[str] = []
-    for name in (None, *order):
+    for name in (None, "items", "keys", "depth"):
         if name is not None:
-            caps = replace(caps, **{name: floors[name]})
+            caps = replace(caps, **{name: 1})  # the floor of each
             tightened.append(name)
         if fits(caps):
             break
