@@ -157,10 +157,7 @@ def record(result: Recorded, copy_of: str | None = None) -> None:
     if traced is None:
         return
     joined = joined_span(traced[0], result.call)
-    if joined is not None:
-        span = joined
-    else:
-        span = _start_call(traced[0], traced[1], _state(result.call, None))
+    span = joined if joined is not None else _start_call(*traced, _state(result.call, None))
     if copy_of is not None:
         span.set_attribute("xerj_tools.copy_of", copy_of[:NAME_LIMIT])
     _outcome(span, result)
