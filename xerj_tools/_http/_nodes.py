@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
@@ -44,15 +43,9 @@ class NodePool:
     or ran a call past its deadline until its cooldown ends (5 s, doubling with each failure in
     a row, at most 60 s)."""
 
-    def __init__(
-        self,
-        nodes: Sequence[str],
-        clock: Callable[[], float] = time.monotonic,
-        cooldown: float = 5.0,
-        max_cooldown: float = 60.0,
-    ) -> None:
+    def __init__(self, nodes: Sequence[str], clock: Callable[[], float]) -> None:
         self._nodes = list(nodes)
-        self._clock, self._cooldown, self._max = clock, cooldown, max_cooldown
+        self._clock = clock
         self._next = 0
         self._dead_until: dict[str, float] = {}
         self._failures: dict[str, int] = {}
@@ -83,6 +76,6 @@ class NodePool:
                 return
             failures = self._failures.get(node, 0) + 1
             self._failures[node] = failures
-            rest = min(self._max, self._cooldown * 2 ** (failures - 1))
+            rest = min(60.0, 5.0 * 2 ** (failures - 1))  # the cooldown, as the class says
             self._dead_until[node] = self._clock() + rest
         node_rested(node, rest, failures, outcome)  # logged outside the lock
