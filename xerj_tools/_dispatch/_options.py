@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ConfigurationError
-from .._http._nodes import check_url, header_safe
+from .._http._nodes import checked_urls, header_safe
 from .._message._budget import checked_budget
 from ..tools import Tool
 
@@ -142,16 +142,11 @@ def checked_limits(value: Any) -> Limits:
 def check_url_option(url: Any) -> None:
     if url is None:
         return
-    if isinstance(url, str):
-        urls = [u.strip() for u in url.split(",")]
-    elif isinstance(url, Sequence) and all(isinstance(u, str) for u in url):
-        urls = list(url)
-    else:
+    if not isinstance(url, str) and not (
+        isinstance(url, Sequence) and all(isinstance(u, str) for u in url)
+    ):
         raise ConfigurationError("url must be a string, a list of strings or None")
-    if not urls or not all(urls):
-        raise ConfigurationError("give at least one XERJ URL")
-    for one in urls:
-        check_url(one)
+    checked_urls(url)
 
 
 def check_credential(name: str, value: Any) -> None:
@@ -174,9 +169,8 @@ def check_handlers(handlers: Any) -> None:
 
 
 def checked_tools(tools: Any) -> tuple[Tool, ...]:
-    if isinstance(tools, (str, Mapping)) or not isinstance(tools, Collection):
-        raise ConfigurationError("tools must be a sequence of Tool objects")
-    if not all(isinstance(t, Tool) for t in tools):
+    sequence = isinstance(tools, Collection) and not isinstance(tools, (str, Mapping))
+    if not sequence or not all(isinstance(t, Tool) for t in tools):
         raise ConfigurationError("tools must be a sequence of Tool objects")
     return tuple(tools)
 

@@ -10,7 +10,7 @@ from .._exceptions import ConfigurationError
 from ._models import Outcome, Reply
 from ._tracing import node_rested
 
-__all__ = ["NodePool", "check_url", "header_safe"]
+__all__ = ["NodePool", "check_url", "checked_urls", "header_safe"]
 
 
 def check_url(url: str) -> str:
@@ -30,6 +30,14 @@ def check_url(url: str) -> str:
             "Authorization value in $XERJ_AUTH for `mcp`), not in the XERJ URL"
         )
     return url.rstrip("/")
+
+
+def checked_urls(url: str | Sequence[str]) -> tuple[str, ...]:
+    """`url` (one URL, several separated by commas, or a list) as checked base URLs."""
+    urls = [u.strip() for u in url.split(",")] if isinstance(url, str) else list(url)
+    if not urls or not all(urls):
+        raise ConfigurationError("give at least one XERJ URL")
+    return tuple(check_url(u) for u in urls)
 
 
 def header_safe(value: str) -> bool:

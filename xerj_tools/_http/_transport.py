@@ -25,7 +25,7 @@ from .._exceptions import ConfigurationError
 from ._body import TooLarge, Undecodable, read_async, reader
 from ._deadline import Deadline, Running, guard, http_library, timeouts
 from ._models import Failure, HttpRequest, Outcome, Reply
-from ._nodes import NodePool, check_url, header_safe
+from ._nodes import NodePool, checked_urls, header_safe
 from ._redact import Scrubber
 from ._tracing import attempt
 
@@ -125,10 +125,7 @@ class Endpoint:
         separated string) names several nodes of one cluster. `api_key` defaults to
         ``$XERJ_API_KEY`` (sent as ``Authorization: ApiKey <key>``). `authorization` is a ready
         header value such as ``"Bearer <key>"`` and wins over `api_key`."""
-        url = url or os.environ.get("XERJ_URL") or DEFAULT_URL
-        urls = [u.strip() for u in url.split(",")] if isinstance(url, str) else list(url)
-        if not urls or not all(urls):
-            raise ConfigurationError("give at least one XERJ URL")
+        base_urls = checked_urls(url or os.environ.get("XERJ_URL") or DEFAULT_URL)
         what = "authorization"
         if authorization is None:
             key = api_key if api_key is not None else os.environ.get("XERJ_API_KEY")
@@ -141,7 +138,7 @@ class Endpoint:
                 "break or a control character); check how it was copied"
             )
         secret = _Secret(authorization) if authorization else None
-        return cls(tuple(check_url(u) for u in urls), secret)
+        return cls(base_urls, secret)
 
     @property
     def base_url(self) -> str:
