@@ -141,20 +141,12 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
         return self._messages(answers, started, policy, max_calls)
 
     async def _messages(
-        self,
-        answers: PendingAnswers,
-        started: float,
-        policy: Policy | None,
-        max_calls: int | None,
+        self, answers: PendingAnswers, started: float, policy: Policy | None, max_calls: int | None
     ) -> list[ToolMessage]:
         return [r.message for r in await self._run_turn(answers, started, policy, max_calls)]
 
     async def _run_turn(
-        self,
-        answers: PendingAnswers,
-        started: float,
-        policy: Policy | None = None,
-        max_calls: int | None = None,
+        self, answers: PendingAnswers, started: float, policy: Policy | None, max_calls: int | None
     ) -> list[ToolResult]:
         tasks: list[asyncio.Future[ToolResult]] = []
         begun: list[Begun] = []
@@ -204,7 +196,7 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
         return outcome, attempts
 
     async def _drive(
-        self, flow: Flow, deadline: Deadline, cap: int | None = None
+        self, flow: Flow, deadline: Deadline, cap: int | None
     ) -> tuple[dict[str, Any], int, bool]:
         """Send the flow's requests; return its payload, the call's attempts, and whether a
         reply was large (`OFF_LOOP_BYTES`): the flow reads each large one on a worker thread."""

@@ -200,11 +200,7 @@ class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
             self._leave(token)
 
     def _run_turn(
-        self,
-        answers: PendingAnswers,
-        started: float,
-        policy: Policy | None = None,
-        max_calls: int | None = None,
+        self, answers: PendingAnswers, started: float, policy: Policy | None, max_calls: int | None
     ) -> list[ToolResult]:
         cancel = threading.Event()
         futures: list[Future[ToolResult]] = []
@@ -304,11 +300,7 @@ class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
         return outcome, attempts
 
     def _drive(
-        self,
-        flow: Flow,
-        deadline: Deadline,
-        cancel: threading.Event | None = None,
-        cap: int | None = None,
+        self, flow: Flow, deadline: Deadline, cancel: threading.Event | None, cap: int | None
     ) -> tuple[dict[str, Any], int]:
         total = 0
         try:
