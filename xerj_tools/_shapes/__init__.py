@@ -135,7 +135,8 @@ def turn_messages(answers: Sequence[Any]) -> list[Any]:
     """
     entries: list[Any] = []
     for shape, run in itertools.groupby(answers, key=_answer_shape):
-        entries += shape.group(list(run)) if shape is not None else run
+        same = list(run)
+        entries += shape.group(same) if shape is not None else same
     return entries
 
 
