@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get, has
+from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get, has, text
 from ._usage import TokenUsage, read_usage
 
 __all__ = ["CHAT", "ChatAssembler", "chat_step"]
@@ -27,13 +27,10 @@ class Chat(WireShape):
         return get(obj, "type") in ("function", "custom") or has(obj, "function")
 
     def read(self, obj: Any) -> ToolCall:
-        call_id = get(obj, "id")
-        call_id = call_id if isinstance(call_id, str) else ""
         custom = get(obj, "type") == "custom"
-        part = get(obj, "custom" if custom else "function")
-        name = get(part, "name") if part is not None else None
-        arguments = get(part, "input" if custom else "arguments") if part is not None else None
-        return ToolCall(call_id, name if isinstance(name, str) else "", arguments, "chat", custom)
+        part = get(obj, "custom" if custom else "function")  # None: no name, no arguments
+        arguments = get(part, "input" if custom else "arguments")
+        return ToolCall(text(obj, "id"), text(part, "name"), arguments, "chat", custom)
 
     def answer(self, call: ToolCall, content: str, *, ok: bool) -> ToolMessage:
         return {"role": "tool", "tool_call_id": call.call_id, "content": content}
@@ -67,15 +64,14 @@ def chat_step(completion: Any) -> Step:
     would carry `refusal`, `parsed` and other keys back to the API."""
     choice = get(completion, "choices")[0]
     message = get(choice, "message")
-    text = get(message, "content") or ""
+    content = get(message, "content") or ""
     calls: list[ToolCall] = []
     wire: list[dict[str, Any]] = []
     for tool_call in get(message, "tool_calls") or []:
         function = get(tool_call, "function")
         name = get(function, "name", "") if function is not None else ""
         arguments = get(function, "arguments", "") if function is not None else ""
-        call_id = get(tool_call, "id")  # missing or not a string: "" (the loop names it)
-        call_id = call_id if isinstance(call_id, str) else ""
+        call_id = text(tool_call, "id")  # missing or not a string: "" (the loop names it)
         calls.append(ToolCall(call_id, name or "", arguments, "chat"))
         wire.append(
             {
@@ -84,11 +80,11 @@ def chat_step(completion: Any) -> Step:
                 "function": {"name": name or "", "arguments": arguments or ""},
             }
         )
-    item: dict[str, Any] = {"role": "assistant", "content": text or None}
+    item: dict[str, Any] = {"role": "assistant", "content": content or None}
     if wire:
         item["tool_calls"] = wire
     finish_reason = str(get(choice, "finish_reason") or "stop")
-    return Step(text, calls, [item], finish_reason, read_usage(completion))
+    return Step(content, calls, [item], finish_reason, read_usage(completion))
 
 
 @dataclass

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get
+from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get, text
 from ._usage import read_usage
 
 __all__ = ["RESPONSES", "ResponsesAssembler", "responses_step"]
@@ -29,16 +29,9 @@ class Responses(WireShape):
         return get(obj, "type") in _KINDS
 
     def read(self, obj: Any) -> ToolCall:
-        call_id = get(obj, "call_id")
         custom = get(obj, "type") == "custom_tool_call"
-        name = get(obj, "name")
-        return ToolCall(
-            call_id if isinstance(call_id, str) else "",
-            name if isinstance(name, str) else "",
-            get(obj, "input" if custom else "arguments"),
-            "responses",
-            custom,
-        )
+        arguments = get(obj, "input" if custom else "arguments")
+        return ToolCall(text(obj, "call_id"), text(obj, "name"), arguments, "responses", custom)
 
     def answer(self, call: ToolCall, content: str, *, ok: bool) -> ToolMessage:
         if call.custom:
@@ -93,12 +86,9 @@ def responses_step(response: Any) -> Step:
     for item in get(response, "output") or []:
         kind = get(item, "type")
         if kind == "function_call":
-            call_id = get(item, "call_id")  # missing or not a string: "" (the loop names it)
+            call_id = text(item, "call_id")  # missing or not a string: "" (the loop names it)
             call = ToolCall(
-                call_id if isinstance(call_id, str) else "",
-                str(get(item, "name") or ""),
-                get(item, "arguments"),
-                "responses",
+                call_id, str(get(item, "name") or ""), get(item, "arguments"), "responses"
             )
             calls.append(call)
             clean = {
