@@ -182,21 +182,10 @@ def close(*dispatchers: Any) -> None:
 
 
 @pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
-@pytest.mark.parametrize("name", list(EFFECTS))
-def test_each_keyword_changes_the_dispatcher(kind: Any, name: str) -> None:
-    value, effect = EFFECTS[name]
-    given, plain = kind(**{name: value}), kind()
-    try:
-        assert effect(given) != effect(plain)
-    finally:
-        close(given, plain)
-
-
-@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
-@pytest.mark.parametrize("name", list(FIELD_EFFECTS))
-def test_each_field_of_timeout_and_limits_changes_the_dispatcher(kind: Any, name: str) -> None:
-    value, effect = FIELD_EFFECTS[name]
-    given, plain = kind(**{name.split(".")[0].lower(): value}), kind()
+@pytest.mark.parametrize("name", [*EFFECTS, *FIELD_EFFECTS])
+def test_each_keyword_and_each_field_of_timeout_and_limits_changes_the_dispatcher(kind: Any, name: str) -> None:
+    value, effect = {**EFFECTS, **FIELD_EFFECTS}[name]
+    given, plain = kind(**{name.split(".")[0].lower(): value}), kind()  # "Timeout.call": timeout=
     try:
         assert effect(given) != effect(plain)
     finally:

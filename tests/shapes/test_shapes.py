@@ -240,12 +240,6 @@ def test_an_object_of_no_known_shape_raises_and_says_what_it_was(obj: Any, named
     assert named in str(caught.value)
 
 
-def test_a_tool_use_block_is_never_answered_in_chat_shape(runner: Runner) -> None:
-    """Before the adapters, it came back as {"role": "tool", ...} with unknown_tool and name ''."""
-    message: Any = runner.run(tool_use("xerj_search", SEARCH)).message
-    assert "role" not in message and message["type"] == "tool_result"
-
-
 def test_dispatch_many_refuses_a_turn_with_an_unknown_item_before_anything_happens(
     mode: str, xerj: XerjStandIn
 ) -> None:
