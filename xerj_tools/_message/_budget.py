@@ -30,35 +30,22 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigurationError
 from .._json import fast_dumps, fast_raw, written
-from ._fit_hits import (
-    MIN_CUT,
-    Measured,
-    choose,
-    clean_envelope,
-    clean_json,
-    cut_strings,
-    size,
-    surely_longer,
-)
+from ._fit_hits import Measured, choose, clean_json, cut_strings, size
 from ._fit_json import fit_document, fit_json
 from ._tokens import Budget
 
 __all__ = [
     "DEFAULT_BUDGET",
     "MIN_BUDGET",
-    "MIN_CUT",
     "MIN_TOKENS",
     "Budget",
     "Fit",
     "cap_buckets",
     "cut_advice",
     "checked_budget",
-    "clean_envelope",
-    "clean_json",
     "fit_error",
     "fit_message",
     "fit_result",
-    "surely_longer",
     "within",
     "written",
 ]
