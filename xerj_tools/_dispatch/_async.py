@@ -14,7 +14,7 @@ from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
 from .._http._gate import AsyncGate
 from .._http._models import Failure, HttpRequest, Outcome, Reply
-from .._http._retry import async_retrying, should_retry
+from .._http._retry import retry_settings, should_retry
 from .._http._transport import AsyncTransport
 from .._shapes import ToolMessage
 from ._after import Flow
@@ -192,7 +192,10 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
         async def resume() -> Outcome:
             return first.pop() if first else await attempt()
 
-        outcome: Outcome = await async_retrying(request, self.retry, self._sleep, deadline)(resume)
+        import tenacity  # on the first retry: offline validation never imports it
+
+        settings = retry_settings(request, self.retry, deadline)
+        outcome: Outcome = await tenacity.AsyncRetrying(sleep=self._sleep, **settings)(resume)
         return outcome, attempts
 
     async def _drive(

@@ -23,7 +23,7 @@ from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
 from .._http._gate import Gate
 from .._http._models import Failure, HttpRequest, Outcome
-from .._http._retry import retrying, should_retry
+from .._http._retry import retry_settings, should_retry
 from .._http._transport import SyncTransport
 from .._shapes import ToolMessage
 from ._after import Flow
@@ -296,7 +296,10 @@ class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
         def resume() -> Outcome:
             return first.pop() if first else attempt()
 
-        outcome: Outcome = retrying(request, self.retry, sleep, deadline)(resume)
+        import tenacity  # on the first retry: offline validation never imports it
+
+        settings = retry_settings(request, self.retry, deadline)
+        outcome: Outcome = tenacity.Retrying(sleep=sleep, **settings)(resume)
         return outcome, attempts
 
     def _drive(
