@@ -27,10 +27,6 @@ from ._trace import tool_call as tool_call_scope
 __all__ = ["AsyncDispatcher"]
 
 
-async def _asyncio_sleep(seconds: float) -> None:
-    await asyncio.sleep(seconds)
-
-
 OFF_LOOP_BYTES = 256 * 1024
 """A reply whose body is larger than this is read, and its call's tool message shaped, on a
 worker thread (``asyncio.to_thread``: the loop's default executor), so that decoding a large
@@ -76,7 +72,7 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
     ) -> None:
         self._transport = AsyncTransport(self._endpoint, self._settings, client, self._core.clock)
         self._gate = None if bound is None else AsyncGate(bound, pool)
-        self._sleep = _asyncio_sleep if sleep is None else sleep
+        self._sleep = asyncio.sleep if sleep is None else sleep
 
     async def run(self, call: Any, *, policy: Policy | None = None) -> ToolResult:
         if self._closed:
