@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LIMITS", "DEFAULT_TIMEOUT", "Limits", "Timeout", "check_budgets", "check_credential",
-    "check_handlers", "check_max_in_flight", "check_url_option", "check_verify", "checked_limits",
+    "check_handlers", "check_url_option", "check_verify", "checked_limits",
     "checked_timeout", "checked_tools", "count", "flag", "of_type", "seconds",
 ]  # fmt: skip
 
@@ -54,13 +54,6 @@ def flag(name: str, value: Any) -> None:
 def of_type(name: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
     if value is not None and not isinstance(value, kind):
         raise ConfigurationError(f"{name} must be {what} or None, not {type(value).__name__}")
-
-
-def check_max_in_flight(value: Any) -> None:
-    if value is None or value == "pool":
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError('max_in_flight must be a positive int, None or "pool"')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +101,10 @@ class Limits:
 
     def __post_init__(self) -> None:
         count("pool_size", self.pool_size)
-        check_max_in_flight(self.max_in_flight)
+        bound = self.max_in_flight  # None, "pool", or a positive int
+        whole = isinstance(bound, int) and not isinstance(bound, bool) and bound >= 1
+        if bound is not None and bound != "pool" and not whole:
+            raise ConfigurationError('max_in_flight must be a positive int, None or "pool"')
         count("max_response_bytes", self.max_response_bytes)
         count("max_workers", self.max_workers)
 
