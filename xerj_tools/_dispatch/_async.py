@@ -22,7 +22,7 @@ from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._policy import Policy
-from ._trace import tool_call as tool_call_scope
+from ._trace import ToolCallScope
 
 __all__ = ["AsyncDispatcher"]
 
@@ -83,7 +83,7 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
         """Send a call that `begin` prepared (retries, deadline, budget) and return its result;
         a refused call gets its error answer and sends nothing."""
         tool_call, prepared, started = begun
-        with tool_call_scope(tool_call):
+        with ToolCallScope(tool_call):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
             try:

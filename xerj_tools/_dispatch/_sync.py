@@ -31,7 +31,7 @@ from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._policy import Policy
-from ._trace import tool_call as tool_call_scope
+from ._trace import ToolCallScope
 
 __all__ = ["Dispatcher"]
 
@@ -153,7 +153,7 @@ class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
 
     def _complete(self, begun: Begun, cancel: threading.Event | None = None) -> ToolResult:
         tool_call, prepared, started = begun
-        with tool_call_scope(tool_call):
+        with ToolCallScope(tool_call):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
             flow = self._core.flow(prepared, self._endpoint.label)

@@ -31,7 +31,7 @@ from .._http._tracing import (
 if TYPE_CHECKING:
     from .._shapes._base import ToolCall
 
-__all__ = ["NAME_LIMIT", "joined_span", "record", "rerank_fallback", "tool_call"]
+__all__ = ["NAME_LIMIT", "ToolCallScope", "joined_span", "record", "rerank_fallback"]
 
 NAME_LIMIT = 64  # a tool name the model made up can be anything; OpenAI caps real ones at 64
 
@@ -72,9 +72,10 @@ def joined_span(api: ModuleType, call: ToolCall) -> Any:
     return span
 
 
-class _ToolCallScope:
-    """``execute_tool {tool}``, current while the call runs (GenAI semantic conventions): ours,
-    or the one a framework already made for the call (`joined_span`)."""
+class ToolCallScope:
+    """Around one call's run: ``execute_tool {tool}``, current while the call runs (GenAI
+    semantic conventions), ours or the one a framework already made for the call
+    (`joined_span`); and the context the HTTP layer's hooks report to."""
 
     __slots__ = ("_api", "_call", "_span", "_token", "_use")
 
@@ -121,11 +122,6 @@ def _start_call(api: ModuleType, tracer: Any, state: CallState) -> Any:
             "gen_ai.tool.type": "function",
         },
     )
-
-
-def tool_call(call: ToolCall) -> _ToolCallScope:
-    """Around one call's run: its span, and the context the HTTP layer's hooks report to."""
-    return _ToolCallScope(call)
 
 
 class Recorded(Protocol):
