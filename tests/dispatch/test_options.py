@@ -296,25 +296,11 @@ def test_what_the_dispatcher_keeps_is_frozen_and_holds_copies() -> None:
     close(dispatcher)
 
 
-def test_one_set_of_keywords_serves_both_dispatchers() -> None:
-    keywords: dict[str, Any] = {
-        "url": "http://127.0.0.1:9", "budget": 4000, "timeout": 3.0, "limits": Limits(max_workers=2)
-    }  # fmt: skip
-    sync, asynchronous = Dispatcher(**keywords), AsyncDispatcher(**keywords)
-    assert (sync.url, sync._core.budget, asynchronous.timeout.call) == ("http://127.0.0.1:9", 4000, 3.0)
-    assert asynchronous._core.budget == 4000 and sync.limits == asynchronous.limits
-    close(sync, asynchronous)
-
-
 # ------------------------------------------------------------------ Timeout and Limits
 
 
-def test_the_value_objects_defaults() -> None:
-    assert (Timeout().call, Timeout().connect, Timeout().read) == (60.0, 5.0, 30.0)
-    limits = Limits()
-    assert (limits.pool_size, limits.max_in_flight, limits.max_response_bytes, limits.max_workers) == (
-        10, "pool", 32 * MiB, 8
-    )  # fmt: skip
+def test_the_value_objects_defaults_reach_the_client() -> None:
+    # the defaults themselves: test_the_keywords_and_their_defaults_are_the_documented_ones
     with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
         assert (dispatcher.timeout, dispatcher.limits) == (Timeout(), Limits())
         settings = dispatcher._settings
