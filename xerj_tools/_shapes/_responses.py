@@ -172,17 +172,9 @@ class ResponsesAssembler:
                 }
             )
         text = "".join(self.text)
-        output: list[dict[str, Any]] = (
-            [
-                {
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": text}],
-                }
-            ]
-            if text
-            else []
-        )
+        content = [{"type": "output_text", "text": text}]
+        message = {"type": "message", "role": "assistant", "content": content}
+        output: list[dict[str, Any]] = [message] if text else []
         # the stream ended without a final event: whatever arrived, marked as cut off
         return responses_step(
             {
