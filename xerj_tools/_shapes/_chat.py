@@ -68,18 +68,12 @@ def chat_step(completion: Any) -> Step:
     calls: list[ToolCall] = []
     wire: list[dict[str, Any]] = []
     for tool_call in get(message, "tool_calls") or []:
-        function = get(tool_call, "function")
-        name = get(function, "name", "") if function is not None else ""
-        arguments = get(function, "arguments", "") if function is not None else ""
+        function = get(tool_call, "function")  # None: no name, no arguments
+        name, arguments = get(function, "name") or "", get(function, "arguments", "")
         call_id = text(tool_call, "id")  # missing or not a string: "" (the loop names it)
-        calls.append(ToolCall(call_id, name or "", arguments, "chat"))
-        wire.append(
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name or "", "arguments": arguments or ""},
-            }
-        )
+        calls.append(ToolCall(call_id, name, arguments, "chat"))
+        said = {"name": name, "arguments": arguments or ""}
+        wire.append({"id": call_id, "type": "function", "function": said})
     item: dict[str, Any] = {"role": "assistant", "content": content or None}
     if wire:
         item["tool_calls"] = wire
