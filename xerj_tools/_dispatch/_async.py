@@ -45,10 +45,6 @@ def _step(flow: Flow, sent: tuple[Outcome, int] | None) -> tuple[HttpRequest | N
         return None, stop.value
 
 
-def _large(outcome: Outcome) -> bool:
-    return isinstance(outcome, Reply) and len(outcome.body) > OFF_LOOP_BYTES
-
-
 class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Awaitable[None]]]):
     """The asyncio twin of `Dispatcher`, on a pooled `httpx2.AsyncClient`.
 
@@ -207,7 +203,7 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
             outcome, attempts = await self._send(request, deadline)
             if request.kind != "listing":  # a follow-up for the message, not the call
                 total += attempts
-            if _large(outcome):
+            if isinstance(outcome, Reply) and len(outcome.body) > OFF_LOOP_BYTES:
                 large = True
                 request, payload = await asyncio.to_thread(_step, flow, (outcome, attempts))
             else:
