@@ -189,15 +189,6 @@ def _fit_tokens(
     return fitted, content
 
 
-def _field_names(paths: list[str]) -> list[str]:
-    # "_source.body" -> "body"; "text" (a memory) -> "text"
-    names = {
-        p.split(".", 1)[1] if p.startswith(("_source.", "highlight.", "fields.")) else p
-        for p in set(paths)
-    }
-    return sorted(names)
-
-
 def _fit_hits(
     payload: dict[str, Any], budget: int, next_page: NextPage, refetch: str
 ) -> tuple[dict[str, Any], bool]:
@@ -244,7 +235,11 @@ def _truncated(shown: int, cut: list[str], hits: int) -> dict[str, Any]:
         truncated["hits_omitted"] = hits - shown
     if cut:
         truncated["fields_cut"] = len(cut)
-        truncated["cut_fields"] = _field_names(cut)
+        # by field name: "_source.body" -> "body"; "text" (a memory) -> "text"
+        sections = ("_source.", "highlight.", "fields.")
+        truncated["cut_fields"] = sorted(
+            {p.split(".", 1)[1] if p.startswith(sections) else p for p in cut}
+        )
     return truncated
 
 
