@@ -17,7 +17,6 @@ from .._exceptions import ConfigurationError, InvalidToolCallError
 from ._anthropic import ANTHROPIC
 from ._base import (
     AnthropicToolResult,
-    Api,
     Assembler,
     ChatToolMessage,
     ResponsesToolOutput,
@@ -40,7 +39,6 @@ __all__ = [
     "RESPONSES",
     "SHAPES",
     "AnthropicToolResult",
-    "Api",
     "Assembler",
     "ChatAssembler",
     "ChatToolMessage",
