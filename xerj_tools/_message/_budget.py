@@ -25,13 +25,13 @@ shell (property tests check both).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from .._exceptions import ConfigurationError
 from .._json import fast_dumps, fast_raw, written
 from ._fit_hits import Measured, choose, clean_json, cut_strings, size
-from ._fit_json import fit_document, fit_json
+from ._fit_json import NextPage, fit_document, fit_json
 from ._tokens import Budget
 
 __all__ = [
@@ -60,8 +60,6 @@ MIN_TOKENS = 250
 _FEWER_MEMORIES = "recall with a smaller k to read the memories whole"
 _CUT_FIELD = "to read a cut field whole, ask for fewer hits, or for that hit alone"
 _NEXT_RESERVE = 220  # room kept for the `truncated` block while choosing what to keep
-
-NextPage = Callable[[int], "Mapping[str, Any] | None"]
 
 
 def _no_page(shown: int) -> None:
