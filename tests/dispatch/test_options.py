@@ -112,20 +112,16 @@ def test_help_of_the_dispatcher_lists_every_keyword_with_its_default() -> None:
             assert re.search(rf"- ``{field.name}``: [^`]*(`[^`]*`[^`]*)*Default: ", doc), field.name
 
 
-def build(request: Mapping[str, Any]) -> HttpRequest:
+def handler(arguments: Mapping[str, Any]) -> HttpRequest:
     return HttpRequest("GET", "/")
 
 
-CUSTOM = Tool(name="notes_count", build=build, description="Count notes.",
+CUSTOM = Tool(name="notes_count", build=handler, description="Count notes.",
               parameters={"type": "object", "properties": {}})  # fmt: skip
 
 
 def clock() -> float:
     return 42.0
-
-
-def handler(arguments: Mapping[str, Any]) -> HttpRequest:
-    return HttpRequest("GET", "/")
 
 
 def revealed(dispatcher: Any) -> str | None:
