@@ -85,24 +85,16 @@ def test_an_object_without_a_call_id_is_a_developer_error() -> None:
         parse_tool_call({"type": "function_call", "name": "xerj_search"})
 
 
-def _transcript(mode: str, xerj_url: str, sleeps: Any) -> list[Any]:
-    calls = [chat_call(name, args, f"call_{i}") for i, (name, args) in enumerate(TURN)]
-    if mode == "sync":
-        with Dispatcher(url=xerj_url, sleep=sleeps) as d:
-            return d.dispatch_many(calls)
-
-    async def go() -> list[Any]:
-        async with AsyncDispatcher(url=xerj_url, sleep=sleeps.asleep) as d:
-            return await d.dispatch_many(calls)
-
-    return asyncio.run(go())
-
-
 def test_sync_and_async_give_identical_messages(sleeps: Any) -> None:
+    calls = [chat_call(name, args, f"call_{i}") for i, (name, args) in enumerate(TURN)]
     transcripts = []
     for mode in ("sync", "async"):
         with XerjStandIn() as xerj:
-            transcripts.append(_transcript(mode, xerj.url, sleeps))
+            runner = Runner(mode, sleeps, url=xerj.url)
+            try:
+                transcripts.append([r.message for r in runner.run_many(calls)])
+            finally:
+                runner.close()
     assert transcripts[0] == transcripts[1]
     assert [m["tool_call_id"] for m in transcripts[0]] == [f"call_{i}" for i in range(len(TURN))]
     codes = [json.loads(m["content"]).get("error", {}).get("code") for m in transcripts[0]]
