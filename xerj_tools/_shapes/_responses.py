@@ -163,23 +163,12 @@ class ResponsesAssembler:
             if step.calls or not assembled:
                 return step
             # a final response without its output: keep what the stream delivered
-            return responses_step(
-                {
-                    "status": get(self.final, "status"),
-                    "output": assembled,
-                    "incomplete_details": get(self.final, "incomplete_details"),
-                    "usage": get(self.final, "usage"),
-                }
-            )
+            final = {k: get(self.final, k) for k in ("status", "incomplete_details", "usage")}
+            return responses_step({**final, "output": assembled})
         text = "".join(self.text)
         content = [{"type": "output_text", "text": text}]
         message = {"type": "message", "role": "assistant", "content": content}
         output: list[dict[str, Any]] = [message] if text else []
         # the stream ended without a final event: whatever arrived, marked as cut off
-        return responses_step(
-            {
-                "status": "incomplete",
-                "incomplete_details": {"reason": "max_output_tokens"},
-                "output": output + assembled,
-            }
-        )
+        cut = {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
+        return responses_step({**cut, "output": output + assembled})
