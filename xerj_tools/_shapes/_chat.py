@@ -126,18 +126,9 @@ class ChatAssembler:
         return index
 
     def step(self) -> Step:
-        message = {
-            "role": "assistant",
-            "content": "".join(self.text) or None,
-            "tool_calls": [
-                {
-                    "id": c["id"],
-                    "type": "function",
-                    "function": {"name": c["name"], "arguments": c["arguments"]},
-                }
-                for _, c in sorted(self.calls.items())
-            ],
-        }
+        # what `chat_step` reads of a message (it writes the transcript's own, clean)
+        calls = [{"id": c["id"], "function": c} for _, c in sorted(self.calls.items())]
+        message = {"content": "".join(self.text) or None, "tool_calls": calls}
         # A stream that stopped without a finish_reason cut the turn off: its calls are not whole.
         finish_reason = self.finish_reason or ("length" if self.calls else "stop")
         step = chat_step({"choices": [{"message": message, "finish_reason": finish_reason}]})
