@@ -107,8 +107,7 @@ def responses_step(response: Any) -> Step:
                     texts.append(str(get(part, "text") or ""))
         items.append(_dump(item))
     status = get(response, "status")
-    details = get(response, "incomplete_details")
-    reason = get(details, "reason") if details is not None else None
+    reason = get(get(response, "incomplete_details"), "reason")  # None without the details
     if status == "incomplete":
         finish_reason = "content_filter" if reason == "content_filter" else "length"
     else:
