@@ -99,7 +99,7 @@ class ChatAssembler:
             return None  # the usage chunk
         choice = choices[0]
         delta = get(choice, "delta")
-        for part in (get(delta, "tool_calls") or []) if delta is not None else []:
+        for part in get(delta, "tool_calls") or []:  # (a chunk without a delta: none)
             slot = self.calls.setdefault(self._index(part), {"id": "", "name": "", "arguments": ""})
             if get(part, "id"):
                 slot["id"] = str(get(part, "id"))
@@ -109,7 +109,7 @@ class ChatAssembler:
                 slot["arguments"] += get(function, "arguments") or ""
         if get(choice, "finish_reason"):
             self.finish_reason = str(get(choice, "finish_reason"))
-        content = get(delta, "content") if delta is not None else None
+        content = get(delta, "content")
         if content:
             self.text.append(content)
             return str(content)
