@@ -263,7 +263,7 @@ class _Transport:
         self._lib = httpx2 if client is None else http_library(client)
         if client is None:
             options = settings.httpx_options(tls=endpoint.tls)
-            transport, make = self._owned_kinds
+            transport, make = self._owned_kinds  # no `uds`, no `retries`: as `guard` wraps it
             guarded = guard(transport(verify=options["verify"], limits=options["limits"]))
             client = make(timeout=options["timeout"], transport=guarded)
         self.client = client
