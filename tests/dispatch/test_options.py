@@ -112,20 +112,16 @@ def test_help_of_the_dispatcher_lists_every_keyword_with_its_default() -> None:
             assert re.search(rf"- ``{field.name}``: [^`]*(`[^`]*`[^`]*)*Default: ", doc), field.name
 
 
-def build(request: Mapping[str, Any]) -> HttpRequest:
+def handler(arguments: Mapping[str, Any]) -> HttpRequest:
     return HttpRequest("GET", "/")
 
 
-CUSTOM = Tool(name="notes_count", build=build, description="Count notes.",
+CUSTOM = Tool(name="notes_count", build=handler, description="Count notes.",
               parameters={"type": "object", "properties": {}})  # fmt: skip
 
 
 def clock() -> float:
     return 42.0
-
-
-def handler(arguments: Mapping[str, Any]) -> HttpRequest:
-    return HttpRequest("GET", "/")
 
 
 def revealed(dispatcher: Any) -> str | None:
@@ -182,21 +178,10 @@ def close(*dispatchers: Any) -> None:
 
 
 @pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
-@pytest.mark.parametrize("name", list(EFFECTS))
-def test_each_keyword_changes_the_dispatcher(kind: Any, name: str) -> None:
-    value, effect = EFFECTS[name]
-    given, plain = kind(**{name: value}), kind()
-    try:
-        assert effect(given) != effect(plain)
-    finally:
-        close(given, plain)
-
-
-@pytest.mark.parametrize("kind", [Dispatcher, AsyncDispatcher], ids=["sync", "async"])
-@pytest.mark.parametrize("name", list(FIELD_EFFECTS))
-def test_each_field_of_timeout_and_limits_changes_the_dispatcher(kind: Any, name: str) -> None:
-    value, effect = FIELD_EFFECTS[name]
-    given, plain = kind(**{name.split(".")[0].lower(): value}), kind()
+@pytest.mark.parametrize("name", [*EFFECTS, *FIELD_EFFECTS])
+def test_each_keyword_and_each_field_of_timeout_and_limits_changes_the_dispatcher(kind: Any, name: str) -> None:
+    value, effect = {**EFFECTS, **FIELD_EFFECTS}[name]
+    given, plain = kind(**{name.split(".")[0].lower(): value}), kind()  # "Timeout.call": timeout=
     try:
         assert effect(given) != effect(plain)
     finally:
@@ -307,25 +292,11 @@ def test_what_the_dispatcher_keeps_is_frozen_and_holds_copies() -> None:
     close(dispatcher)
 
 
-def test_one_set_of_keywords_serves_both_dispatchers() -> None:
-    keywords: dict[str, Any] = {
-        "url": "http://127.0.0.1:9", "budget": 4000, "timeout": 3.0, "limits": Limits(max_workers=2)
-    }  # fmt: skip
-    sync, asynchronous = Dispatcher(**keywords), AsyncDispatcher(**keywords)
-    assert (sync.url, sync._core.budget, asynchronous.timeout.call) == ("http://127.0.0.1:9", 4000, 3.0)
-    assert asynchronous._core.budget == 4000 and sync.limits == asynchronous.limits
-    close(sync, asynchronous)
-
-
 # ------------------------------------------------------------------ Timeout and Limits
 
 
-def test_the_value_objects_defaults() -> None:
-    assert (Timeout().call, Timeout().connect, Timeout().read) == (60.0, 5.0, 30.0)
-    limits = Limits()
-    assert (limits.pool_size, limits.max_in_flight, limits.max_response_bytes, limits.max_workers) == (
-        10, "pool", 32 * MiB, 8
-    )  # fmt: skip
+def test_the_value_objects_defaults_reach_the_client() -> None:
+    # the defaults themselves: test_the_keywords_and_their_defaults_are_the_documented_ones
     with Dispatcher(url="http://127.0.0.1:9") as dispatcher:
         assert (dispatcher.timeout, dispatcher.limits) == (Timeout(), Limits())
         settings = dispatcher._settings

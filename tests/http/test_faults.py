@@ -26,7 +26,7 @@ from xerj_tools import (
 )
 from xerj_tools.testing import Fault, ScriptedModel, Turn, XerjStandIn
 
-from conftest import SleepRecorder, chat_call, openai_client
+from conftest import Runner, SleepRecorder, chat_call, openai_client
 
 # a pattern XERJ globs itself: the dispatcher reads no index listing before it (docs/policy.md)
 SEARCH = {"index": "doc*", "query": {"match": {"body": "checkout"}}, "size": 2}
@@ -101,42 +101,25 @@ def options(case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStandIn) -> 
     return {"url": closed_port() if case.refused else xerj.url, "sleep": sleep, **case.options}
 
 
-def run_one(call: dict[str, Any], case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStandIn) -> Any:
-    """One call through `Dispatcher.run` or `AsyncDispatcher.run`, after queueing the case's faults."""
+def runner_for(case: Case, make_runner: Any, xerj: XerjStandIn) -> Runner:
+    """A dispatcher (either kind, as `make_runner`'s mode says) for the case, its faults queued."""
     xerj.fail_next(*case.faults)
-    if mode == "sync":
-        with Dispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
-            return dispatcher.run(call)
-
-    async def go() -> Any:
-        async with AsyncDispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
-            return await dispatcher.run(call)
-
-    return asyncio.run(go())
+    return make_runner(url=closed_port() if case.refused else xerj.url, **case.options)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_dispatch(case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStandIn) -> None:
-    result = run_one(chat_call("xerj_search", case.arguments), case, mode, sleeps, xerj)
+def test_dispatch(case: Case, make_runner: Any, sleeps: SleepRecorder, xerj: XerjStandIn) -> None:
+    result = runner_for(case, make_runner, xerj).run(chat_call("xerj_search", case.arguments))
     check(case, dict(result.payload), result.attempts, xerj)
     if case.name == "429 with Retry-After":
         assert sleeps.waits == [2.0]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_dispatch_many(case: Case, mode: str, sleeps: SleepRecorder, xerj: XerjStandIn) -> None:
-    xerj.fail_next(*case.faults)
+def test_dispatch_many(case: Case, make_runner: Any, xerj: XerjStandIn) -> None:
     calls = [chat_call("xerj_search", case.arguments, "faulty"),
              chat_call("xerj_memory_recall", {"namespace": "agent", "query": "tea"}, "healthy")]
-    if mode == "sync":
-        with Dispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
-            messages = dispatcher.dispatch_many(calls)
-    else:
-        async def go() -> Any:
-            async with AsyncDispatcher(**options(case, mode, sleeps, xerj)) as dispatcher:
-                return await dispatcher.dispatch_many(calls)
-
-        messages = asyncio.run(go())
+    messages: list[Any] = [r.message for r in runner_for(case, make_runner, xerj).run_many(calls)]
     assert [m["tool_call_id"] for m in messages] == ["faulty", "healthy"]
     check(case, json.loads(messages[0]["content"]), None, xerj)
     healthy = json.loads(messages[1]["content"])
@@ -194,9 +177,8 @@ def follow_up(tool: str, path: str) -> bool:
 
 @pytest.mark.parametrize("case", EVERY_TOOL, ids=str)
 @pytest.mark.parametrize("tool", REGISTRY.names)
-def test_every_tool_meets_the_faults(tool: str, case: Case, mode: str, sleeps: SleepRecorder,
-                                     xerj: XerjStandIn) -> None:
-    result = run_one(chat_call(tool, example_arguments(REGISTRY, tool)), case, mode, sleeps, xerj)
+def test_every_tool_meets_the_faults(tool: str, case: Case, make_runner: Any, xerj: XerjStandIn) -> None:
+    result = runner_for(case, make_runner, xerj).run(chat_call(tool, example_arguments(REGISTRY, tool)))
     assert result.code == EXPECTED.get((tool, case.name), case.code), result.payload
     # the call's own requests; a listing or mapping read after the answer is no attempt
     own = [r for r in xerj.requests if not follow_up(tool, r.path)]

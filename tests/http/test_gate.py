@@ -246,21 +246,11 @@ def test_the_pool_timeout_of_a_client_you_pass_bounds_the_wait_too(server: Holdi
 
 # ---------------------------------------------------------------- slots come back
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_slots_come_back_after_failed_attempts(xerj: XerjStandIn, mode: str) -> None:
+def test_slots_come_back_after_failed_attempts(make_runner: Any, xerj: XerjStandIn) -> None:
     # One slot and a short deadline: a slot kept by a failed call would fail every later one.
     xerj.fail_next(500, Fault(drop="before"), Fault(truncate=5), 503)
-    calls = [search(f"f{i}") for i in range(5)]
-    if mode == "sync":
-        with Dispatcher(url=xerj.url, limits=Limits(max_in_flight=1), retry=ONE_TRY, timeout=Timeout(call=5)) as dispatcher:
-            answers = [dispatcher.dispatch(c) for c in calls]
-    else:
-        async def go() -> list[Any]:
-            async with AsyncDispatcher(url=xerj.url, limits=Limits(max_in_flight=1), retry=ONE_TRY, timeout=Timeout(call=5)) as dispatcher:
-                return [await dispatcher.dispatch(c) for c in calls]
-
-        answers = asyncio.run(go())
-    codes = [payload(m).get("error", {}).get("code") for m in answers]
+    runner = make_runner(url=xerj.url, limits=Limits(max_in_flight=1), retry=ONE_TRY, timeout=Timeout(call=5))
+    codes = [runner.run(search(f"f{i}")).code for i in range(5)]
     assert None not in codes[:4] and "timeout" not in codes and codes[4] is None
 
 

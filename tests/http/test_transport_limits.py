@@ -145,7 +145,7 @@ class FakeTime:
     def clock(self) -> float:
         return self.now
 
-    def sleep(self, seconds: float) -> None:
+    def __call__(self, seconds: float) -> None:  # the sync sleep, as a `SleepRecorder` is
         self.now += seconds
 
     async def asleep(self, seconds: float) -> None:
@@ -155,18 +155,12 @@ class FakeTime:
 def test_the_deadline_includes_the_waits(mode: str, xerj: XerjStandIn) -> None:
     xerj.fail_next(*[Fault(status=503, headers={"Retry-After": "4"})] * 10)
     fake = FakeTime()
-    options: dict[str, Any] = {"url": xerj.url, "timeout": Timeout(call=10.0), "clock": fake.clock,
-                               "retry": RetryPolicy(max_attempts=10, max_time=100.0)}
-    call = chat_call("xerj_search", SEARCH)
-    if mode == "sync":
-        with Dispatcher(sleep=fake.sleep, **options) as dispatcher:
-            result = dispatcher.run(call)
-    else:
-        async def go() -> Any:
-            async with AsyncDispatcher(sleep=fake.asleep, **options) as dispatcher:
-                return await dispatcher.run(call)
-
-        result = asyncio.run(go())
+    runner = Runner(mode, fake, url=xerj.url, timeout=Timeout(call=10.0), clock=fake.clock,  # type: ignore[arg-type]
+                    retry=RetryPolicy(max_attempts=10, max_time=100.0))
+    try:
+        result = runner.run(chat_call("xerj_search", SEARCH))
+    finally:
+        runner.close()
     # waits of 4 s at 0 and 4; a third would end at 12, past the deadline of 10
     assert result.attempts == 3 and fake.now == 8.0 and result.code == "server_error"
 

@@ -24,7 +24,7 @@ from xerj_tools import (
     load_registry,
 )
 from xerj_tools._dispatch._core import DispatchCore
-from xerj_tools._message._budget import MIN_BUDGET, fit_payload, fit_result
+from xerj_tools._message._budget import MIN_BUDGET, fit_result
 from xerj_tools._message._fit_hits import Measured, cut_strings, size
 
 from conftest import chat_call
@@ -279,13 +279,13 @@ def test_a_long_id_is_never_cut() -> None:
     long_id = "d" * 400
     hits = [{"_index": "i" * 240, "_id": f"{long_id}{n}", "_score": 1.0, "_source": {"body": "w" * 3000}}
             for n in range(3)]
-    out = fit_payload({"ok": True, "total": 3, "hits": hits}, 2500, next_page=lambda n: {"from": n})
+    out = fit_result({"ok": True, "total": 3, "hits": hits}, 2500, fit="hits", next_page=lambda n: {"from": n})
     assert size(out) <= 2500 and out["hits"], out
     assert [h["_id"] for h in out["hits"]] == [h["_id"] for h in hits[: len(out["hits"])]]
     assert all(h["_index"] == "i" * 240 for h in out["hits"])
     assert out["truncated"]["cut_fields"] == ["body"]
     memories = [{"id": f"{long_id}{n}", "text": "t" * 3000, "score": 1.0} for n in range(3)]
-    out = fit_payload({"ok": True, "hits": memories}, 2500, memories=True)
+    out = fit_result({"ok": True, "hits": memories}, 2500, fit="memories")
     assert size(out) <= 2500 and out["hits"]
     assert [m["id"] for m in out["hits"]] == [m["id"] for m in memories[: len(out["hits"])]]
 
@@ -295,7 +295,7 @@ def test_the_last_resort_cuts_a_hit_short_but_not_its_id() -> None:
     shorter still (120, 60, 30): its `_id` and `_index` stay whole even then."""
     hit = {"_index": "docs", "_id": "k" * 400, "_score": 2.0,
            "_source": {f"field{n}": "w" * 300 for n in range(10)}}
-    out = fit_payload({"ok": True, "total": 1, "hits": [hit]}, 2000, next_page=lambda n: {"from": n})
+    out = fit_result({"ok": True, "total": 1, "hits": [hit]}, 2000, fit="hits", next_page=lambda n: {"from": n})
     assert size(out) <= 2000
     [shown] = out["hits"]
     assert shown["_id"] == "k" * 400 and shown["_index"] == "docs" and shown["_score"] == 2.0

@@ -3,7 +3,6 @@ and offline validation speak all four; an object of no known shape raises, never
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import re
@@ -18,7 +17,6 @@ from openai.types.responses import ResponseFunctionToolCall
 
 from xerj_tools import (
     AgentOptions,
-    AsyncDispatcher,
     ConfigurationError,
     Dispatcher,
     InvalidToolCallError,
@@ -185,24 +183,12 @@ def test_an_input_that_is_not_an_object_is_invalid_arguments(
     assert xerj.requests == []
 
 
-def _dispatch_many(mode: str, url: str, calls: list[Any], transcript: list[Any]) -> list[Any]:
-    if mode == "sync":
-        with Dispatcher(url=url) as d:
-            return d.dispatch_many(calls, transcript=transcript)
-
-    async def go() -> list[Any]:
-        async with AsyncDispatcher(url=url) as d:
-            return await d.dispatch_many(calls, transcript=transcript)
-
-    return asyncio.run(go())
-
-
-def test_a_turn_of_tool_use_blocks_is_answered_in_one_user_message(mode: str, xerj: XerjStandIn) -> None:
+def test_a_turn_of_tool_use_blocks_is_answered_in_one_user_message(runner: Runner) -> None:
     calls = [tool_use("xerj_search", {**SEARCH, "size": 1}, "toolu_a"),
              tool_use("xerj_lookup", {}, "toolu_b"),
              ToolUseBlock(id="toolu_c", name="xerj_search", input=SEARCH)]  # fmt: skip
     transcript: list[Any] = [{"role": "user", "content": "checkout?"}]
-    answers = _dispatch_many(mode, xerj.url, calls, transcript)
+    answers = [r.message for r in runner.run_many(calls, transcript=transcript)]
     assert [a["tool_use_id"] for a in answers] == ["toolu_a", "toolu_b", "toolu_c"]
     assert [a["is_error"] for a in answers] == [False, True, False]
     assert transcript[1:] == [{"role": "user", "content": answers}] == turn_messages(answers)
@@ -240,19 +226,13 @@ def test_an_object_of_no_known_shape_raises_and_says_what_it_was(obj: Any, named
     assert named in str(caught.value)
 
 
-def test_a_tool_use_block_is_never_answered_in_chat_shape(runner: Runner) -> None:
-    """Before the adapters, it came back as {"role": "tool", ...} with unknown_tool and name ''."""
-    message: Any = runner.run(tool_use("xerj_search", SEARCH)).message
-    assert "role" not in message and message["type"] == "tool_result"
-
-
 def test_dispatch_many_refuses_a_turn_with_an_unknown_item_before_anything_happens(
-    mode: str, xerj: XerjStandIn
+    runner: Runner, xerj: XerjStandIn
 ) -> None:
     calls = [tool_use("xerj_search", SEARCH), {"type": "text", "text": "hm"}, {"id": "x"}]
     transcript: list[Any] = []
     with pytest.raises(InvalidToolCallError, match=r"item 2: .*item 3: "):
-        _dispatch_many(mode, xerj.url, calls, transcript)
+        runner.run_many(calls, transcript=transcript)
     assert transcript == [] and xerj.requests == []
 
 

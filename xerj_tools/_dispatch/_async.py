@@ -14,7 +14,7 @@ from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
 from .._http._gate import AsyncGate
 from .._http._models import Failure, HttpRequest, Outcome, Reply
-from .._http._retry import async_retrying, should_retry
+from .._http._retry import retry_settings, should_retry
 from .._http._transport import AsyncTransport
 from .._shapes import ToolMessage
 from ._after import Flow
@@ -22,13 +22,9 @@ from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._policy import Policy
-from ._trace import tool_call as tool_call_scope
+from ._trace import ToolCallScope
 
 __all__ = ["AsyncDispatcher"]
-
-
-async def _asyncio_sleep(seconds: float) -> None:
-    await asyncio.sleep(seconds)
 
 
 OFF_LOOP_BYTES = 256 * 1024
@@ -47,10 +43,6 @@ def _step(flow: Flow, sent: tuple[Outcome, int] | None) -> tuple[HttpRequest | N
         return flow.send(sent), None  # type: ignore[arg-type]  # None starts the flow
     except StopIteration as stop:
         return None, stop.value
-
-
-def _large(outcome: Outcome) -> bool:
-    return isinstance(outcome, Reply) and len(outcome.body) > OFF_LOOP_BYTES
 
 
 class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Awaitable[None]]]):
@@ -76,21 +68,18 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
     ) -> None:
         self._transport = AsyncTransport(self._endpoint, self._settings, client, self._core.clock)
         self._gate = None if bound is None else AsyncGate(bound, pool)
-        self._sleep = _asyncio_sleep if sleep is None else sleep
+        self._sleep = asyncio.sleep if sleep is None else sleep
 
     async def run(self, call: Any, *, policy: Policy | None = None) -> ToolResult:
         if self._closed:
             raise ClosedError("this AsyncDispatcher was closed; make a new one")
-        return await self._complete(self.begin(call, policy=policy))
+        return await self.complete(self.begin(call, policy=policy))
 
     async def complete(self, begun: Begun) -> ToolResult:
         """Send a call that `begin` prepared (retries, deadline, budget) and return its result;
         a refused call gets its error answer and sends nothing."""
-        return await self._complete(begun)
-
-    async def _complete(self, begun: Begun) -> ToolResult:
         tool_call, prepared, started = begun
-        with tool_call_scope(tool_call):
+        with ToolCallScope(tool_call):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
             try:
@@ -144,20 +133,12 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
         return self._messages(answers, started, policy, max_calls)
 
     async def _messages(
-        self,
-        answers: PendingAnswers,
-        started: float,
-        policy: Policy | None,
-        max_calls: int | None,
+        self, answers: PendingAnswers, started: float, policy: Policy | None, max_calls: int | None
     ) -> list[ToolMessage]:
         return [r.message for r in await self._run_turn(answers, started, policy, max_calls)]
 
     async def _run_turn(
-        self,
-        answers: PendingAnswers,
-        started: float,
-        policy: Policy | None = None,
-        max_calls: int | None = None,
+        self, answers: PendingAnswers, started: float, policy: Policy | None, max_calls: int | None
     ) -> list[ToolResult]:
         tasks: list[asyncio.Future[ToolResult]] = []
         begun: list[Begun] = []
@@ -165,7 +146,7 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
         copies: dict[int, int] = {}
         try:
             begun, unique, copies = self._plan(answers.calls, started, policy, max_calls)
-            tasks = [asyncio.ensure_future(self._complete(begun[i])) for i in unique]
+            tasks = [asyncio.ensure_future(self.complete(begun[i])) for i in unique]
             done = list(await asyncio.gather(*tasks))
         except BaseException:
             # Cancelled: cancel every request still in flight and wait until they are gone,
@@ -203,11 +184,14 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
         async def resume() -> Outcome:
             return first.pop() if first else await attempt()
 
-        outcome: Outcome = await async_retrying(request, self.retry, self._sleep, deadline)(resume)
+        import tenacity  # on the first retry: offline validation never imports it
+
+        settings = retry_settings(request, self.retry, deadline)
+        outcome: Outcome = await tenacity.AsyncRetrying(sleep=self._sleep, **settings)(resume)
         return outcome, attempts
 
     async def _drive(
-        self, flow: Flow, deadline: Deadline, cap: int | None = None
+        self, flow: Flow, deadline: Deadline, cap: int | None
     ) -> tuple[dict[str, Any], int, bool]:
         """Send the flow's requests; return its payload, the call's attempts, and whether a
         reply was large (`OFF_LOOP_BYTES`): the flow reads each large one on a worker thread."""
@@ -219,7 +203,7 @@ class AsyncDispatcher(BaseDispatcher[httpx2.AsyncClient, Callable[[float], Await
             outcome, attempts = await self._send(request, deadline)
             if request.kind != "listing":  # a follow-up for the message, not the call
                 total += attempts
-            if _large(outcome):
+            if isinstance(outcome, Reply) and len(outcome.body) > OFF_LOOP_BYTES:
                 large = True
                 request, payload = await asyncio.to_thread(_step, flow, (outcome, attempts))
             else:

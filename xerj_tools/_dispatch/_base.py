@@ -205,9 +205,9 @@ class BaseDispatcher(Generic[ClientT, SleepT]):
         self,
         calls: Iterable[Any],
         transcript: list[Any] | None,
-        assistant: Any = None,
-        policy: Policy | None = None,
-        max_calls: int | None = None,
+        assistant: Any,
+        policy: Policy | None,
+        max_calls: int | None,
     ) -> tuple[PendingAnswers, float]:
         """Parse a turn's calls and put a ``cancelled`` answer to each into `transcript` at
         once, to be replaced by the real ones (see `_answers`).
@@ -245,8 +245,8 @@ class BaseDispatcher(Generic[ClientT, SleepT]):
         self,
         calls: Sequence[ToolCall],
         started: float,
-        policy: Policy | None = None,
-        max_calls: int | None = None,
+        policy: Policy | None,
+        max_calls: int | None,
     ) -> tuple[list[Begun], list[int], dict[int, int]]:
         """Prepare every call; pick the ones to send (identical valid calls are sent once).
         The calls past the first `max_calls` are answered ``too_many_calls``, not prepared."""

@@ -32,12 +32,10 @@ from .._message._budget import (
     Fit,
     cap_buckets,
     checked_budget,
-    clean_envelope,
-    clean_json,
     fit_message,
-    surely_longer,
     within,
 )
+from .._message._fit_hits import clean_envelope, clean_json, surely_longer
 from .._message._format import dumps, engine_error, error_payload, sendable
 from .._problems import ValidationResult
 from .._schema._fused import checked_arguments

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ConfigurationError
-from .._http._nodes import check_url, header_safe
+from .._http._nodes import checked_urls, header_safe
 from .._message._budget import checked_budget
 from ..tools import Tool
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LIMITS", "DEFAULT_TIMEOUT", "Limits", "Timeout", "check_budgets", "check_credential",
-    "check_handlers", "check_max_in_flight", "check_url_option", "check_verify", "checked_limits",
+    "check_handlers", "check_url_option", "check_verify", "checked_limits",
     "checked_timeout", "checked_tools", "count", "flag", "of_type", "seconds",
 ]  # fmt: skip
 
@@ -54,13 +54,6 @@ def flag(name: str, value: Any) -> None:
 def of_type(name: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
     if value is not None and not isinstance(value, kind):
         raise ConfigurationError(f"{name} must be {what} or None, not {type(value).__name__}")
-
-
-def check_max_in_flight(value: Any) -> None:
-    if value is None or value == "pool":
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError('max_in_flight must be a positive int, None or "pool"')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +101,10 @@ class Limits:
 
     def __post_init__(self) -> None:
         count("pool_size", self.pool_size)
-        check_max_in_flight(self.max_in_flight)
+        bound = self.max_in_flight  # None, "pool", or a positive int
+        whole = isinstance(bound, int) and not isinstance(bound, bool) and bound >= 1
+        if bound is not None and bound != "pool" and not whole:
+            raise ConfigurationError('max_in_flight must be a positive int, None or "pool"')
         count("max_response_bytes", self.max_response_bytes)
         count("max_workers", self.max_workers)
 
@@ -142,16 +138,11 @@ def checked_limits(value: Any) -> Limits:
 def check_url_option(url: Any) -> None:
     if url is None:
         return
-    if isinstance(url, str):
-        urls = [u.strip() for u in url.split(",")]
-    elif isinstance(url, Sequence) and all(isinstance(u, str) for u in url):
-        urls = list(url)
-    else:
+    if not isinstance(url, str) and not (
+        isinstance(url, Sequence) and all(isinstance(u, str) for u in url)
+    ):
         raise ConfigurationError("url must be a string, a list of strings or None")
-    if not urls or not all(urls):
-        raise ConfigurationError("give at least one XERJ URL")
-    for one in urls:
-        check_url(one)
+    checked_urls(url)
 
 
 def check_credential(name: str, value: Any) -> None:
@@ -174,9 +165,8 @@ def check_handlers(handlers: Any) -> None:
 
 
 def checked_tools(tools: Any) -> tuple[Tool, ...]:
-    if isinstance(tools, (str, Mapping)) or not isinstance(tools, Collection):
-        raise ConfigurationError("tools must be a sequence of Tool objects")
-    if not all(isinstance(t, Tool) for t in tools):
+    sequence = isinstance(tools, Collection) and not isinstance(tools, (str, Mapping))
+    if not sequence or not all(isinstance(t, Tool) for t in tools):
         raise ConfigurationError("tools must be a sequence of Tool objects")
     return tuple(tools)
 

@@ -23,7 +23,7 @@ from .._exceptions import ClosedError, ToolCallError
 from .._http._deadline import Deadline
 from .._http._gate import Gate
 from .._http._models import Failure, HttpRequest, Outcome
-from .._http._retry import retrying, should_retry
+from .._http._retry import retry_settings, should_retry
 from .._http._transport import SyncTransport
 from .._shapes import ToolMessage
 from ._after import Flow
@@ -31,7 +31,7 @@ from ._answers import PendingAnswers
 from ._base import BaseDispatcher, Begun
 from ._core import ToolResult
 from ._policy import Policy
-from ._trace import tool_call as tool_call_scope
+from ._trace import ToolCallScope
 
 __all__ = ["Dispatcher"]
 
@@ -153,7 +153,7 @@ class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
 
     def _complete(self, begun: Begun, cancel: threading.Event | None = None) -> ToolResult:
         tool_call, prepared, started = begun
-        with tool_call_scope(tool_call):
+        with ToolCallScope(tool_call):
             if isinstance(prepared, ToolCallError):
                 return self._core.refusal(tool_call, prepared, started)
             flow = self._core.flow(prepared, self._endpoint.label)
@@ -200,11 +200,7 @@ class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
             self._leave(token)
 
     def _run_turn(
-        self,
-        answers: PendingAnswers,
-        started: float,
-        policy: Policy | None = None,
-        max_calls: int | None = None,
+        self, answers: PendingAnswers, started: float, policy: Policy | None, max_calls: int | None
     ) -> list[ToolResult]:
         cancel = threading.Event()
         futures: list[Future[ToolResult]] = []
@@ -300,15 +296,14 @@ class Dispatcher(BaseDispatcher[httpx2.Client, Callable[[float], None]]):
         def resume() -> Outcome:
             return first.pop() if first else attempt()
 
-        outcome: Outcome = retrying(request, self.retry, sleep, deadline)(resume)
+        import tenacity  # on the first retry: offline validation never imports it
+
+        settings = retry_settings(request, self.retry, deadline)
+        outcome: Outcome = tenacity.Retrying(sleep=sleep, **settings)(resume)
         return outcome, attempts
 
     def _drive(
-        self,
-        flow: Flow,
-        deadline: Deadline,
-        cancel: threading.Event | None = None,
-        cap: int | None = None,
+        self, flow: Flow, deadline: Deadline, cancel: threading.Event | None, cap: int | None
     ) -> tuple[dict[str, Any], int]:
         total = 0
         try:

@@ -31,7 +31,7 @@ from .._http._tracing import (
 if TYPE_CHECKING:
     from .._shapes._base import ToolCall
 
-__all__ = ["NAME_LIMIT", "joined_span", "record", "rerank_fallback", "tool_call"]
+__all__ = ["NAME_LIMIT", "ToolCallScope", "joined_span", "record", "rerank_fallback"]
 
 NAME_LIMIT = 64  # a tool name the model made up can be anything; OpenAI caps real ones at 64
 
@@ -72,9 +72,10 @@ def joined_span(api: ModuleType, call: ToolCall) -> Any:
     return span
 
 
-class _ToolCallScope:
-    """``execute_tool {tool}``, current while the call runs (GenAI semantic conventions): ours,
-    or the one a framework already made for the call (`joined_span`)."""
+class ToolCallScope:
+    """Around one call's run: ``execute_tool {tool}``, current while the call runs (GenAI
+    semantic conventions), ours or the one a framework already made for the call
+    (`joined_span`); and the context the HTTP layer's hooks report to."""
 
     __slots__ = ("_api", "_call", "_span", "_token", "_use")
 
@@ -123,11 +124,6 @@ def _start_call(api: ModuleType, tracer: Any, state: CallState) -> Any:
     )
 
 
-def tool_call(call: ToolCall) -> _ToolCallScope:
-    """Around one call's run: its span, and the context the HTTP layer's hooks report to."""
-    return _ToolCallScope(call)
-
-
 class Recorded(Protocol):
     """What a span records of a call's result (the dispatcher's `ToolResult` is one)."""
 
@@ -157,10 +153,7 @@ def record(result: Recorded, copy_of: str | None = None) -> None:
     if traced is None:
         return
     joined = joined_span(traced[0], result.call)
-    if joined is not None:
-        span = joined
-    else:
-        span = _start_call(traced[0], traced[1], _state(result.call, None))
+    span = joined if joined is not None else _start_call(*traced, _state(result.call, None))
     if copy_of is not None:
         span.set_attribute("xerj_tools.copy_of", copy_of[:NAME_LIMIT])
     _outcome(span, result)

@@ -120,6 +120,11 @@ class _Stream(httpcore2.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
+# The owned transport is made without `uds` and without connect `retries` (`_transport`), so
+# httpcore2 never asks a backend of its for `connect_unix_socket` or `sleep`: the two backends
+# wrap `connect_tcp` alone (and the streams it opens).
+
+
 class _Backend(httpcore2.NetworkBackend):
     def __init__(self, inner: httpcore2.NetworkBackend) -> None:
         self._inner = inner
@@ -130,16 +135,6 @@ class _Backend(httpcore2.NetworkBackend):
     ) -> httpcore2.NetworkStream:  # fmt: skip
         timeout = _bound(timeout, httpcore2.ConnectTimeout)
         return _Stream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.NetworkStream:  # fmt: skip
-        timeout = _bound(timeout, httpcore2.ConnectTimeout)
-        return _Stream(self._inner.connect_unix_socket(path, timeout, socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
 
 
 class _AsyncStream(httpcore2.AsyncNetworkStream):
@@ -177,16 +172,6 @@ class _AsyncBackend(httpcore2.AsyncNetworkBackend):
         timeout = _bound(timeout, httpcore2.ConnectTimeout)
         stream = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
         return _AsyncStream(stream)
-
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:  # fmt: skip
-        timeout = _bound(timeout, httpcore2.ConnectTimeout)
-        return _AsyncStream(await self._inner.connect_unix_socket(path, timeout, socket_options))
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
 
 
 _Transport = typing.TypeVar("_Transport", httpx2.HTTPTransport, httpx2.AsyncHTTPTransport)

@@ -70,14 +70,6 @@ def _refused(deadline: Deadline, node: str, by_deadline: bool) -> Failure:
     )  # fmt: skip
 
 
-class _Waiter:
-    __slots__ = ("event", "granted")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.granted = False
-
-
 _W = TypeVar("_W")
 
 
@@ -98,8 +90,9 @@ class _Slots(Generic[_W]):
         return self.limit - self._free
 
 
-class Gate(_Slots[_Waiter]):
-    """The bound for `Dispatcher`, shared by every thread that sends through it."""
+class Gate(_Slots[threading.Event]):
+    """The bound for `Dispatcher`, shared by every thread that sends through it. A waiter's
+    event is set, under the lock, when a slot is handed to it."""
 
     def __init__(self, limit: int, pool_timeout: float | None) -> None:
         super().__init__(limit, pool_timeout)
@@ -120,21 +113,21 @@ class Gate(_Slots[_Waiter]):
             if self._free and not self._waiters:
                 self._free -= 1
                 return None
-            waiter = _Waiter()
+            waiter = threading.Event()
             self._waiters.append(waiter)
         limit, by_deadline = _wait_limit(deadline, self._pool_timeout)
         try:
-            waiter.event.wait(limit)
+            waiter.wait(limit)
         except BaseException:  # KeyboardInterrupt while waiting: a slot handed over goes on
             if not self._abandon(waiter):
                 self._release()
             raise
         return _refused(deadline, node, by_deadline) if self._abandon(waiter) else None
 
-    def _abandon(self, waiter: _Waiter) -> bool:
+    def _abandon(self, waiter: threading.Event) -> bool:
         """Leave the queue; True if no slot had been handed to `waiter` (else it holds one)."""
         with self._lock:
-            if waiter.granted:
+            if waiter.is_set():
                 return False
             self._waiters.remove(waiter)
             return True
@@ -142,9 +135,7 @@ class Gate(_Slots[_Waiter]):
     def _release(self) -> None:
         with self._lock:
             if self._waiters:  # hand the slot straight to the longest waiter: no barging
-                waiter = self._waiters.popleft()
-                waiter.granted = True
-                waiter.event.set()
+                self._waiters.popleft().set()
             else:
                 self._free += 1
 

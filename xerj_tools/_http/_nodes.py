@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
@@ -11,7 +10,7 @@ from .._exceptions import ConfigurationError
 from ._models import Outcome, Reply
 from ._tracing import node_rested
 
-__all__ = ["NodePool", "check_url", "header_safe"]
+__all__ = ["NodePool", "check_url", "checked_urls", "header_safe"]
 
 
 def check_url(url: str) -> str:
@@ -33,6 +32,14 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def checked_urls(url: str | Sequence[str]) -> tuple[str, ...]:
+    """`url` (one URL, several separated by commas, or a list) as checked base URLs."""
+    urls = [u.strip() for u in url.split(",")] if isinstance(url, str) else list(url)
+    if not urls or not all(urls):
+        raise ConfigurationError("give at least one XERJ URL")
+    return tuple(check_url(u) for u in urls)
+
+
 def header_safe(value: str) -> bool:
     """Visible ASCII, spaces and tabs only: anything else fails on every request (with the value
     in the error text) or, with a line break, would add a header of its own."""
@@ -44,15 +51,9 @@ class NodePool:
     or ran a call past its deadline until its cooldown ends (5 s, doubling with each failure in
     a row, at most 60 s)."""
 
-    def __init__(
-        self,
-        nodes: Sequence[str],
-        clock: Callable[[], float] = time.monotonic,
-        cooldown: float = 5.0,
-        max_cooldown: float = 60.0,
-    ) -> None:
+    def __init__(self, nodes: Sequence[str], clock: Callable[[], float]) -> None:
         self._nodes = list(nodes)
-        self._clock, self._cooldown, self._max = clock, cooldown, max_cooldown
+        self._clock = clock
         self._next = 0
         self._dead_until: dict[str, float] = {}
         self._failures: dict[str, int] = {}
@@ -83,6 +84,6 @@ class NodePool:
                 return
             failures = self._failures.get(node, 0) + 1
             self._failures[node] = failures
-            rest = min(self._max, self._cooldown * 2 ** (failures - 1))
+            rest = min(60.0, 5.0 * 2 ** (failures - 1))  # the cooldown, as the class says
             self._dead_until[node] = self._clock() + rest
         node_rested(node, rest, failures, outcome)  # logged outside the lock

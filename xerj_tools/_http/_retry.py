@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,12 +13,11 @@ from ._rerank import rerank_refusal
 from ._tracing import backoff
 
 if TYPE_CHECKING:  # tenacity is imported when a dispatcher first retries, not by offline validation
-    import tenacity
     from tenacity import RetryCallState
 
     from ._deadline import Deadline
 
-__all__ = ["RetryPolicy", "retry_after_seconds", "should_retry"]
+__all__ = ["RetryPolicy", "retry_after_seconds", "retry_settings", "should_retry"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,9 @@ class _Wait:
         return float(self._fallback(retry_state))
 
 
-def _settings(request: HttpRequest, policy: RetryPolicy, deadline: Deadline) -> dict[str, Any]:
+def retry_settings(request: HttpRequest, policy: RetryPolicy, deadline: Deadline) -> dict[str, Any]:
+    """tenacity's `Retrying` (or `AsyncRetrying`) arguments for `request` under `policy`, all but
+    ``sleep``: the dispatcher's own."""
     import tenacity
 
     class past_deadline(tenacity.stop.stop_base):
@@ -133,25 +134,3 @@ def _settings(request: HttpRequest, policy: RetryPolicy, deadline: Deadline) -> 
         "before_sleep": backoff,  # a WARNING and a span event per wait
         "reraise": True,
     }
-
-
-def retrying(
-    request: HttpRequest,
-    policy: RetryPolicy,
-    sleep: Callable[[float], None],
-    deadline: Deadline,
-) -> tenacity.Retrying:
-    import tenacity
-
-    return tenacity.Retrying(sleep=sleep, **_settings(request, policy, deadline))
-
-
-def async_retrying(
-    request: HttpRequest,
-    policy: RetryPolicy,
-    sleep: Callable[[float], Awaitable[None]],
-    deadline: Deadline,
-) -> tenacity.AsyncRetrying:
-    import tenacity
-
-    return tenacity.AsyncRetrying(sleep=sleep, **_settings(request, policy, deadline))

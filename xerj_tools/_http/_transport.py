@@ -25,7 +25,7 @@ from .._exceptions import ConfigurationError
 from ._body import TooLarge, Undecodable, read_async, reader
 from ._deadline import Deadline, Running, guard, http_library, timeouts
 from ._models import Failure, HttpRequest, Outcome, Reply
-from ._nodes import NodePool, check_url, header_safe
+from ._nodes import NodePool, checked_urls, header_safe
 from ._redact import Scrubber
 from ._tracing import attempt
 
@@ -125,10 +125,7 @@ class Endpoint:
         separated string) names several nodes of one cluster. `api_key` defaults to
         ``$XERJ_API_KEY`` (sent as ``Authorization: ApiKey <key>``). `authorization` is a ready
         header value such as ``"Bearer <key>"`` and wins over `api_key`."""
-        url = url or os.environ.get("XERJ_URL") or DEFAULT_URL
-        urls = [u.strip() for u in url.split(",")] if isinstance(url, str) else list(url)
-        if not urls or not all(urls):
-            raise ConfigurationError("give at least one XERJ URL")
+        base_urls = checked_urls(url or os.environ.get("XERJ_URL") or DEFAULT_URL)
         what = "authorization"
         if authorization is None:
             key = api_key if api_key is not None else os.environ.get("XERJ_API_KEY")
@@ -141,7 +138,7 @@ class Endpoint:
                 "break or a control character); check how it was copied"
             )
         secret = _Secret(authorization) if authorization else None
-        return cls(tuple(check_url(u) for u in urls), secret)
+        return cls(base_urls, secret)
 
     @property
     def base_url(self) -> str:
@@ -182,16 +179,6 @@ class Endpoint:
 
     def url(self, path: str, node: str | None = None) -> str:
         return (node or self.base_url) + path
-
-
-def _check_client(client: object, library: Any) -> None:
-    if library is not httpx2:
-        logger.warning(
-            "%s is a plain httpx client: it works, but httpcore 1.x can strand a connection when a "
-            "call is cancelled (encode/httpcore#1093, #1115); pass an httpx2 client, or none, for "
-            "the cancellation guarantee (docs/configuration.md)",
-            type(client).__name__,
-        )
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -254,15 +241,19 @@ def _late(deadline: Deadline, node: str, sent: bool = True) -> Failure:
 
 
 class _Transport:
-    """What both transports keep: the endpoint and its nodes, the settings, the scrubber, whether
-    the client is theirs to close, and the HTTP library the client comes from."""
+    """What both transports keep: the endpoint and its nodes, the settings, the scrubber, the
+    client (the caller's, or one owned and pooled: `_owned_kinds`, its settings' timeouts and
+    limits, its transport guarded), whether it is theirs to close, and the HTTP library it comes
+    from."""
+
+    _owned_kinds: tuple[type[Any], type[Any]]  # the owned client's httpx2 transport and client
 
     def __init__(
         self,
         endpoint: Endpoint,
         settings: TransportSettings,
-        client: Any,
-        clock: Callable[[], float],
+        client: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.endpoint = endpoint
         self.nodes = NodePool(endpoint.base_urls, clock)
@@ -270,6 +261,12 @@ class _Transport:
         self.scrub = endpoint.scrubber()
         self._owned = client is None
         self._lib = httpx2 if client is None else http_library(client)
+        if client is None:
+            options = settings.httpx_options(tls=endpoint.tls)
+            transport, make = self._owned_kinds  # no `uds`, no `retries`: as `guard` wraps it
+            guarded = guard(transport(verify=options["verify"], limits=options["limits"]))
+            client = make(timeout=options["timeout"], transport=guarded)
+        self.client = client
 
     def _failed(self, exc: Exception, limit: int, node: str, deadline: Deadline) -> Failure:
         """How an attempt that raised ends: its body over `limit` or undecodable, its deadline
@@ -281,32 +278,12 @@ class _Transport:
         return _late(deadline, node) if deadline.expired else _failure(exc, node, self._lib)
 
 
-def _owned_client(
-    endpoint: Endpoint, settings: TransportSettings, transport: Any, client: Any
-) -> Any:
-    """A pooled httpx2 client of the settings' timeouts and limits, its transport guarded."""
-    options = settings.httpx_options(tls=endpoint.tls)
-    guarded = guard(transport(verify=options["verify"], limits=options["limits"]))
-    return client(timeout=options["timeout"], transport=guarded)
-
-
 class SyncTransport(_Transport):
     """Sends one attempt with an `httpx2.Client` (the caller's, or one owned and pooled; a
     caller's plain `httpx.Client` works too)."""
 
-    def __init__(
-        self,
-        endpoint: Endpoint,
-        settings: TransportSettings,
-        client: httpx2.Client | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(endpoint, settings, client, clock)
-        self._client = (
-            client
-            if client is not None
-            else _owned_client(endpoint, settings, httpx2.HTTPTransport, httpx2.Client)
-        )
+    _owned_kinds = (httpx2.HTTPTransport, httpx2.Client)
+    client: httpx2.Client
 
     def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
         node = self.nodes.pick()
@@ -322,13 +299,13 @@ class SyncTransport(_Transport):
         try:
             with (
                 Running(deadline),
-                self._client.stream(
+                self.client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
                     headers=self.endpoint.shared_headers,
                     params=dict(request.params) or None,
-                    timeout=timeouts(self._client.timeout, deadline),
+                    timeout=timeouts(self.client.timeout, deadline),
                 ) as response,
             ):
                 body = reader(response, limit)
@@ -342,13 +319,16 @@ class SyncTransport(_Transport):
 
     def close(self) -> None:
         if self._owned:
-            self._client.close()
+            self.client.close()
 
 
 class AsyncTransport(_Transport):
     """Sends one attempt with an `httpx2.AsyncClient` (the caller's, or one owned and pooled; a
     caller's plain `httpx.AsyncClient` works too, without the cancellation guarantee: see
-    `AsyncDispatcher._exchange` and docs/configuration.md)."""
+    docs/configuration.md)."""
+
+    _owned_kinds = (httpx2.AsyncHTTPTransport, httpx2.AsyncClient)
+    client: httpx2.AsyncClient
 
     def __init__(
         self,
@@ -358,13 +338,13 @@ class AsyncTransport(_Transport):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(endpoint, settings, client, clock)
-        if client is None:
-            client = _owned_client(
-                endpoint, settings, httpx2.AsyncHTTPTransport, httpx2.AsyncClient
+        if self._lib is not httpx2:
+            logger.warning(
+                "%s is a plain httpx client: it works, but httpcore 1.x can strand a connection "
+                "when a call is cancelled (encode/httpcore#1093, #1115); pass an httpx2 client, or "
+                "none, for the cancellation guarantee (docs/configuration.md)",
+                type(client).__name__,
             )
-        else:
-            _check_client(client, self._lib)
-        self.client: httpx2.AsyncClient = client
 
     async def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
         node = self.nodes.pick()

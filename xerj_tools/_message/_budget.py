@@ -25,41 +25,27 @@ shell (property tests check both).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from .._exceptions import ConfigurationError
 from .._json import fast_dumps, fast_raw, written
-from ._fit_hits import (
-    MIN_CUT,
-    Measured,
-    choose,
-    clean_envelope,
-    clean_json,
-    cut_strings,
-    size,
-    surely_longer,
-)
-from ._fit_json import fit_document, fit_json
+from ._fit_hits import Measured, choose, clean_json, cut_strings, size
+from ._fit_json import NextPage, fit_document, fit_json
 from ._tokens import Budget
 
 __all__ = [
     "DEFAULT_BUDGET",
     "MIN_BUDGET",
-    "MIN_CUT",
     "MIN_TOKENS",
     "Budget",
     "Fit",
     "cap_buckets",
     "cut_advice",
     "checked_budget",
-    "clean_envelope",
-    "clean_json",
     "fit_error",
     "fit_message",
-    "fit_payload",
     "fit_result",
-    "surely_longer",
     "within",
     "written",
 ]
@@ -74,9 +60,6 @@ MIN_TOKENS = 250
 _FEWER_MEMORIES = "recall with a smaller k to read the memories whole"
 _CUT_FIELD = "to read a cut field whole, ask for fewer hits, or for that hit alone"
 _NEXT_RESERVE = 220  # room kept for the `truncated` block while choosing what to keep
-_size, _cut_strings = size, cut_strings
-
-NextPage = Callable[[int], "Mapping[str, Any] | None"]
 
 
 def _no_page(shown: int) -> None:
@@ -204,41 +187,16 @@ def _fit_tokens(
     return fitted, content
 
 
-def _field_names(paths: list[str]) -> list[str]:
-    # "_source.body" -> "body"; "text" (a memory) -> "text"
-    names = {
-        p.split(".", 1)[1] if p.startswith(("_source.", "highlight.", "fields.")) else p
-        for p in set(paths)
-    }
-    return sorted(names)
-
-
-def fit_payload(
-    payload: dict[str, Any],
-    budget: int,
-    *,
-    next_page: NextPage = _no_page,
-    memories: bool = False,
-    refetch: str | None = None,
-) -> dict[str, Any]:
-    """Return `payload`, a search or recall envelope with a list `hits`, fitted into `budget`
-    characters (the ``"hits"`` and ``"memories"`` strategies).
-
-    `next_page(shown)` gives the arguments that fetch the rest after `shown` hits were kept
-    (for example ``{"from": 20}``), or None when the tool cannot page.
-    """
-    advice = cut_advice("memories" if memories else "hits", refetch)
-    return _fit_hits(payload, budget, next_page, advice)[0]
-
-
 def _fit_hits(
     payload: dict[str, Any], budget: int, next_page: NextPage, refetch: str
 ) -> tuple[dict[str, Any], bool]:
-    """`fit_payload`, and whether every hit in the result was counted (`Measured.counted`)."""
+    """`payload`, a search or recall envelope with a list `hits`, fitted into `budget`
+    characters (the ``"hits"`` and ``"memories"`` strategies), and whether every hit in the
+    result was counted (`Measured.counted`)."""
     hits = payload.get("hits") if isinstance(payload.get("hits"), list) else []
     assert isinstance(hits, list)
     envelope = {k: v for k, v in payload.items() if k != "hits"}
-    base = _size({**envelope, "hits": []})
+    base = size({**envelope, "hits": []})
     # Does it fit whole? Measured hit by hit (each hit once, whatever the steps below ask), so
     # a 5 MB response is never serialized whole.
     measured = Measured(hits)
@@ -248,18 +206,18 @@ def _fit_hits(
     # (its own few keys): each choice is sized without copying a hit, and built once.
     own = "truncated" in envelope  # the envelope's own block, which the new one would replace
     rest = {k: v for k, v in envelope.items() if k != "truncated"} if own else envelope
-    bare = (_size({**rest, "hits": []}) if own else base) - 2
+    bare = (size({**rest, "hits": []}) if own else base) - 2
     reserve = _NEXT_RESERVE
     for _ in range(3):
         choice = choose(measured, budget - base - reserve)
         truncated = _truncated(choice.shown, choice.paths_cut(measured), len(hits))
         block = _said(truncated, choice.shown, next_page, refetch) if truncated else None
         tail = block if block is not None else envelope.get("truncated")
-        length = bare + choice.size(measured) + (13 + _size(tail) if block or own else 0)
+        length = bare + choice.size(measured) + (13 + size(tail) if block or own else 0)
         if length <= budget:
             break
         # The `truncated` block took more than the room kept for it: keep its real size.
-        reserve = max(reserve + length - budget, _size({"truncated": tail}))
+        reserve = max(reserve + length - budget, size({"truncated": tail}))
     out = {**envelope, "hits": choice.build(measured)}
     if block is not None:
         out["truncated"] = block
@@ -275,15 +233,16 @@ def _truncated(shown: int, cut: list[str], hits: int) -> dict[str, Any]:
         truncated["hits_omitted"] = hits - shown
     if cut:
         truncated["fields_cut"] = len(cut)
-        truncated["cut_fields"] = _field_names(cut)
+        # by field name: "_source.body" -> "body"; "text" (a memory) -> "text"
+        sections = ("_source.", "highlight.", "fields.")
+        truncated["cut_fields"] = sorted(
+            {p.split(".", 1)[1] if p.startswith(sections) else p for p in cut}
+        )
     return truncated
 
 
 def _said(
-    truncated: Mapping[str, Any],
-    shown: int,
-    next_page: Callable[[int], Mapping[str, Any] | None],
-    refetch: str = _CUT_FIELD,
+    truncated: Mapping[str, Any], shown: int, next_page: NextPage, refetch: str
 ) -> dict[str, Any]:
     """The `truncated` block with `next` and `hint` (re)computed for `shown` hits.
 
@@ -297,7 +256,7 @@ def _said(
     return out
 
 
-def _hint(truncated: Mapping[str, Any], refetch: str = _CUT_FIELD, shown: int | None = None) -> str:
+def _hint(truncated: Mapping[str, Any], refetch: str, shown: int | None = None) -> str:
     parts = []
     if "next" in truncated:
         parts.append("call again with the arguments in `next` to read the hits that were left out")
@@ -323,13 +282,13 @@ def _guarantee(
     """The final fitting step: drop hits from the end while the message is too long (the
     `truncated` block can be longer than the room kept for it), then, for envelopes that do not
     fit even without hits (huge aggregations, notes), cap and drop the rest."""
-    if _size(payload) <= budget:
+    if size(payload) <= budget:
         return payload
     out = dict(payload)
     truncated = dict(out.get("truncated") or {})
     hits = out.get("hits") if isinstance(out.get("hits"), list) else []
     assert isinstance(hits, list)
-    while hits and _size(out) > budget:
+    while hits and size(out) > budget:
         hits = hits[:-1]
         truncated["hits_omitted"] = truncated.get("hits_omitted", 0) + 1
         truncated = _said(truncated, len(hits), next_page, refetch)  # `next` follows the cut
@@ -337,20 +296,20 @@ def _guarantee(
     if "aggregations" in out:
         # Fewer buckets before no buckets: halve the bucket cap until the envelope fits.
         cap = 12
-        while cap >= 1 and _size(out) > budget:
+        while cap >= 1 and size(out) > budget:
             out["aggregations"] = cap_buckets(payload["aggregations"], cap)
             truncated["buckets_capped_at"] = cap
             truncated["hint"] = _hint(truncated, refetch)
             out["truncated"] = truncated
             cap //= 2
     for key in ("aggregations", "warnings", "notes", "fusion", "rerank"):
-        if _size(out) <= budget:
+        if size(out) <= budget:
             break
         if key in out:
             del out[key]
             truncated.setdefault("omitted", []).append(key)
             out["truncated"] = truncated
-    if _size(out) > budget:
+    if size(out) > budget:
         # What is left does not fit even without hits: fit it as any JSON, never an empty shell.
         out = fit_json(out, budget)
     return out
@@ -358,23 +317,23 @@ def _guarantee(
 
 def fit_error(payload: dict[str, Any], budget: int, max_problems: int = 20) -> dict[str, Any]:
     """Fit an ``ok: false`` payload: keep the first problems, shorten long texts."""
-    if _size(payload) <= budget:
+    if size(payload) <= budget:
         return payload
     error = dict(payload.get("error") or {})
     problems = error.get("problems")
     if isinstance(problems, list) and len(problems) > max_problems:
         error["problems"] = problems[:max_problems]
         error["problems_omitted"] = len(problems) - max_problems
-    out = {**payload, "error": _cut_strings(error, 400, "", [])}
+    out = {**payload, "error": cut_strings(error, 400, "", [])}
     while (
-        _size(out) > budget
+        size(out) > budget
         and isinstance(out["error"].get("problems"), list)
         and out["error"]["problems"]
     ):
         out["error"]["problems"] = out["error"]["problems"][:-1]
         out["error"]["problems_omitted"] = out["error"].get("problems_omitted", 0) + 1
-    if _size(out) > budget:
-        out = _cut_strings(out, 100, "", [])
+    if size(out) > budget:
+        out = cut_strings(out, 100, "", [])
     return out
 
 

@@ -26,7 +26,10 @@ from typing import Any
 
 from ._fit_hits import cut_strings, marker, size
 
-__all__ = ["fit_document", "fit_json"]
+__all__ = ["NextPage", "fit_document", "fit_json"]
+
+# the arguments that fetch what follows the first n items, or None where the tool cannot page
+NextPage = Callable[[int], "Mapping[str, Any] | None"]
 
 STRING_FLOOR = 100  # strings are cut no shorter than this before arrays are touched
 _TIGHTEST = 30  # the string cap of the last resort
@@ -164,13 +167,11 @@ def _choose(payload: Mapping[str, Any], room: int, protected: frozenset[str]) ->
 
     caps = _Caps(string=STRING_FLOOR)
     shape = _render(payload, caps, protected)[1]  # one walk of everything, for the bounds
-    order = ("items", "keys", "depth")
-    floors = {"items": 1, "keys": 1, "depth": 1}
     tops = {"string": room, "items": shape.longest, "keys": shape.widest, "depth": shape.deepest}
     tightened: list[str] = []
-    for name in (None, *order):
+    for name in (None, "items", "keys", "depth"):
         if name is not None:
-            caps = replace(caps, **{name: floors[name]})
+            caps = replace(caps, **{name: 1})  # the floor of each
             tightened.append(name)
         if fits(caps):
             break
@@ -189,9 +190,7 @@ def _paths(table: dict[str, int]) -> list[str]:
     return list(table)[:_LISTED]
 
 
-def _block(
-    cuts: _Cuts, next_page: Callable[[int], Mapping[str, Any] | None] | None, hint: str
-) -> dict[str, Any]:
+def _block(cuts: _Cuts, next_page: NextPage | None, hint: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if cuts.strings:
         out["strings_cut"] = sum(cuts.strings.values())
@@ -216,7 +215,7 @@ def _fit(
     budget: int,
     protected: frozenset[str],
     hint: str,
-    next_page: Callable[[int], Mapping[str, Any] | None] | None,
+    next_page: NextPage | None,
 ) -> dict[str, Any]:
     prior = payload.get("truncated")
     body = {k: v for k, v in payload.items() if k != "truncated"}
@@ -278,10 +277,7 @@ _DOCUMENT_HINT = (
 
 
 def fit_json(
-    payload: Mapping[str, Any],
-    budget: int,
-    *,
-    next_page: Callable[[int], Mapping[str, Any] | None] | None = None,
+    payload: Mapping[str, Any], budget: int, *, next_page: NextPage | None = None
 ) -> dict[str, Any]:
     """`payload` fitted into `budget` characters as any JSON (its `ok` kept).
 

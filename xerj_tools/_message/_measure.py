@@ -112,12 +112,11 @@ def _long(text: str, keys: tuple[Any, ...]) -> Long:
     return [text, len(text), -1, keys, None]
 
 
-def path(long: Long, known: dict[tuple[Any, ...], str] | None = None) -> str:
+def path(long: Long, known: dict[tuple[Any, ...], str]) -> str:
     """Where a long string is, as `cut_strings` writes it: its dict keys (all str in a value
     `_count` measured), not its list indices. `known`: the paths found so far, by keys (the
     hits of one answer have theirs in the same places)."""
     if long[4] is None:
-        known = {} if known is None else known
         where = known.get(long[3])
         if where is None:
             where = ""

@@ -9,6 +9,7 @@ module here plus its place in `SHAPES`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -16,7 +17,6 @@ from .._exceptions import ConfigurationError, InvalidToolCallError
 from ._anthropic import ANTHROPIC
 from ._base import (
     AnthropicToolResult,
-    Api,
     Assembler,
     ChatToolMessage,
     ResponsesToolOutput,
@@ -39,7 +39,6 @@ __all__ = [
     "RESPONSES",
     "SHAPES",
     "AnthropicToolResult",
-    "Api",
     "Assembler",
     "ChatAssembler",
     "ChatToolMessage",
@@ -133,17 +132,9 @@ def turn_messages(answers: Sequence[Any]) -> list[Any]:
     content. ``messages += turn_messages(answers)`` works for all four.
     """
     entries: list[Any] = []
-    run: list[Any] = []
-    run_shape: WireShape | None = None
-    for message in answers:
-        shape = _answer_shape(message)
-        if run and shape is not run_shape:
-            entries += run_shape.group(run) if run_shape is not None else run
-            run = []
-        run.append(message)
-        run_shape = shape
-    if run:
-        entries += run_shape.group(run) if run_shape is not None else run
+    for shape, run in itertools.groupby(answers, key=_answer_shape):
+        same = list(run)
+        entries += shape.group(same) if shape is not None else same
     return entries
 
 

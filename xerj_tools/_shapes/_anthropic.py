@@ -12,7 +12,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from ._base import Definable, ToolCall, ToolMessage, WireShape, get
+from ._base import Definable, ToolCall, ToolMessage, WireShape, get, text
 
 __all__ = ["ANTHROPIC"]
 
@@ -32,13 +32,8 @@ class Anthropic(WireShape):
         return bool(get(obj, "type") == "tool_use")
 
     def read(self, obj: Any) -> ToolCall:
-        call_id, name = get(obj, "id"), get(obj, "name")
-        return ToolCall(
-            call_id if isinstance(call_id, str) else "",
-            name if isinstance(name, str) else "",
-            get(obj, "input"),  # already decoded: an object, never JSON text
-            "anthropic",
-        )
+        # `input` comes decoded: an object, never JSON text
+        return ToolCall(text(obj, "id"), text(obj, "name"), get(obj, "input"), "anthropic")
 
     def answer(self, call: ToolCall, content: str, *, ok: bool) -> ToolMessage:
         return {

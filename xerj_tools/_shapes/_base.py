@@ -45,6 +45,12 @@ def get(obj: Any, key: str, default: Any = None) -> Any:
     return getattr(obj, key, default)
 
 
+def text(obj: Any, key: str) -> str:
+    """`get(obj, key)` when it is a string, else ``""`` (left out, or not a string)."""
+    value = get(obj, key)
+    return value if isinstance(value, str) else ""
+
+
 def has(obj: Any, key: str) -> bool:
     """Whether `obj` carries `key` at all, even as None (the SDK builds unknown kinds that way)."""
     if isinstance(obj, Mapping):

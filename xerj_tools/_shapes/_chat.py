@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get, has
+from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get, has, text
 from ._usage import TokenUsage, read_usage
 
 __all__ = ["CHAT", "ChatAssembler", "chat_step"]
@@ -27,13 +27,10 @@ class Chat(WireShape):
         return get(obj, "type") in ("function", "custom") or has(obj, "function")
 
     def read(self, obj: Any) -> ToolCall:
-        call_id = get(obj, "id")
-        call_id = call_id if isinstance(call_id, str) else ""
         custom = get(obj, "type") == "custom"
-        part = get(obj, "custom" if custom else "function")
-        name = get(part, "name") if part is not None else None
-        arguments = get(part, "input" if custom else "arguments") if part is not None else None
-        return ToolCall(call_id, name if isinstance(name, str) else "", arguments, "chat", custom)
+        part = get(obj, "custom" if custom else "function")  # None: no name, no arguments
+        arguments = get(part, "input" if custom else "arguments")
+        return ToolCall(text(obj, "id"), text(part, "name"), arguments, "chat", custom)
 
     def answer(self, call: ToolCall, content: str, *, ok: bool) -> ToolMessage:
         return {"role": "tool", "tool_call_id": call.call_id, "content": content}
@@ -67,28 +64,21 @@ def chat_step(completion: Any) -> Step:
     would carry `refusal`, `parsed` and other keys back to the API."""
     choice = get(completion, "choices")[0]
     message = get(choice, "message")
-    text = get(message, "content") or ""
+    content = get(message, "content") or ""
     calls: list[ToolCall] = []
     wire: list[dict[str, Any]] = []
     for tool_call in get(message, "tool_calls") or []:
-        function = get(tool_call, "function")
-        name = get(function, "name", "") if function is not None else ""
-        arguments = get(function, "arguments", "") if function is not None else ""
-        call_id = get(tool_call, "id")  # missing or not a string: "" (the loop names it)
-        call_id = call_id if isinstance(call_id, str) else ""
-        calls.append(ToolCall(call_id, name or "", arguments, "chat"))
-        wire.append(
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name or "", "arguments": arguments or ""},
-            }
-        )
-    item: dict[str, Any] = {"role": "assistant", "content": text or None}
+        function = get(tool_call, "function")  # None: no name, no arguments
+        name, arguments = get(function, "name") or "", get(function, "arguments", "")
+        call_id = text(tool_call, "id")  # missing or not a string: "" (the loop names it)
+        calls.append(ToolCall(call_id, name, arguments, "chat"))
+        said = {"name": name, "arguments": arguments or ""}
+        wire.append({"id": call_id, "type": "function", "function": said})
+    item: dict[str, Any] = {"role": "assistant", "content": content or None}
     if wire:
         item["tool_calls"] = wire
     finish_reason = str(get(choice, "finish_reason") or "stop")
-    return Step(text, calls, [item], finish_reason, read_usage(completion))
+    return Step(content, calls, [item], finish_reason, read_usage(completion))
 
 
 @dataclass
@@ -109,7 +99,7 @@ class ChatAssembler:
             return None  # the usage chunk
         choice = choices[0]
         delta = get(choice, "delta")
-        for part in (get(delta, "tool_calls") or []) if delta is not None else []:
+        for part in get(delta, "tool_calls") or []:  # (a chunk without a delta: none)
             slot = self.calls.setdefault(self._index(part), {"id": "", "name": "", "arguments": ""})
             if get(part, "id"):
                 slot["id"] = str(get(part, "id"))
@@ -119,7 +109,7 @@ class ChatAssembler:
                 slot["arguments"] += get(function, "arguments") or ""
         if get(choice, "finish_reason"):
             self.finish_reason = str(get(choice, "finish_reason"))
-        content = get(delta, "content") if delta is not None else None
+        content = get(delta, "content")
         if content:
             self.text.append(content)
             return str(content)
@@ -136,18 +126,9 @@ class ChatAssembler:
         return index
 
     def step(self) -> Step:
-        message = {
-            "role": "assistant",
-            "content": "".join(self.text) or None,
-            "tool_calls": [
-                {
-                    "id": c["id"],
-                    "type": "function",
-                    "function": {"name": c["name"], "arguments": c["arguments"]},
-                }
-                for _, c in sorted(self.calls.items())
-            ],
-        }
+        # what `chat_step` reads of a message (it writes the transcript's own, clean)
+        calls = [{"id": c["id"], "function": c} for _, c in sorted(self.calls.items())]
+        message = {"content": "".join(self.text) or None, "tool_calls": calls}
         # A stream that stopped without a finish_reason cut the turn off: its calls are not whole.
         finish_reason = self.finish_reason or ("length" if self.calls else "stop")
         step = chat_step({"choices": [{"message": message, "finish_reason": finish_reason}]})

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ._base import Definable, GeminiFunctionResponse, ToolCall, ToolMessage, WireShape, get
+from ._base import Definable, GeminiFunctionResponse, ToolCall, ToolMessage, WireShape, get, text
 
 __all__ = ["GEMINI", "ORDER_ID", "GeminiFunctionResponse"]
 
@@ -79,13 +79,9 @@ class Gemini(WireShape):
 
     def read(self, obj: Any) -> ToolCall:
         call = _function_call(obj)
-        call_id, name, args = get(call, "id"), get(call, "name"), get(call, "args")
-        return ToolCall(
-            call_id if isinstance(call_id, str) else "",
-            name if isinstance(name, str) else "",
-            {} if args is None else args,  # a call without parameters has no `args`
-            "gemini",
-        )
+        args = get(call, "args")
+        arguments = {} if args is None else args  # a call without parameters has no `args`
+        return ToolCall(text(call, "id"), text(call, "name"), arguments, "gemini")
 
     def parse(self, obj: Any) -> ToolCall:
         call = self.read(obj)
@@ -110,10 +106,7 @@ class Gemini(WireShape):
 
     def answered(self, message: Any) -> str | None:
         response = _function_response(message)
-        if response is None:
-            return None
-        call_id = get(response, "id")
-        return call_id if isinstance(call_id, str) else ""
+        return None if response is None else text(response, "id")
 
     def group(self, answers: Sequence[Any]) -> list[Any]:
         return [{"role": "user", "parts": list(answers)}]

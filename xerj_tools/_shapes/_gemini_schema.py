@@ -43,8 +43,7 @@ def gemini_subset(schema: Any) -> tuple[dict[str, Any], list[str]]:
     """`schema` as Gemini's ``Schema`` (types upper-case, ``nullable`` for a null type), and a
     note per keyword or value it had no place for, each with its JSON path."""
     notes: list[str] = []
-    out = _convert(schema, "$", notes)
-    return out, notes
+    return _convert(schema, "$", notes), notes
 
 
 def _convert(schema: Any, path: str, notes: list[str]) -> dict[str, Any]:

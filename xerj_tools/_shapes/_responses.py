@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get
+from ._base import Definable, Step, ToolCall, ToolMessage, WireShape, get, text
 from ._usage import read_usage
 
 __all__ = ["RESPONSES", "ResponsesAssembler", "responses_step"]
@@ -29,16 +29,9 @@ class Responses(WireShape):
         return get(obj, "type") in _KINDS
 
     def read(self, obj: Any) -> ToolCall:
-        call_id = get(obj, "call_id")
         custom = get(obj, "type") == "custom_tool_call"
-        name = get(obj, "name")
-        return ToolCall(
-            call_id if isinstance(call_id, str) else "",
-            name if isinstance(name, str) else "",
-            get(obj, "input" if custom else "arguments"),
-            "responses",
-            custom,
-        )
+        arguments = get(obj, "input" if custom else "arguments")
+        return ToolCall(text(obj, "call_id"), text(obj, "name"), arguments, "responses", custom)
 
     def answer(self, call: ToolCall, content: str, *, ok: bool) -> ToolMessage:
         if call.custom:
@@ -93,12 +86,9 @@ def responses_step(response: Any) -> Step:
     for item in get(response, "output") or []:
         kind = get(item, "type")
         if kind == "function_call":
-            call_id = get(item, "call_id")  # missing or not a string: "" (the loop names it)
+            call_id = text(item, "call_id")  # missing or not a string: "" (the loop names it)
             call = ToolCall(
-                call_id if isinstance(call_id, str) else "",
-                str(get(item, "name") or ""),
-                get(item, "arguments"),
-                "responses",
+                call_id, str(get(item, "name") or ""), get(item, "arguments"), "responses"
             )
             calls.append(call)
             clean = {
@@ -117,8 +107,7 @@ def responses_step(response: Any) -> Step:
                     texts.append(str(get(part, "text") or ""))
         items.append(_dump(item))
     status = get(response, "status")
-    details = get(response, "incomplete_details")
-    reason = get(details, "reason") if details is not None else None
+    reason = get(get(response, "incomplete_details"), "reason")  # None without the details
     if status == "incomplete":
         finish_reason = "content_filter" if reason == "content_filter" else "length"
     else:
@@ -173,31 +162,12 @@ class ResponsesAssembler:
             if step.calls or not assembled:
                 return step
             # a final response without its output: keep what the stream delivered
-            return responses_step(
-                {
-                    "status": get(self.final, "status"),
-                    "output": assembled,
-                    "incomplete_details": get(self.final, "incomplete_details"),
-                    "usage": get(self.final, "usage"),
-                }
-            )
+            final = {k: get(self.final, k) for k in ("status", "incomplete_details", "usage")}
+            return responses_step({**final, "output": assembled})
         text = "".join(self.text)
-        output: list[dict[str, Any]] = (
-            [
-                {
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": text}],
-                }
-            ]
-            if text
-            else []
-        )
+        content = [{"type": "output_text", "text": text}]
+        message = {"type": "message", "role": "assistant", "content": content}
+        output: list[dict[str, Any]] = [message] if text else []
         # the stream ended without a final event: whatever arrived, marked as cut off
-        return responses_step(
-            {
-                "status": "incomplete",
-                "incomplete_details": {"reason": "max_output_tokens"},
-                "output": output + assembled,
-            }
-        )
+        cut = {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
+        return responses_step({**cut, "output": output + assembled})
