@@ -333,7 +333,7 @@ def test_threads_sharing_a_registry_get_their_own_reports() -> None:
     refused call stays with the thread that asked (Dask's threaded workers validate so)."""
     import threading
 
-    from xerj_tools._offline._lines import lane_lines
+    from xerj_tools._offline._lines import LaneLines
     from xerj_tools._offline._validate import CallReport
 
     registry = load_registry()
@@ -343,7 +343,7 @@ def test_threads_sharing_a_registry_get_their_own_reports() -> None:
 
     def run(data: bytes) -> tuple[Any, list[dict[str, Any]]]:
         reports: list[CallReport] = []
-        summary = _lane.validate_lines(registry, lane_lines(io.BytesIO(data)), on_report=reports.append)
+        summary = _lane.validate_lines(registry, LaneLines(io.BytesIO(data)), on_report=reports.append)
         return (summary.calls, summary.valid, summary.invalid), [r.as_dict() for r in reports]
 
     alone = [run(data) for data in inputs]

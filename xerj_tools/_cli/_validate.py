@@ -173,14 +173,14 @@ def _validate_lines(
     args: argparse.Namespace, registry: Any, binary: Any, out: TextIO, err: TextIO
 ) -> int:
     from .._offline._lane import validate_lines
-    from .._offline._lines import lane_lines
+    from .._offline._lines import LaneLines
 
     writer = _writer(args, out)
     progress = Progress(err, out, os.fstat(binary.fileno()).st_size, binary.tell)
     with _reporting(writer):
         summary = validate_lines(
             registry,
-            lane_lines(binary),
+            LaneLines(binary),
             repair=not args.strict,
             progress=progress.shown(),
             on_report=writer.report,
@@ -303,7 +303,7 @@ def _parquet_calls(path: str, column: str | None) -> Any:
 def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, err: TextIO) -> int:
     """`--jobs N` over JSON Lines; a single JSON document is read in this process."""
     from .._offline._batch import line_blocks, summary_of, validate_parallel
-    from .._offline._validate import is_jsonl, read_calls, validate_calls
+    from .._offline._validate import jsonl_error, read_calls, validate_calls
 
     head: list[str] = []
     for line in stream:
@@ -312,7 +312,7 @@ def _validate_parallel(args: argparse.Namespace, stream: TextIO, out: TextIO, er
             break
     writer, progress = _writer(args, out), Progress(err, out)
     with _reporting(writer):
-        if head and head[-1].strip() and not is_jsonl(head[-1]):  # one document: read whole
+        if head and head[-1].strip() and jsonl_error(head[-1]) is not None:  # one document
             import io
 
             summary = validate_calls(

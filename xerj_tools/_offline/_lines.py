@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
-__all__ = ["CHUNK", "Block", "Head", "LaneLines", "blocks_of", "jsonl_head", "lane_lines"]
+__all__ = ["CHUNK", "Block", "Head", "LaneLines", "blocks_of", "jsonl_head"]
 
 _NEWLINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 CHUNK = 1 << 20  # bytes read at a time: memory stays flat in the input's size
@@ -71,11 +71,6 @@ class LaneLines:
             yield number, last, b"", None
 
 
-def lane_lines(stream: BinaryIO, start: int = 1) -> LaneLines:
-    """`LaneLines` of a binary stream."""
-    return LaneLines(stream, start)
-
-
 def blocks_of(lines: Iterable[tuple[int, Any]]) -> Iterator[Block]:
     """Numbered lines of any kind (bytes, text, decoded records, None) as blocks: runs of bytes
     lines numbered one after another together (up to 1,024), any other line alone; the lane reads
@@ -132,7 +127,7 @@ def jsonl_head(stream: BinaryIO) -> Head:
 
     orjson = _load()
     try:
-        for _, lines, ending, _ in lane_lines(stream).blocks():
+        for _, lines, ending, _ in LaneLines(stream).blocks():
             for at, raw in enumerate(lines):
                 if not raw.strip():
                     raw.decode("utf-8")  # (blank, but maybe not UTF-8)

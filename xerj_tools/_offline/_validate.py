@@ -22,8 +22,8 @@ __all__ = [
     "Unrecognised",
     "ValidationSummary",
     "find_calls",
-    "is_jsonl",
     "jsonl_calls",
+    "jsonl_error",
     "read_calls",
     "tally",
     "validate_calls",
@@ -57,7 +57,7 @@ def read_calls(stream: TextIO) -> Iterator[FoundCall | Unrecognised | tuple[int,
             break
     if not first:
         return
-    if not is_jsonl(first):
+    if jsonl_error(first) is not None:
         try:
             document = loads(first + stream.read(), RECORD_DEPTH)
         except TooDeep as exc:
@@ -146,15 +146,11 @@ def line_calls(number: int, line: Any) -> Iterator[FoundCall | Unrecognised | tu
             yield Unrecognised(found.kind, number)
 
 
-def is_jsonl(first: str) -> bool:
-    """Whether an input whose first non-blank line is `first` is JSON Lines (that line is a
-    JSON value, or one too deep to decode) rather than one JSON document spanning lines."""
-    return jsonl_error(first) is None
-
-
 def jsonl_error(first: str, *, fast: bool = True) -> str | None:
-    """None where `is_jsonl(first)`; else why `first` is no JSON value, as `read_calls` says
-    it when it reads `first` (and what follows) as one document. (`fast`: as `_bounds.loads`.)"""
+    """None where an input whose first non-blank line is `first` is JSON Lines (that line is a
+    JSON value, or one too deep to decode) rather than one JSON document spanning lines; else why
+    `first` is no JSON value, as `read_calls` says it when it reads `first` (and what follows) as
+    one document. (`fast`: as `_bounds.loads`.)"""
     try:
         loads(first, RECORD_DEPTH, fast=fast)
     except TooDeep:
