@@ -177,6 +177,25 @@ def openai_client(base_url: str, mode: str = "sync", api_key: str = "scripted", 
                               http_client=openai.DefaultAsyncHttpxClient(verify=shared_tls(), **http))
 
 
+def run_scripted(mode: str, script: list[Any], xerj: XerjStandIn, **options: Any) -> Any:
+    """`run_agent` (`mode` "sync") or `arun_agent` ("async") of model "m" on the prompt "q", the
+    model playing `script` and the tools answered by the stand-in; `options` are `AgentOptions`."""
+    from xerj_tools import AgentOptions, AsyncDispatcher, Dispatcher, arun_agent, run_agent
+    from xerj_tools.testing import ScriptedModel
+
+    with ScriptedModel(script) as model:
+        if mode == "sync":
+            with openai_client(model.base_url) as client, Dispatcher(url=xerj.url) as dispatcher:
+                return run_agent(client, model="m", messages="q", dispatcher=dispatcher, options=AgentOptions(**options))
+
+        async def go() -> Any:
+            async with openai_client(model.base_url, "async") as client, \
+                    AsyncDispatcher(url=xerj.url) as dispatcher:
+                return await arun_agent(client, model="m", messages="q", dispatcher=dispatcher, options=AgentOptions(**options))
+
+        return asyncio.run(go())
+
+
 @functools.cache
 def shared_tls() -> ssl.SSLContext:
     return ssl.create_default_context()

@@ -29,20 +29,17 @@ from opentelemetry.util._once import Once
 from support import closed_port
 
 from xerj_tools import (
-    AgentOptions,
     AsyncDispatcher,
     Dispatcher,
     TextDelta,
-    arun_agent,
     astream_agent,
-    run_agent,
     stream_agent,
 )
 from xerj_tools._http import _tracing
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
 from xerj_tools.tools._mappings import mapping_request
 
-from conftest import Runner, SleepRecorder, chat_call, openai_client
+from conftest import Runner, SleepRecorder, chat_call, openai_client, run_scripted
 
 # a pattern XERJ globs itself: the dispatcher reads no index listing before it (docs/policy.md)
 SEARCH = {"index": "doc*", "query": {"match": {"body": "checkout"}}, "size": 2}
@@ -184,27 +181,11 @@ def test_a_single_dispatch_nests_under_the_current_span(exporter: InMemorySpanEx
     assert call.parent is not None and call.parent.span_id == parent.get_span_context().span_id
 
 
-def run_loop(mode: str, script: list[Turn], xerj: XerjStandIn, **options: Any) -> Any:
-    messages: list[Any] = [{"role": "user", "content": "search"}]
-    with ScriptedModel(script) as model:
-        if mode == "sync":
-            with openai_client(model.base_url, api_key="s") as client, \
-                    Dispatcher(url=xerj.url) as dispatcher:
-                return run_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(**options))
-
-        async def go() -> Any:
-            async with openai_client(model.base_url, "async", api_key="s") as client, \
-                    AsyncDispatcher(url=xerj.url) as dispatcher:
-                return await arun_agent(client, model="m", messages=messages, dispatcher=dispatcher, options=AgentOptions(**options))
-
-        return asyncio.run(go())
-
-
 @pytest.mark.parametrize(("api", "stream"), [("chat", False), ("chat", True), ("responses", True)])
 def test_agent_loop_adds_a_span_per_turn(exporter: InMemorySpanExporter, mode: str, api: str, stream: bool,
                                          xerj: XerjStandIn) -> None:
     script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_memory_recall", RECALL)]), Turn(text="Done.")]
-    result = run_loop(mode, script, xerj, stream=stream, api=api)
+    result = run_scripted(mode, script, xerj, stream=stream, api=api)
     assert result.completed
     turns = sorted(named(exporter.get_finished_spans(), "agent turn"),
                    key=lambda s: (s.attributes or {})["xerj_tools.turn"])
@@ -225,7 +206,7 @@ def test_agent_loop_adds_a_span_per_turn(exporter: InMemorySpanExporter, mode: s
 def test_a_failed_model_request_ends_its_turn_with_the_error(exporter: InMemorySpanExporter, mode: str,
                                                              xerj: XerjStandIn) -> None:
     with pytest.raises(openai.APIStatusError):
-        run_loop(mode, [Turn(tool_calls=[("xerj_search", SEARCH)])], xerj)  # no second turn scripted
+        run_scripted(mode, [Turn(tool_calls=[("xerj_search", SEARCH)])], xerj)  # no second turn scripted
     turns = named(exporter.get_finished_spans(), "agent turn")
     assert len(turns) == 2
     failed = next(t for t in turns if (t.attributes or {})["xerj_tools.turn"] == 2)
@@ -323,7 +304,7 @@ def test_calls_answered_without_running_have_spans_too(exporter: InMemorySpanExp
     assert attempts_of(exporter, copy) == [] and len(attempts_of(exporter, first)) == 1
     exporter.clear()
     script = [Turn(tool_calls=[("xerj_search", SEARCH), ("xerj_memory_recall", RECALL)]), Turn(text="Done.")]
-    run_loop(mode, script, xerj, on_tool_call=lambda call: call.name != "xerj_memory_recall")
+    run_scripted(mode, script, xerj, on_tool_call=lambda call: call.name != "xerj_memory_recall")
     [turn, _] = sorted(named(exporter.get_finished_spans(), "agent turn"), key=lambda s: s.start_time or 0)
     denied = next(s for s in calls(exporter) if s.name == "execute_tool xerj_memory_recall")
     assert (denied.attributes or {})["error.type"] == "denied" and denied.status.status_code == StatusCode.ERROR

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -10,19 +9,13 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response
 
 from xerj_tools import (
-    AgentOptions,
-    AgentResult,
-    AsyncDispatcher,
-    Dispatcher,
     TokenUsage,
-    arun_agent,
-    run_agent,
 )
 from xerj_tools._shapes import ChatAssembler, ResponsesAssembler, chat_step, responses_step
 from xerj_tools._shapes._usage import read_usage
-from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
+from xerj_tools.testing import Turn, XerjStandIn
 
-from conftest import openai_client
+from conftest import run_scripted
 
 SEARCH = {"index": "docs", "query": {"match": {"body": "checkout"}}, "size": 2}
 CHAT = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
@@ -104,26 +97,13 @@ def test_a_run_sums_the_usage_of_every_turn(mode: str, api: str, stream: bool, x
     options: dict[str, Any] = {"api": api, "stream": stream}
     if stream and api == "chat":
         options["create_options"] = {"stream_options": {"include_usage": True}}
-    result = drive(mode, xerj, options)
+    result = run_scripted(mode, SCRIPT, xerj, **options)
     assert result.turns == 3 and result.tool_stats["xerj_search"].calls == 2
     assert result.usage == TokenUsage(30, 30, 60, 0, 0, 3)
 
 
 def test_a_stream_without_usage_reports_none_of_it(xerj: XerjStandIn) -> None:
-    result = drive("sync", xerj, {"api": "chat", "stream": True})
+    result = run_scripted("sync", SCRIPT, xerj, api="chat", stream=True)
     assert result.completed and result.usage == TokenUsage()  # responses=0: nothing was reported
 
 
-def drive(mode: str, xerj: XerjStandIn, options: dict[str, Any]) -> AgentResult:
-    with ScriptedModel(SCRIPT) as model:
-        if mode == "sync":
-            with openai_client(model.base_url) as client, \
-                    Dispatcher(url=xerj.url) as dispatcher:
-                return run_agent(client, model="scripted", messages="q", dispatcher=dispatcher, options=AgentOptions(**options))
-
-        async def go() -> AgentResult:
-            async with openai_client(model.base_url, "async") as client, \
-                    AsyncDispatcher(url=xerj.url) as dispatcher:
-                return await arun_agent(client, model="scripted", messages="q", dispatcher=dispatcher, options=AgentOptions(**options))
-
-        return asyncio.run(go())
