@@ -53,14 +53,8 @@ def validate_batch(
 
     from ._lane import validate_lines
 
-    results: list[dict[str, Any]] = []
-    summary = validate_lines(
-        registry,
-        numbered(),
-        repair=repair,
-        on_report=lambda r: results.append(r.as_dict()),
-    )
-    return {"lines": count, **_counts(summary), "results": results}
+    summary = validate_lines(registry, numbered(), repair=repair)
+    return {"lines": count, **summary.as_dict()}
 
 
 def _counts(summary: ValidationSummary) -> dict[str, Any]:
