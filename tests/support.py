@@ -1,9 +1,10 @@
 """Small helpers several test files share: waiting for a condition, a port nothing listens on,
-deeply nested values, the command line run in-process. (The tool call the tests send is conftest's `chat_call`.)"""
+deeply nested values, the command line run in-process, whether an optional package is installed. (The tool call the tests send is conftest's `chat_call`.)"""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import io
 import json
 import socket
@@ -69,3 +70,11 @@ def run_cli(*argv: str, stdin: str = "", err: io.StringIO | None = None) -> tupl
     out, err = io.StringIO(), err or io.StringIO()
     code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported here (an optional extra's package may be missing)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package (`google`, `langchain`) is missing
+        return False

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
-import importlib.util
 import io
 import json
 import os
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import installed, run_cli
 
 from xerj_tools._cli._main import main
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
@@ -137,13 +137,6 @@ def _top_level_imports(tree: ast.AST) -> set[str]:
     return {n for n in names if n.split(".")[0] != "xerj_tools"}
 
 
-def _importable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:  # its parent package is missing
-        return False
-
-
 @pytest.mark.parametrize("block", ALL_PYTHON, ids=lambda b: b.where)
 def test_python_block_compiles_and_its_xerj_tools_names_exist(block: Block) -> None:
     tree = compile(
@@ -152,7 +145,7 @@ def test_python_block_compiles_and_its_xerj_tools_names_exist(block: Block) -> N
     # A block for an optional extra (agents, langgraph, mcp) is checked where that extra is
     # installed; the lowest-versions run of .ci/run leaves some out. Only a missing top-level
     # package skips: a missing xerj_tools name still fails.
-    absent = sorted({top for top in _top_level_imports(tree) if not _importable(top)})
+    absent = sorted({top for top in _top_level_imports(tree) if not installed(top)})
     if absent:
         pytest.skip(f"{block.where} needs {', '.join(absent)}, not installed here")
     for node in ast.walk(tree):
@@ -210,54 +203,6 @@ def test_runnable_docs_block_runs_and_prints_what_the_page_shows(
 def test_the_runnable_blocks_are_the_rule_and_fragments_the_exception() -> None:
     not_run = [b.where for b in ALL_PYTHON if marked(b)]
     assert len(not_run) <= len(ALL_PYTHON) // 2, not_run
-
-
-def command_lines() -> list[tuple[str, list[str]]]:
-    """Every `xerj-tools ...` line of a shell block, split as the shell would."""
-    found = []
-    for page in PAGES:
-        for block in code_blocks(page):
-            if block.info not in ("sh", "bash", "console"):
-                continue
-            for line in block.code.splitlines():
-                if line.lstrip().startswith("#"):
-                    continue
-                words = shlex.split(line.split("  #")[0])
-                for start, word in enumerate(words):
-                    if word.endswith("xerj-tools") or words[start : start + 3] == [
-                        "python",
-                        "-m",
-                        "xerj_tools",
-                    ]:
-                        argv = words[start + (1 if word.endswith("xerj-tools") else 3) :]
-                        found.append((f"{block.where}: {line.strip()}", argv))
-                        break
-    return found
-
-
-def cli_help(capsys: pytest.CaptureFixture[str], *command: str) -> str:
-    """`xerj-tools [command] --help`, in-process (test_cli.py runs the installed script)."""
-    capsys.readouterr()
-    assert main([*command, "--help"]) == 0
-    return capsys.readouterr().out
-
-
-def test_every_command_line_shown_names_a_command_and_its_options(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    lines = command_lines()
-    assert len(lines) >= 8
-    commands = set(re.findall(r"^    ([a-z-]+)  ", cli_help(capsys), flags=re.M))
-    assert {"validate", "tools", "lint", "call", "demo", "mcp"} <= commands
-    helps = {command: cli_help(capsys, command) for command in commands}
-    for where, argv in lines:
-        assert argv and argv[0] in commands, where
-        unknown = [
-            w.split("=")[0]
-            for w in argv[1:]
-            if w.startswith("--") and w.split("=")[0] not in helps[argv[0]]
-        ]
-        assert not unknown, f"{where}: {unknown}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -385,6 +330,32 @@ SHELL_LINES = shell_lines()
 CLI_LINES = [ln for ln in SHELL_LINES if is_cli(ln) and not ln.needs]
 
 
+def cli_help(capsys: pytest.CaptureFixture[str], *command: str) -> str:
+    """`xerj-tools [command] --help`, in-process (test_cli.py runs the installed script)."""
+    capsys.readouterr()
+    assert main([*command, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_every_command_line_shown_names_a_command_and_its_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # every `xerj-tools` of a shell line, as the command itself or an argument (`npx … xerj-tools mcp`)
+    lines = [(ln.where, ln.argv[i + 1 :]) for ln in SHELL_LINES for i, w in enumerate(ln.argv) if CLI.match(w)]
+    assert len(lines) >= 8
+    commands = set(re.findall(r"^    ([a-z-]+)  ", cli_help(capsys), flags=re.M))
+    assert {"validate", "tools", "lint", "call", "demo", "mcp"} <= commands
+    helps = {command: cli_help(capsys, command) for command in commands}
+    for where, argv in lines:
+        assert argv and argv[0] in commands, where
+        unknown = [
+            w.split("=")[0]
+            for w in argv[1:]
+            if w.startswith("--") and w.split("=")[0] not in helps[argv[0]]
+        ]
+        assert not unknown, f"{where}: {unknown}"
+
+
 def test_every_shell_line_is_run_checked_or_marked() -> None:
     """What is not a `xerj-tools` command run below is checked against what runs it."""
     ci = (ROOT / ".ci" / "run").read_text()
@@ -426,16 +397,15 @@ def sample_dir(tmp_path: Path) -> Path:
 def test_shell_command_runs_as_shown(
     line: ShellLine, sample_dir: Path, xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if line.argv[1] == "mcp" and not _importable("mcp"):
+    if line.argv[1] == "mcp" and not installed("mcp"):
         pytest.skip("the mcp extra is not installed here")
     monkeypatch.chdir(sample_dir if not line.where.startswith("README") else ROOT)
     monkeypatch.setenv("XERJ_URL", xerj.url)
     for name, value in line.env.items():
         monkeypatch.setenv(name, value)
-    out, err = io.StringIO(), io.StringIO()
-    status = main(line.argv[1:], stdin=io.StringIO(""), stdout=out, stderr=err)
-    assert status == line.expected_status, out.getvalue()[-2000:] + err.getvalue()[-2000:]
-    assert out.getvalue() or err.getvalue()
+    status, out, err = run_cli(*line.argv[1:])
+    assert status == line.expected_status, out[-2000:] + err[-2000:]
+    assert out or err
 
 
 @pytest.mark.slow
@@ -444,7 +414,7 @@ def test_serving_commands_start_as_shown(sample_dir: Path, xerj: XerjStandIn) ->
     free port in place of the one the page names)."""
     lines = [ln for ln in CLI_LINES if serves(ln.argv[1:])]
     assert len(lines) >= 4
-    if not _importable("mcp"):  # the oldest versions' run installs no `mcp` extra
+    if not installed("mcp"):  # the oldest versions' run installs no `mcp` extra
         lines = [ln for ln in lines if ln.argv[1] != "mcp"]
     for line in lines:
         _start_and_stop(line, sample_dir, xerj)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support import installed
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EXPECTED = {
@@ -38,13 +38,6 @@ EXPECTED = {
 NEEDS = {"openai_agents.py": ("agents",), "mcp_client.py": ("mcp",), "langgraph_agent.py": ("langgraph", "langchain_openai"),
          "gemini_function_calling.py": ("google.genai",), "adk_agent.py": ("google.adk",),
          "pydantic_ai_agent.py": ("pydantic_ai",), "langchain_agent.py": ("langchain.agents",)}
-
-
-def installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # its parent package (`google`, `langchain`) is missing
-        return False
 
 
 def test_every_example_is_tested() -> None:
