@@ -1,4 +1,4 @@
-"""The benchmark script runs (a quick smoke run: two rounds, small counts) and writes both files."""
+"""The benchmark scripts run (a quick smoke run: two rounds, small counts) and write both files."""
 
 from __future__ import annotations
 
@@ -7,18 +7,25 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
 
 
+def run_quick(name: str, out: Path, timeout: float = 300) -> Any:
+    """Run benchmarks/NAME.py with `--quick --out OUT`; its JSON report (OUT/NAME.json, or
+    results.json for run.py)."""
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / f"{name}.py"), "--quick", "--out", str(out)],
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return json.loads((out / ("results.json" if name == "run" else f"{name}.json")).read_text())
+
+
 @pytest.mark.slow  # ~10 s: CI runs it (`-m slow`)
 def test_benchmark_script_writes_json_and_markdown(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    report = json.loads((tmp_path / "results.json").read_text())
+    report = run_quick("run", tmp_path)
     cases = [r["case"] for r in report["results"]]
     assert len(cases) >= 8 and report["machine"]["python"]
     assert any(c.startswith("fitting 50 hits") for c in cases) and any(c.startswith("what the model reads") for c in cases)
@@ -27,15 +34,9 @@ def test_benchmark_script_writes_json_and_markdown(tmp_path: Path) -> None:
     assert table.count("\n|") == len(cases) + 2 and "Machine: Python" in table
 
 
-STARTUP = SCRIPT.parent / "startup.py"
-
-
 @pytest.mark.slow  # ~10 s: new processes, each importing xerj-tools
 def test_startup_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(STARTUP), "--quick", "--out", str(tmp_path)], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    report = json.loads((tmp_path / "startup.json").read_text())
+    report = run_quick("startup", tmp_path)
     steps = {r["step"]: r for r in report["results"]}
     assert {"import", "first_dispatcher", "first_valid", "first_invalid", "steady_valid"} <= set(steps)
     assert all(r["ours"]["median"] > 0 for r in report["results"])
@@ -44,15 +45,9 @@ def test_startup_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
     assert table.count("\n|") == len(report["results"]) + 2 and "Machine: Python" in table
 
 
-STAGES = SCRIPT.parent / "stages.py"
-
-
 @pytest.mark.slow  # a few seconds: a loopback server in its own process
 def test_stages_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(STAGES), "--quick", "--out", str(tmp_path)], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    report = json.loads((tmp_path / "stages.json").read_text())
+    report = run_quick("stages", tmp_path)
     stages = report["stages_us"]
     assert list(stages) == ["argument decode", "validation", "policy", "request build", "send", "response decode",
                             "shaping", "serialisation", "bookkeeping"]
@@ -75,16 +70,10 @@ def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
     assert [c[2:] for c in run.others(["run.py", "--all"])] == [[]] * 5
 
 
-MCP_LOAD = SCRIPT.parent / "mcp_load.py"
-
-
 @pytest.mark.slow  # two server processes and a loopback XERJ
 @pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the MCP SDK is not installed")
 def test_mcp_load_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(MCP_LOAD), "--quick", "--out", str(tmp_path)], capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    report = json.loads((tmp_path / "mcp_load.json").read_text())
+    report = run_quick("mcp_load", tmp_path, timeout=600)
     assert [r["side"] for r in report["results"]] == ["raw dispatcher", "MCP, 1 replica", "MCP, 2 replicas"]
     assert all(r["calls_per_s"]["median"] > 0 and r["p99_ms"]["median"] > 0 for r in report["results"])
     assert report["callers"] == 50 and "| MCP, 2 replicas |" in (tmp_path / "mcp_load.md").read_text()
@@ -92,11 +81,7 @@ def test_mcp_load_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # ~30 s: new processes, each loop and `validate` on 10,000 calls
 def test_validate_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
-    script = SCRIPT.parent / "validate.py"
-    done = subprocess.run([sys.executable, str(script), "--quick", "--out", str(tmp_path)], capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    report = json.loads((tmp_path / "validate.json").read_text())
+    report = run_quick("validate", tmp_path, timeout=600)
     assert report["calls"] == 10_000 and "xerj-tools validate --jobs 2" in report["calls_per_second"]
     assert [m["calls"] for m in report["memory"]] == [2_500, 5_000, 10_000]
     assert "| goal | ratio |" in (tmp_path / "validate.md").read_text()
