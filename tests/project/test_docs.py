@@ -167,9 +167,14 @@ def run_block(code: str, xerj: XerjStandIn, model: ScriptedModel, cwd: Path,
     monkeypatch.setenv("OPENAI_API_KEY", "scripted")
     monkeypatch.setenv("XERJ_URL", xerj.url)
     monkeypatch.chdir(cwd)
+    return run_as_script(code, "<docs block>")
+
+
+def run_as_script(code: str, filename: str) -> str:
+    """Run `code` as a script would (its own globals, `__main__`); return what it printed."""
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(code, "<docs block>", "exec"), {"__name__": "__main__"})
+        exec(compile(code, filename, "exec"), {"__name__": "__main__"})
     return printed.getvalue()
 
 
