@@ -35,11 +35,16 @@ async def until_async(condition: Callable[[], T], deadline: float = 60.0, *, pol
     return value
 
 
-def closed_port() -> str:
-    """The URL of a loopback port that was free a moment ago: a connection there is refused."""
+def free_port() -> int:
+    """A loopback port that was free a moment ago."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+        return int(sock.getsockname()[1])
+
+
+def closed_port() -> str:
+    """The URL of a loopback port that was free a moment ago: a connection there is refused."""
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def nested(levels: int, leaf: Any = 1, *, kind: Literal["array", "object"] = "array") -> Any:

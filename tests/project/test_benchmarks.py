@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import installed
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
+sys.path.insert(0, str(SCRIPT.parent))
 
 
 def run_quick(name: str, out: Path, timeout: float = 300) -> Any:
@@ -58,7 +59,6 @@ def test_stages_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
 
 
 def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
-    sys.path.insert(0, str(SCRIPT.parent))
     import run  # benchmarks/run.py
 
     assert run.others(["run.py"]) == [] and run.others(["run.py", "--quick"]) == []
@@ -71,7 +71,7 @@ def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
 
 
 @pytest.mark.slow  # two server processes and a loopback XERJ
-@pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the MCP SDK is not installed")
+@pytest.mark.skipif(not installed("mcp"), reason="the MCP SDK is not installed")
 def test_mcp_load_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
     report = run_quick("mcp_load", tmp_path, timeout=600)
     assert [r["side"] for r in report["results"]] == ["raw dispatcher", "MCP, 1 replica", "MCP, 2 replicas"]
@@ -92,17 +92,9 @@ def test_validate_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
         assert set(report["budget"]) == {"≥ 10× the jsonschema loop", "≥ 0.5× orjson + jsonschema-rs"}
 
 
-def _common() -> object:
-    spec = importlib.util.spec_from_file_location("bench_common", SCRIPT.parent / "_common.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_run_writes_to_a_new_temporary_directory_unless_told_where(tmp_path: Path) -> None:
     """The kept results in benchmarks/ change only with `--out benchmarks`."""
-    results_dir = _common().results_dir  # type: ignore[attr-defined]
+    from _common import results_dir  # benchmarks/_common.py
     first, second = results_dir(["run.py"], "run"), results_dir(["run.py", "--quick"], "run")
     try:
         assert first != second and first.is_dir() and not any(first.iterdir())

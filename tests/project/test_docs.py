@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support import installed, run_cli
+from support import free_port, installed, run_cli
 
 from xerj_tools._cli._main import main
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
@@ -425,14 +425,6 @@ def test_serving_commands_start_as_shown(sample_dir: Path, xerj: XerjStandIn) ->
         _start_and_stop(line, sample_dir, xerj)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _on_a_free_port(argv: list[str]) -> list[str]:
     """The command with the port it names replaced by a free one: CI runs two suites at once, and
     a fixed port shown on a page would let one fail on the other's server."""
@@ -440,11 +432,11 @@ def _on_a_free_port(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv[:-1]):
         if arg == "--http":
             host, _, _ = argv[i + 1].rpartition(":")
-            argv[i + 1] = f"{host}:{_free_port()}"
+            argv[i + 1] = f"{host}:{free_port()}"
         elif arg == "--port":
-            argv[i + 1] = str(_free_port())
+            argv[i + 1] = str(free_port())
     if argv and argv[0] == "stand-in" and "--port" not in argv:  # its default is XERJ's 9200
-        argv += ["--port", str(_free_port())]
+        argv += ["--port", str(free_port())]
     return argv
 
 
