@@ -159,17 +159,6 @@ def test_python_block_compiles_and_its_xerj_tools_names_exist(block: Block) -> N
                     importlib.import_module(alias.name)
 
 
-def run_block(code: str, xerj: XerjStandIn, model: ScriptedModel, cwd: Path,
-              monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a block in-process, as a script (its own globals, `__main__`), with the stand-ins in
-    the environment and `cwd` as the working directory; return what it printed."""
-    monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "scripted")
-    monkeypatch.setenv("XERJ_URL", xerj.url)
-    monkeypatch.chdir(cwd)
-    return run_as_script(code, "<docs block>")
-
-
 def run_as_script(code: str, filename: str) -> str:
     """Run `code` as a script would (its own globals, `__main__`); return what it printed."""
     printed = io.StringIO()
@@ -196,10 +185,15 @@ def shown_output(block: Block) -> str | None:
 
 @pytest.mark.parametrize("block", DOCS_RUNNABLE, ids=lambda b: b.where)
 def test_runnable_docs_block_runs_and_prints_what_the_page_shows(
-    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    block: Block, xerj: XerjStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with XerjStandIn() as xerj, ScriptedModel(a_search_then_answers()) as model:
-        printed = run_block(block.code, xerj, model, tmp_path, monkeypatch)
+    # in-process, with the stand-ins in the environment and a working directory of its own
+    monkeypatch.setenv("OPENAI_API_KEY", "scripted")
+    monkeypatch.setenv("XERJ_URL", xerj.url)
+    monkeypatch.chdir(tmp_path)
+    with ScriptedModel(a_search_then_answers()) as model:
+        monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
+        printed = run_as_script(block.code, "<docs block>")
     expected = shown_output(block)
     if expected is not None:
         assert printed == expected
