@@ -15,47 +15,46 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
 sys.path.insert(0, str(SCRIPT.parent))
 
 
-def run_quick(name: str, out: Path, timeout: float = 300) -> Any:
-    """Run benchmarks/NAME.py with `--quick --out OUT`; its JSON report (OUT/NAME.json, or
-    results.json for run.py)."""
+def run_quick(name: str, out: Path, timeout: float = 300) -> tuple[Any, str]:
+    """Run benchmarks/NAME.py with `--quick --out OUT`; the two files it wrote there, the JSON
+    report read and the Markdown table (NAME.json and NAME.md, results.* for run.py)."""
     done = subprocess.run([sys.executable, str(SCRIPT.parent / f"{name}.py"), "--quick", "--out", str(out)],
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
-    return json.loads((out / ("results.json" if name == "run" else f"{name}.json")).read_text())
+    stem = "results" if name == "run" else name
+    return json.loads((out / f"{stem}.json").read_text()), (out / f"{stem}.md").read_text()
 
 
 @pytest.mark.slow  # ~10 s: CI runs it (`-m slow`)
 def test_benchmark_script_writes_json_and_markdown(tmp_path: Path) -> None:
-    report = run_quick("run", tmp_path)
+    report, table = run_quick("run", tmp_path)
     cases = [r["case"] for r in report["results"]]
     assert len(cases) >= 8 and report["machine"]["python"]
     assert any(c.startswith("fitting 50 hits") for c in cases) and any(c.startswith("what the model reads") for c in cases)
     assert all("ours" in r and "baseline" in r for r in report["results"])
-    table = (tmp_path / "results.md").read_text()
     assert table.count("\n|") == len(cases) + 2 and "Machine: Python" in table
 
 
 @pytest.mark.slow  # ~10 s: new processes, each importing xerj-tools
 def test_startup_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
-    report = run_quick("startup", tmp_path)
+    report, table = run_quick("startup", tmp_path)
     steps = {r["step"]: r for r in report["results"]}
     assert {"import", "first_dispatcher", "first_valid", "first_invalid", "steady_valid"} <= set(steps)
     assert all(r["ours"]["median"] > 0 for r in report["results"])
     assert steps["import"]["goal"] and steps["import"]["met"] in (True, False)
-    table = (tmp_path / "startup.md").read_text()
     assert table.count("\n|") == len(report["results"]) + 2 and "Machine: Python" in table
 
 
 @pytest.mark.slow  # a few seconds: a loopback server in its own process
 def test_stages_benchmark_accounts_for_every_stage(tmp_path: Path) -> None:
-    report = run_quick("stages", tmp_path)
+    report, table = run_quick("stages", tmp_path)
     stages = report["stages_us"]
     assert list(stages) == ["argument decode", "validation", "policy", "request build", "send", "response decode",
                             "shaping", "serialisation", "bookkeeping"]
     assert all(stages[s] > 0 for s in stages if s != "bookkeeping")  # every hook ran
     assert abs(sum(stages.values()) - report["total_us"]) < 1e-6 * report["total_us"] + 1e-9 and report["bare_us"] > 0
     assert report["transport_alone_us"] > 0
-    assert report["raw_us"] > 0 and "| **dispatch, in all** |" in (tmp_path / "stages.md").read_text()
+    assert report["raw_us"] > 0 and "| **dispatch, in all** |" in table
 
 
 def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
@@ -73,18 +72,18 @@ def test_all_runs_the_other_benchmarks_with_the_same_flags() -> None:
 @pytest.mark.slow  # two server processes and a loopback XERJ
 @pytest.mark.skipif(not installed("mcp"), reason="the MCP SDK is not installed")
 def test_mcp_load_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
-    report = run_quick("mcp_load", tmp_path, timeout=600)
+    report, table = run_quick("mcp_load", tmp_path, timeout=600)
     assert [r["side"] for r in report["results"]] == ["raw dispatcher", "MCP, 1 replica", "MCP, 2 replicas"]
     assert all(r["calls_per_s"]["median"] > 0 and r["p99_ms"]["median"] > 0 for r in report["results"])
-    assert report["callers"] == 50 and "| MCP, 2 replicas |" in (tmp_path / "mcp_load.md").read_text()
+    assert report["callers"] == 50 and "| MCP, 2 replicas |" in table
 
 
 @pytest.mark.slow  # ~30 s: new processes, each loop and `validate` on 10,000 calls
 def test_validate_benchmark_writes_json_and_markdown(tmp_path: Path) -> None:
-    report = run_quick("validate", tmp_path, timeout=600)
+    report, table = run_quick("validate", tmp_path, timeout=600)
     assert report["calls"] == 10_000 and "xerj-tools validate --jobs 2" in report["calls_per_second"]
     assert [m["calls"] for m in report["memory"]] == [2_500, 5_000, 10_000]
-    assert "| goal | ratio |" in (tmp_path / "validate.md").read_text()
+    assert "| goal | ratio |" in table
     parts = report["breakdown"]
     assert parts["lines the lane passes"]["lines"] + parts["lines the lane refuses"]["lines"] == 10_000
     assert parts["lines the lane refuses"]["lines"] > 0 and parts["one line"]["lines"] == 1
