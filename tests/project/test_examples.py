@@ -34,6 +34,7 @@ EXPECTED = {
                            "XERJ was asked once", "call_5 [success]", "(pm-103)"],
 }
 # Examples of an integration run when its optional extra is installed (CI installs them all).
+# Each starts its framework in a fresh interpreter (~5 s): CI runs them (`-m slow`).
 NEEDS = {"openai_agents.py": ("agents",), "mcp_client.py": ("mcp",), "langgraph_agent.py": ("langgraph", "langchain_openai"),
          "gemini_function_calling.py": ("google.genai",), "adk_agent.py": ("google.adk",),
          "pydantic_ai_agent.py": ("pydantic_ai",), "langchain_agent.py": ("langchain.agents",)}
@@ -43,16 +44,12 @@ def test_every_example_is_tested() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_")) == sorted(EXPECTED)
 
 
-# Each of these starts its framework in a fresh interpreter (~5 s): CI runs them (`-m slow`).
-SLOW = set(NEEDS)
-
-
 # agent_loop.py runs in tests/project/test_readme.py, as the README's main job (with every extra's module
 # made unimportable), and is held to EXPECTED there: one interpreter for it, not two.
 ELSEWHERE = {"agent_loop.py"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else [])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in NEEDS else [])
                                   for n in sorted(set(EXPECTED) - ELSEWHERE)])
 def test_example_runs_against_the_stand_ins(name: str) -> None:
     missing = [m for m in NEEDS.get(name, ()) if not installed(m)]
