@@ -121,18 +121,15 @@ class Runner:
     """One interface over `Dispatcher` and `AsyncDispatcher`, so tests run against both."""
 
     def __init__(self, mode: str, sleep: SleepRecorder, **options: Any) -> None:
-        self.mode = mode
-        self.sleep = sleep
-        self.options = options
-        self._loop: asyncio.AbstractEventLoop | None = None
         from xerj_tools import AsyncDispatcher, Dispatcher
 
+        self.sync: Dispatcher | None = None
+        self.aio: AsyncDispatcher | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         if mode == "sync":
-            self.sync: Dispatcher | None = Dispatcher(sleep=sleep, **options)
-            self.aio: AsyncDispatcher | None = None
+            self.sync = Dispatcher(sleep=sleep, **options)
         else:
             self._loop = asyncio.new_event_loop()
-            self.sync = None
             self.aio = AsyncDispatcher(sleep=sleep.asleep, **options)
 
     def run(self, call: Any, **keywords: Any) -> ToolResult:

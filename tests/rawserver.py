@@ -4,6 +4,7 @@ read, then a script writes whatever bytes it likes (dribbled, compressed, never 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Callable
@@ -70,12 +71,8 @@ class RawServer:
                         return
                     data += chunk
                 head, _, rest = data.partition(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                while len(rest) < length:
+                declared = re.search(rb"^content-length:\s*(\d+)", head, re.I | re.M)
+                while declared and len(rest) < int(declared.group(1)):
                     rest += conn.recv(65536)
                 if self.listing is not None and head.split(b"\r\n", 1)[0] == LISTING_LINE:
                     self.listings.append(head)

@@ -1,9 +1,12 @@
 """Small helpers several test files share: waiting for a condition, a port nothing listens on,
-deeply nested values, the command line run in-process, the JSON-Schema-Test-Suite's cases. (The tool call the tests send is conftest's `chat_call`.)"""
+deeply nested values, the command line run in-process, the JSON-Schema-Test-Suite's cases,
+whether an optional package is installed. (The tool call the tests send is conftest's
+`chat_call`.)"""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import io
 import json
 import socket
@@ -35,11 +38,16 @@ async def until_async(condition: Callable[[], T], deadline: float = 60.0, *, pol
     return value
 
 
-def closed_port() -> str:
-    """The URL of a loopback port that was free a moment ago: a connection there is refused."""
+def free_port() -> int:
+    """A loopback port that was free a moment ago."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+        return int(sock.getsockname()[1])
+
+
+def closed_port() -> str:
+    """The URL of a loopback port that was free a moment ago: a connection there is refused."""
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def nested(levels: int, leaf: Any = 1, *, kind: Literal["array", "object"] = "array") -> Any:
@@ -86,3 +94,11 @@ def schema_suite_cases(keep: Callable[[Any], bool]) -> list[Any]:
         for test in group["tests"]
         if keep(group["schema"])
     ]  # fmt: skip
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported here (an optional extra's package may be missing)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package (`google`, `langchain`) is missing
+        return False

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
-import importlib.util
 import io
 import json
 import os
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import free_port, installed, run_cli
 
 from xerj_tools._cli._main import main
 from xerj_tools.testing import ScriptedModel, Turn, XerjStandIn
@@ -137,13 +137,6 @@ def _top_level_imports(tree: ast.AST) -> set[str]:
     return {n for n in names if n.split(".")[0] != "xerj_tools"}
 
 
-def _importable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:  # its parent package is missing
-        return False
-
-
 @pytest.mark.parametrize("block", ALL_PYTHON, ids=lambda b: b.where)
 def test_python_block_compiles_and_its_xerj_tools_names_exist(block: Block) -> None:
     tree = compile(
@@ -152,7 +145,7 @@ def test_python_block_compiles_and_its_xerj_tools_names_exist(block: Block) -> N
     # A block for an optional extra (agents, langgraph, mcp) is checked where that extra is
     # installed; the lowest-versions run of .ci/run leaves some out. Only a missing top-level
     # package skips: a missing xerj_tools name still fails.
-    absent = sorted({top for top in _top_level_imports(tree) if not _importable(top)})
+    absent = sorted({top for top in _top_level_imports(tree) if not installed(top)})
     if absent:
         pytest.skip(f"{block.where} needs {', '.join(absent)}, not installed here")
     for node in ast.walk(tree):
@@ -166,17 +159,11 @@ def test_python_block_compiles_and_its_xerj_tools_names_exist(block: Block) -> N
                     importlib.import_module(alias.name)
 
 
-def run_block(code: str, xerj: XerjStandIn, model: ScriptedModel, cwd: Path,
-              monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a block in-process, as a script (its own globals, `__main__`), with the stand-ins in
-    the environment and `cwd` as the working directory; return what it printed."""
-    monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "scripted")
-    monkeypatch.setenv("XERJ_URL", xerj.url)
-    monkeypatch.chdir(cwd)
+def run_as_script(code: str, filename: str) -> str:
+    """Run `code` as a script would (its own globals, `__main__`); return what it printed."""
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(code, "<docs block>", "exec"), {"__name__": "__main__"})
+        exec(compile(code, filename, "exec"), {"__name__": "__main__"})
     return printed.getvalue()
 
 
@@ -198,10 +185,15 @@ def shown_output(block: Block) -> str | None:
 
 @pytest.mark.parametrize("block", DOCS_RUNNABLE, ids=lambda b: b.where)
 def test_runnable_docs_block_runs_and_prints_what_the_page_shows(
-    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    block: Block, xerj: XerjStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with XerjStandIn() as xerj, ScriptedModel(a_search_then_answers()) as model:
-        printed = run_block(block.code, xerj, model, tmp_path, monkeypatch)
+    # in-process, with the stand-ins in the environment and a working directory of its own
+    monkeypatch.setenv("OPENAI_API_KEY", "scripted")
+    monkeypatch.setenv("XERJ_URL", xerj.url)
+    monkeypatch.chdir(tmp_path)
+    with ScriptedModel(a_search_then_answers()) as model:
+        monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
+        printed = run_as_script(block.code, "<docs block>")
     expected = shown_output(block)
     if expected is not None:
         assert printed == expected
@@ -210,54 +202,6 @@ def test_runnable_docs_block_runs_and_prints_what_the_page_shows(
 def test_the_runnable_blocks_are_the_rule_and_fragments_the_exception() -> None:
     not_run = [b.where for b in ALL_PYTHON if marked(b)]
     assert len(not_run) <= len(ALL_PYTHON) // 2, not_run
-
-
-def command_lines() -> list[tuple[str, list[str]]]:
-    """Every `xerj-tools ...` line of a shell block, split as the shell would."""
-    found = []
-    for page in PAGES:
-        for block in code_blocks(page):
-            if block.info not in ("sh", "bash", "console"):
-                continue
-            for line in block.code.splitlines():
-                if line.lstrip().startswith("#"):
-                    continue
-                words = shlex.split(line.split("  #")[0])
-                for start, word in enumerate(words):
-                    if word.endswith("xerj-tools") or words[start : start + 3] == [
-                        "python",
-                        "-m",
-                        "xerj_tools",
-                    ]:
-                        argv = words[start + (1 if word.endswith("xerj-tools") else 3) :]
-                        found.append((f"{block.where}: {line.strip()}", argv))
-                        break
-    return found
-
-
-def cli_help(capsys: pytest.CaptureFixture[str], *command: str) -> str:
-    """`xerj-tools [command] --help`, in-process (test_cli.py runs the installed script)."""
-    capsys.readouterr()
-    assert main([*command, "--help"]) == 0
-    return capsys.readouterr().out
-
-
-def test_every_command_line_shown_names_a_command_and_its_options(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    lines = command_lines()
-    assert len(lines) >= 8
-    commands = set(re.findall(r"^    ([a-z-]+)  ", cli_help(capsys), flags=re.M))
-    assert {"validate", "tools", "lint", "call", "demo", "mcp"} <= commands
-    helps = {command: cli_help(capsys, command) for command in commands}
-    for where, argv in lines:
-        assert argv and argv[0] in commands, where
-        unknown = [
-            w.split("=")[0]
-            for w in argv[1:]
-            if w.startswith("--") and w.split("=")[0] not in helps[argv[0]]
-        ]
-        assert not unknown, f"{where}: {unknown}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -385,6 +329,32 @@ SHELL_LINES = shell_lines()
 CLI_LINES = [ln for ln in SHELL_LINES if is_cli(ln) and not ln.needs]
 
 
+def cli_help(capsys: pytest.CaptureFixture[str], *command: str) -> str:
+    """`xerj-tools [command] --help`, in-process (test_cli.py runs the installed script)."""
+    capsys.readouterr()
+    assert main([*command, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_every_command_line_shown_names_a_command_and_its_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # every `xerj-tools` of a shell line, as the command itself or an argument (`npx … xerj-tools mcp`)
+    lines = [(ln.where, ln.argv[i + 1 :]) for ln in SHELL_LINES for i, w in enumerate(ln.argv) if CLI.match(w)]
+    assert len(lines) >= 8
+    commands = set(re.findall(r"^    ([a-z-]+)  ", cli_help(capsys), flags=re.M))
+    assert {"validate", "tools", "lint", "call", "demo", "mcp"} <= commands
+    helps = {command: cli_help(capsys, command) for command in commands}
+    for where, argv in lines:
+        assert argv and argv[0] in commands, where
+        unknown = [
+            w.split("=")[0]
+            for w in argv[1:]
+            if w.startswith("--") and w.split("=")[0] not in helps[argv[0]]
+        ]
+        assert not unknown, f"{where}: {unknown}"
+
+
 def test_every_shell_line_is_run_checked_or_marked() -> None:
     """What is not a `xerj-tools` command run below is checked against what runs it."""
     ci = (ROOT / ".ci" / "run").read_text()
@@ -426,16 +396,15 @@ def sample_dir(tmp_path: Path) -> Path:
 def test_shell_command_runs_as_shown(
     line: ShellLine, sample_dir: Path, xerj: XerjStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if line.argv[1] == "mcp" and not _importable("mcp"):
+    if line.argv[1] == "mcp" and not installed("mcp"):
         pytest.skip("the mcp extra is not installed here")
     monkeypatch.chdir(sample_dir if not line.where.startswith("README") else ROOT)
     monkeypatch.setenv("XERJ_URL", xerj.url)
     for name, value in line.env.items():
         monkeypatch.setenv(name, value)
-    out, err = io.StringIO(), io.StringIO()
-    status = main(line.argv[1:], stdin=io.StringIO(""), stdout=out, stderr=err)
-    assert status == line.expected_status, out.getvalue()[-2000:] + err.getvalue()[-2000:]
-    assert out.getvalue() or err.getvalue()
+    status, out, err = run_cli(*line.argv[1:])
+    assert status == line.expected_status, out[-2000:] + err[-2000:]
+    assert out or err
 
 
 @pytest.mark.slow
@@ -444,18 +413,10 @@ def test_serving_commands_start_as_shown(sample_dir: Path, xerj: XerjStandIn) ->
     free port in place of the one the page names)."""
     lines = [ln for ln in CLI_LINES if serves(ln.argv[1:])]
     assert len(lines) >= 4
-    if not _importable("mcp"):  # the oldest versions' run installs no `mcp` extra
+    if not installed("mcp"):  # the oldest versions' run installs no `mcp` extra
         lines = [ln for ln in lines if ln.argv[1] != "mcp"]
     for line in lines:
         _start_and_stop(line, sample_dir, xerj)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _on_a_free_port(argv: list[str]) -> list[str]:
@@ -465,11 +426,11 @@ def _on_a_free_port(argv: list[str]) -> list[str]:
     for i, arg in enumerate(argv[:-1]):
         if arg == "--http":
             host, _, _ = argv[i + 1].rpartition(":")
-            argv[i + 1] = f"{host}:{_free_port()}"
+            argv[i + 1] = f"{host}:{free_port()}"
         elif arg == "--port":
-            argv[i + 1] = str(_free_port())
+            argv[i + 1] = str(free_port())
     if argv and argv[0] == "stand-in" and "--port" not in argv:  # its default is XERJ's 9200
-        argv += ["--port", str(_free_port())]
+        argv += ["--port", str(free_port())]
     return argv
 
 

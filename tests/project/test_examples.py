@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support import installed
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EXPECTED = {
@@ -35,24 +34,14 @@ EXPECTED = {
                            "XERJ was asked once", "call_5 [success]", "(pm-103)"],
 }
 # Examples of an integration run when its optional extra is installed (CI installs them all).
+# Each starts its framework in a fresh interpreter (~5 s): CI runs them (`-m slow`).
 NEEDS = {"openai_agents.py": ("agents",), "mcp_client.py": ("mcp",), "langgraph_agent.py": ("langgraph", "langchain_openai"),
          "gemini_function_calling.py": ("google.genai",), "adk_agent.py": ("google.adk",),
          "pydantic_ai_agent.py": ("pydantic_ai",), "langchain_agent.py": ("langchain.agents",)}
 
 
-def installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # its parent package (`google`, `langchain`) is missing
-        return False
-
-
 def test_every_example_is_tested() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_")) == sorted(EXPECTED)
-
-
-# Each of these starts its framework in a fresh interpreter (~5 s): CI runs them (`-m slow`).
-SLOW = set(NEEDS)
 
 
 # agent_loop.py runs in tests/project/test_readme.py, as the README's main job (with every extra's module
@@ -60,16 +49,14 @@ SLOW = set(NEEDS)
 ELSEWHERE = {"agent_loop.py"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else [])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in NEEDS else [])
                                   for n in sorted(set(EXPECTED) - ELSEWHERE)])
 def test_example_runs_against_the_stand_ins(name: str) -> None:
     missing = [m for m in NEEDS.get(name, ()) if not installed(m)]
     if missing:
         pytest.skip(f"{name} needs {', '.join(missing)} (an optional extra) which is not installed")
-    keys = ("OPENAI_API_KEY", "XERJ_URL", "XERJ_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
-    env = {k: v for k, v in os.environ.items() if k not in keys}
-    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, env=env,
-                          timeout=120)
+    # no key: tests/conftest.py cleared the caller's XERJ, OpenAI and Gemini settings
+    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     for text in EXPECTED[name]:
         assert text in done.stdout, done.stdout

@@ -79,15 +79,6 @@ def test_no_hint_in_the_package_names_an_index_install_of_its_own() -> None:
     assert offenders == []
 
 
-def _without(monkeypatch: pytest.MonkeyPatch, *blocked: str) -> None:
-    """Import as if `blocked` were not installed, with xerj_tools.integrations' modules imported
-    afresh (the originals come back after the test)."""
-    for name in [m for m in sys.modules if m.startswith("xerj_tools.integrations.")]:
-        monkeypatch.delitem(sys.modules, name)
-    for name in blocked:
-        monkeypatch.setitem(sys.modules, name, None)
-
-
 @pytest.mark.parametrize(
     ("module", "blocked", "extra"),
     [
@@ -102,7 +93,12 @@ def _without(monkeypatch: pytest.MonkeyPatch, *blocked: str) -> None:
 def test_an_adapter_without_its_framework_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, module: str, blocked: tuple[str, ...], extra: str
 ) -> None:
-    _without(monkeypatch, *blocked)
+    # as if `blocked` were not installed, the integrations' modules imported afresh (monkeypatch
+    # brings the originals back after the test)
+    for name in [m for m in sys.modules if m.startswith("xerj_tools.integrations.")]:
+        monkeypatch.delitem(sys.modules, name)
+    for name in blocked:
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(ImportError) as raised:
         importlib.import_module(module)
     assert f"the `{extra}` extra: {install_hint(extra)}" in str(raised.value)

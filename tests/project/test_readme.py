@@ -7,21 +7,17 @@ stand-ins, so it runs in-process, as a user would paste it.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-from xerj_tools._cli._main import main
+from support import run_cli
+from test_docs import README, code_blocks, run_as_script
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 MAIN_JOB = "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/python examples/agent_loop.py"
 TEST_COMMAND = ".venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest"
 # The top-level modules of the extras' packages: the main job must run without any of them.
@@ -33,24 +29,16 @@ EXTRAS_MODULES = (
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.S | re.M)
+    return [b.code for b in code_blocks(README) if b.info == "python"]
 
 
 def shell_blocks() -> list[str]:
-    return re.findall(r"^```sh\n(.*?)^```", README.read_text(), flags=re.S | re.M)
+    return [b.code for b in code_blocks(README) if b.info == "sh"]
 
 
 def block_with(marker: str) -> str:
     (block,) = [b for b in python_blocks() if marker in b]
     return block
-
-
-def run_in_process(code: str) -> str:
-    """Run a block as a script would (its own globals, `__main__`), and return what it printed."""
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(code, str(README), "exec"), {"__name__": "__main__"})
-    return printed.getvalue()
 
 
 def test_every_block_of_the_readme_is_run_here() -> None:
@@ -90,7 +78,7 @@ def test_the_main_job_runs_with_the_core_alone() -> None:
 def test_the_turn_by_hand_runs_with_no_key() -> None:
     snippet = block_with("run_many(")
     assert "tools=registry.chat_tools()" in snippet
-    printed = json.loads(run_in_process(snippet))
+    printed = json.loads(run_as_script(snippet, str(README)))
     assert printed["ok"] is True and "tool" not in printed and printed["total"] >= 1
 
 
@@ -108,13 +96,13 @@ def test_the_turn_by_hand_leaves_a_conversation_the_model_can_be_sent() -> None:
         "        assert sent[1]['tool_calls'][0]['id'] == sent[2]['tool_call_id']\n"
         "        print(again.choices[0].message.content)\n"
     )
-    assert run_in_process(snippet).splitlines()[-1] == "Done."
+    assert run_as_script(snippet, str(README)).splitlines()[-1] == "Done."
 
 
 def test_the_loop_runs_with_no_key() -> None:
     snippet = block_with("run_agent(")
     assert len(snippet.strip().splitlines()) < 16
-    assert run_in_process(snippet).strip() == "A saturated database pool slowed checkout."
+    assert run_as_script(snippet, str(README)).strip() == "A saturated database pool slowed checkout."
 
 
 @pytest.mark.parametrize("line", [0, 1])
@@ -123,11 +111,10 @@ def test_the_offline_validation_of_the_tour_runs(line: int, monkeypatch: pytest.
     argv = shlex.split(text, comments=True)
     assert argv[0] == ".venv/bin/xerj-tools"
     monkeypatch.chdir(ROOT)
-    out, err = io.StringIO(), io.StringIO()
-    code = main(argv[1:], stdout=out, stderr=err)
+    code, out, err = run_cli(*argv[1:])
     if line == 0:
-        assert code == 0, out.getvalue() + err.getvalue()
-        assert 'repaired $.size: "10" → 10' in out.getvalue()
+        assert code == 0, out + err
+        assert 'repaired $.size: "10" → 10' in out
     else:  # as its comment says
         assert "one of 3 is invalid, exit 1" in text
-        assert (code, out.getvalue().splitlines()[-1]) == (1, "3 calls: 2 valid (0 after repair), 1 invalid")
+        assert (code, out.splitlines()[-1]) == (1, "3 calls: 2 valid (0 after repair), 1 invalid")

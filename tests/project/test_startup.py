@@ -9,11 +9,12 @@ import json
 import ssl
 import subprocess
 import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
 
-from xerj_tools import load_registry
+from xerj_tools import ToolDefinitionError, load_registry
 from xerj_tools._http._transport import Endpoint, TransportSettings
 from xerj_tools._schema._registry import _validator_class
 
@@ -50,12 +51,8 @@ def test_every_bundled_schema_is_valid_json_schema(spec: object) -> None:
     assert isinstance(spec.validator, jsonschema.Draft202012Validator)  # type: ignore[attr-defined]
 
 
-def test_a_tools_file_of_your_own_is_still_checked_on_load(tmp_path: object) -> None:
-    from pathlib import Path
-
-    from xerj_tools import ToolDefinitionError
-
-    path = Path(str(tmp_path)) / "tools.json"
+def test_a_tools_file_of_your_own_is_still_checked_on_load(tmp_path: Path) -> None:
+    path = tmp_path / "tools.json"
     path.write_text(json.dumps([{"type": "function", "function": {"name": "t", "parameters": {"type": "objekt"}}}]))
     with pytest.raises(ToolDefinitionError, match="invalid JSON Schema"):
         load_registry(path)

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_benchmarks import run_quick
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "throughput.py"
 SIDES = {"ours", "ours unbounded", "raw", "raw bounded"}
 
 
 @pytest.mark.slow  # ~30 s on a busy machine: CI runs it (`-m slow`)
 def test_throughput_benchmark_writes_every_level_beside_raw_httpx(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)], capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    report = json.loads((tmp_path / "throughput.json").read_text())
+    report, table = run_quick("throughput", tmp_path, timeout=600)
     assert report["machine"]["python"] and report["pool"] == 10
     levels = [r["in_flight"] for r in report["results"]]
     assert levels == ["1", "10", "100", "500", "up to 8", "up to 64"]
@@ -29,5 +23,4 @@ def test_throughput_benchmark_writes_every_level_beside_raw_httpx(tmp_path: Path
             assert side["calls_per_s"]["median"] > 0 and side["p50_ms"]["median"] <= side["p99_ms"]["median"]
         assert set(result["ratios"]) == {"ours / raw", "ours / raw bounded", "ours unbounded / raw"}
         assert len(result["goals"]) == 2 and all(isinstance(v, bool) for v in result["goals"].values())
-    table = (tmp_path / "throughput.md").read_text()
     assert "Machine: Python" in table and table.count("| AsyncDispatcher, 500 in flight |") == 5
