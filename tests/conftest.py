@@ -29,6 +29,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No property test fails on wall time: Hypothesis' per-example deadline (200 ms) and its
+# too-slow health check both measure the clock, which a loaded machine stretches. A test that
+# sets its own settings keeps them; the examples are counted, never timed.
+settings.register_profile("xerj", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("xerj")
 
 if TYPE_CHECKING:  # imported where used: pytest-xdist's controller loads this file, runs no test
     from xerj_tools import AsyncDispatcher, Dispatcher, ToolResult

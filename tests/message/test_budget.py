@@ -163,7 +163,7 @@ RESPONSE_PARTS = 3
 
 
 @pytest.mark.parametrize("part", range(RESPONSE_PARTS))
-@settings(max_examples=int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "150")) // RESPONSE_PARTS, deadline=None,
+@settings(max_examples=int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "150")) // RESPONSE_PARTS,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(hits=st.lists(hit, max_size=30), aggs=st.one_of(st.none(), json_value),
        budget=st.integers(min_value=1000, max_value=7_500))
@@ -176,7 +176,7 @@ def test_the_budget_holds_for_any_response(part: int, hits: list[dict[str, Any]]
     assert result.ok and json.loads(result.content)["ok"] is True
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(memories=st.lists(st.fixed_dictionaries({"id": st.text(max_size=40), "text": st.text(max_size=4000),
                                                 "metadata": json_value, "score": st.floats(0, 10)}), max_size=40))
 def test_the_budget_holds_for_memory_recall(memories: list[dict[str, Any]]) -> None:

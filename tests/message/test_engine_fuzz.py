@@ -150,7 +150,7 @@ def test_any_engine_reply_gives_a_strict_message_within_the_budget(tool: str) ->
     def refuse(name: str) -> Any:
         raise AssertionError(f"{name} is not JSON")
 
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
     @given(reply=replies(tool))
     @example(reply=ok_reply(tool))  # both branches are reached, whatever is drawn
     @example(reply=(200, b'{"error":"boom"}', "gzip, gzip"))

@@ -135,7 +135,7 @@ json_value = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "60"))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(value=json_value, budget=st.integers(min_value=MIN_BUDGET, max_value=6000),
        fit=st.sampled_from(["json", "document"]))
 def test_any_json_fits_any_budget_with_a_marker_iff_something_was_cut(value: Any, budget: int, fit: Any) -> None:
@@ -158,7 +158,7 @@ hit_value = st.recursive(st.one_of(st.integers(), st.text(alphabet=st.characters
                          max_leaves=12)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES)
 @given(hits=st.lists(st.dictionaries(st.text(max_size=8), hit_value, max_size=5), min_size=1, max_size=5),
        cap=st.one_of(st.none(), st.just(0), st.integers(min_value=200, max_value=800)))
 def test_a_hits_measured_size_is_its_serialized_size(hits: list[Any], cap: int | None) -> None:

@@ -19,7 +19,7 @@ from xerj_tools._message._format import dumps
 from xerj_tools._message._measure import measure
 
 EXAMPLES = int(os.environ.get("XERJ_HYPOTHESIS_EXAMPLES", "60"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
+SETTINGS = settings(max_examples=EXAMPLES,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

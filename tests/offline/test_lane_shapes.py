@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import _json, load_registry, validate_batch
@@ -156,7 +156,7 @@ def _both(lines: list[bytes], repair: bool) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(data=st.data(), repair=st.booleans())
 def test_random_files_of_each_shape_get_the_full_paths_report(
     shape: str, data: Any, repair: bool

@@ -286,7 +286,7 @@ def test_jobs_must_be_a_count(argv: tuple[str, ...]) -> None:
     assert run("validate", "-", *argv)[0] == 2
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(cuts=st.lists(st.integers(0, 60), max_size=5))
 def test_batches_merged_are_the_report_of_one_pass(cuts: list[int]) -> None:
     lines = mixed_lines(60)

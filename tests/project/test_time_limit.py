@@ -111,3 +111,18 @@ def test_the_load_is_given_per_core(
     monkeypatch.setattr(time_limit.os, "getloadavg", lambda: (load, 0.0, 0.0))
     monkeypatch.setattr(time_limit.os, "cpu_count", lambda: cores)
     assert time_limit.load_per_core() == per_core
+
+
+def test_no_property_test_is_timed() -> None:
+    """Hypothesis' deadline and too-slow check are off for the whole suite (conftest's profile),
+    also under a test's own `@settings`: a loaded machine slows an example, never fails it."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=3)
+    @given(st.integers())
+    def own(n: int) -> None: ...
+
+    chosen = own._hypothesis_internal_use_settings  # type: ignore[attr-defined]
+    assert settings.default.deadline is None and chosen.deadline is None
+    assert HealthCheck.too_slow in chosen.suppress_health_check

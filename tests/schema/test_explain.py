@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import schema_suite_cases
 
@@ -135,7 +135,7 @@ def shaped(schema: Any, data: st.DataObject, depth: int = 0) -> Any:
 # ---------------------------------------------------------------- random schemas
 
 
-@settings(max_examples=2 * EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2 * EXAMPLES)
 @given(schema=top_schemas, data=st.data())
 def test_random_schemas_random_values(schema: Any, data: st.DataObject) -> None:
     assert compile_check(schema) is not None
@@ -143,7 +143,7 @@ def test_random_schemas_random_values(schema: Any, data: st.DataObject) -> None:
     assert explained(schema, value) == reference(schema, value)
 
 
-@settings(max_examples=EXAMPLES // 2, deadline=None)
+@settings(max_examples=EXAMPLES // 2)
 @given(schema=top_schemas, data=st.data())
 def test_values_of_no_json_type_are_explained_alike_or_left_to_jsonschema(
     schema: Any, data: st.DataObject
@@ -234,7 +234,7 @@ def test_json_schema_test_suite(schema: Any, data: Any, valid: bool) -> None:
 REGISTRY = load_registry()
 
 
-@settings(max_examples=2 * EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2 * EXAMPLES)
 @given(tool=st.sampled_from(REGISTRY.names), data=st.data())
 def test_every_bundled_tool(tool: str, data: st.DataObject) -> None:
     spec = REGISTRY[tool]
@@ -257,7 +257,7 @@ def test_validate_gives_the_same_results_with_jsonschema_explaining() -> None:
 
     registry = load_registry()
 
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=EXAMPLES)
     @given(tool=st.sampled_from(registry.names), data=st.data(), repair=st.booleans())
     def same(tool: str, data: st.DataObject, repair: bool) -> None:
         value = shaped(registry[tool].schema, data)

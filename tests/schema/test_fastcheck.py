@@ -50,7 +50,7 @@ def test_fast_check_agrees_with_jsonschema(tool: str) -> None:
     assert compiled.compile_now().backend == backend
     keys = list(spec.parameters["properties"])
 
-    @settings(max_examples=400, deadline=None)
+    @settings(max_examples=400)
     @given(
         instance=st.one_of(value, st.dictionaries(st.sampled_from(keys), value, max_size=len(keys)))
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import Dispatcher, Limit, ValidationResult, _json, load_registry, parse_tool_call
@@ -121,7 +121,7 @@ def _text(args: dict[str, Any]) -> str | None:
         return None
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(arguments(), st.booleans())
 def test_the_one_pass_answers_as_the_general_path(
     case: tuple[str, dict[str, Any]], repair: bool
@@ -261,7 +261,7 @@ _VALUES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(
     st.dictionaries(st.sampled_from("abcd"), _PROPERTY, min_size=1, max_size=4),
     st.data(),

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import Dispatcher, HttpRequest, Limit, Problem, Tool, load_registry
@@ -111,7 +111,7 @@ def _strict_validator() -> Any:
 # One draw serves both properties of a limit (the draw costs more than the checks): each is
 # checked on the same 150 random calls per limit as it would be on its own.
 @pytest.mark.parametrize(("case", "limit", "names"), LIMITS, ids=[c for c, _, _ in LIMITS])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150)
 @given(data=st.data())
 def test_a_limit_admits_only_without_a_problem_and_wherever_its_fragment_holds(
     case: str, limit: Limit, names: list[str], data: Any

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import Problem, load_registry
@@ -99,7 +99,7 @@ def _holds(registry: Any, name: str, args: Any, *, schema_valid: bool = False) -
         assert result.ok and not result.repairs, (name, args, result)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500)
 @given(arguments(NAMES))
 def test_a_quick_yes_means_the_checks_and_validate_find_nothing(
     case: tuple[str, dict[str, Any]],
@@ -110,7 +110,7 @@ def test_a_quick_yes_means_the_checks_and_validate_find_nothing(
         _holds(REGISTRY, name, args)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500)
 @given(arguments(NAMES))
 def test_the_checks_as_validation_asks_them_say_what_each_limit_says(
     case: tuple[str, dict[str, Any]],
@@ -245,7 +245,7 @@ def _integral_reference(value: Any, schema: Any) -> Any:
     return value
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(arguments(NAMES))
 def test_integral_numbers_by_plan_match_the_full_walk(case: tuple[str, dict[str, Any]]) -> None:
     from xerj_tools._schema._validation import integral_numbers
@@ -317,7 +317,7 @@ def _line(name: str, args: Any) -> bytes:
     return json.dumps({"id": "c", "type": "function", "function": function}).encode()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(arguments(list(calls.TOOLS)), st.sampled_from(["bundled", "loose"]))
 def test_a_strict_yes_means_the_quick_yes_the_checks_and_validate_say_yes(
     lanes: dict[str, Any], case: tuple[str, dict[str, Any]], which: str

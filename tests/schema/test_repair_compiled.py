@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xerj_tools import load_registry
@@ -254,7 +254,7 @@ def outcome(repair: Any, args: dict[str, Any], schema: Any) -> Any:
 # ---------------------------------------------------------------- properties
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES)
 @given(schema=top_schemas, args=arguments)
 def test_the_compiled_repairs_are_mains(schema: dict[str, Any], args: dict[str, Any]) -> None:
     before = copy.deepcopy(args)
@@ -265,7 +265,7 @@ def test_the_compiled_repairs_are_mains(schema: dict[str, Any], args: dict[str, 
 REGISTRY = load_registry()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES)
 @given(tool=st.sampled_from(REGISTRY.names), args=arguments, data=st.data())
 def test_the_bundled_tools_repairs_are_mains(tool: str, args: dict[str, Any], data: Any) -> None:
     schema = REGISTRY[tool].schema
@@ -276,7 +276,7 @@ def test_the_bundled_tools_repairs_are_mains(tool: str, args: dict[str, Any], da
     assert outcome(repair_arguments, args, schema) == outcome(old_repair_arguments, args, schema)
 
 
-@settings(max_examples=EXAMPLES // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES // 2)
 @given(schema=top_schemas, args=arguments)
 def test_what_the_schema_accepts_needs_no_walk(
     schema: dict[str, Any], args: dict[str, Any]
@@ -291,7 +291,7 @@ def test_what_the_schema_accepts_needs_no_walk(
     assert (typed[0], list(typed[1])) == outcome(old_repair_arguments, args, schema)
 
 
-@settings(max_examples=EXAMPLES // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES // 2)
 @given(schema=top_schemas, args=arguments)
 def test_repairs_that_make_no_new_value_keep_the_bounds(
     schema: dict[str, Any], args: dict[str, Any]

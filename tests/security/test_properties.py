@@ -181,7 +181,7 @@ def test_dispatch_never_raises_and_sends_only_contract_requests(tool: str) -> No
 
         # A valid call is always among the examples, so that "some are sent" does not rest on
         # the draw (a tool whose random calls are rarely valid may draw none).
-        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+        @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
         @given(arguments=arguments_for(tool), decoded=st.booleans())
         @example(arguments=example_arguments(REGISTRY, tool), decoded=False)
         def check(arguments: Any, decoded: bool) -> None:
@@ -247,7 +247,7 @@ def test_caps_hold_for_integers_written_as_floats(tool: str, caps: str) -> None:
     parameters = REGISTRY[tool].parameters
     required = {k: plausible(k, parameters["properties"][k]) for k in parameters.get("required", [])}
 
-    @settings(max_examples=max(EXAMPLES // 5, 20), deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=max(EXAMPLES // 5, 20), suppress_health_check=list(HealthCheck))
     @given(base=st.fixed_dictionaries(required),
            numbers=st.dictionaries(st.sampled_from(CAPPED[tool]), written, min_size=1))
     def check(base: dict[str, Any], numbers: dict[str, str]) -> None:

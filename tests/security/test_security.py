@@ -54,7 +54,7 @@ def test_namespace_escapes_never_reach_another_path(runner: Runner, xerj: XerjSt
         assert request.segments[1] == namespace and request.segments[2:] in ([], ["_recall"])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.text(min_size=1, max_size=80))
 def test_any_index_text_stays_in_its_segment(name: str) -> None:
     from xerj_tools import HANDLERS

@@ -119,7 +119,7 @@ JSON_VALUES = st.recursive(
 
 
 # No deadline: Hypothesis's 200 ms per example is a timing assertion, which a busy machine fails.
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=5))
 def test_any_json_value_is_written_alike(value: dict[str, Any]) -> None:
     fast, slow = both(lambda: clean_json(value, plain=True)[1])
