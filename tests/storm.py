@@ -165,7 +165,7 @@ def left_behind(dispatcher: AsyncDispatcher) -> list[str]:
     gate = dispatcher._gate
     if gate is not None and (gate.in_flight or gate.waiting):
         found.append(f"gate: {gate.in_flight} slots held, {gate.waiting} waiting")
-    pool = dispatcher._transport._client._transport._pool  # type: ignore[attr-defined]
+    pool = dispatcher._transport.client._transport._pool  # type: ignore[attr-defined]
     if pool._requests:
         found.append(f"pool: {len(pool._requests)} requests")
     busy = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]

@@ -266,7 +266,7 @@ class _Transport:
             transport, make = self._owned_kinds  # no `uds`, no `retries`: as `guard` wraps it
             guarded = guard(transport(verify=options["verify"], limits=options["limits"]))
             client = make(timeout=options["timeout"], transport=guarded)
-        self._client = client
+        self.client = client
 
     def _failed(self, exc: Exception, limit: int, node: str, deadline: Deadline) -> Failure:
         """How an attempt that raised ends: its body over `limit` or undecodable, its deadline
@@ -283,7 +283,7 @@ class SyncTransport(_Transport):
     caller's plain `httpx.Client` works too)."""
 
     _owned_kinds = (httpx2.HTTPTransport, httpx2.Client)
-    _client: httpx2.Client
+    client: httpx2.Client
 
     def send(self, request: HttpRequest, deadline: Deadline) -> Outcome:
         node = self.nodes.pick()
@@ -299,13 +299,13 @@ class SyncTransport(_Transport):
         try:
             with (
                 Running(deadline),
-                self._client.stream(
+                self.client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
                     headers=self.endpoint.shared_headers,
                     params=dict(request.params) or None,
-                    timeout=timeouts(self._client.timeout, deadline),
+                    timeout=timeouts(self.client.timeout, deadline),
                 ) as response,
             ):
                 body = reader(response, limit)
@@ -319,7 +319,7 @@ class SyncTransport(_Transport):
 
     def close(self) -> None:
         if self._owned:
-            self._client.close()
+            self.client.close()
 
 
 class AsyncTransport(_Transport):
@@ -328,7 +328,7 @@ class AsyncTransport(_Transport):
     docs/configuration.md)."""
 
     _owned_kinds = (httpx2.AsyncHTTPTransport, httpx2.AsyncClient)
-    _client: httpx2.AsyncClient
+    client: httpx2.AsyncClient
 
     def __init__(
         self,
@@ -359,13 +359,13 @@ class AsyncTransport(_Transport):
         limit = _limit(self.settings, request)
         try:
             with Running(deadline):
-                async with self._client.stream(
+                async with self.client.stream(
                     request.method,
                     self.endpoint.url(request.path, node),
                     content=encode_body(request.body),
                     headers=self.endpoint.shared_headers,
                     params=dict(request.params) or None,
-                    timeout=timeouts(self._client.timeout, deadline),
+                    timeout=timeouts(self.client.timeout, deadline),
                 ) as response:
                     body = reader(response, limit)
                     if not body.raw:
@@ -378,4 +378,4 @@ class AsyncTransport(_Transport):
 
     async def aclose(self) -> None:
         if self._owned:
-            await self._client.aclose()
+            await self.client.aclose()
