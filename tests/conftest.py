@@ -37,6 +37,14 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("xerj", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("xerj")
 
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the cores this process may use. A worker often waits (on
+    an interpreter a test started, a socket, a server's deadline), and the extra one uses the
+    core meanwhile (docs/testing.md#where-the-time-goes has the figures)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
+
 if TYPE_CHECKING:  # imported where used: pytest-xdist's controller loads this file, runs no test
     from xerj_tools import AsyncDispatcher, Dispatcher, ToolResult
     from xerj_tools.testing import XerjStandIn
